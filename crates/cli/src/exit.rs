@@ -1,0 +1,9 @@
+//! Every exit code plangate uses, in one place (design.md section 8), so scripts and CI
+//! suites can rely on them and tests can name them.
+
+/// Every task was accepted or deferred; or a command that decides nothing succeeded.
+pub(crate) const OK: u8 = 0;
+/// At least one task was rejected as hallucinated (or, for `probe`, a declaration failed).
+pub(crate) const REJECT: u8 = 1;
+/// The command line or an input file could not be used at all.
+pub(crate) const USAGE: u8 = 2;
