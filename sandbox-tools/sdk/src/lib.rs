@@ -228,19 +228,36 @@ fn render<R: Serialize>(result: Result<R, ToolError>) -> (Vec<u8>, i32) {
     (bytes, status)
 }
 
-/// Read and parse a JSON file, mapping failures to typed errors (`not_found` for a
-/// missing file, `invalid_data` for one that does not parse).
+/// Read a whole file, mapping failures to typed errors: `not_found` for a missing path,
+/// `bad_argument` for a directory.
+pub fn read_bytes(path: impl AsRef<Path>) -> Result<Vec<u8>, ToolError> {
+    let path = path.as_ref();
+    // Checked up front because WASI reports reading a directory as EBADF, which would
+    // otherwise surface as an opaque `io` error.
+    let meta = std::fs::metadata(path).map_err(|e| ToolError::from_io(path, e))?;
+    if meta.is_dir() {
+        return Err(ToolError::bad_argument(format!(
+            "is a directory: {}",
+            path.display()
+        )));
+    }
+    std::fs::read(path).map_err(|e| ToolError::from_io(path, e))
+}
+
+/// Read and parse a JSON file, mapping failures to typed errors (see [`read_bytes`];
+/// `invalid_data` for a file that does not parse).
 pub fn read_json<T: DeserializeOwned>(path: impl AsRef<Path>) -> Result<T, ToolError> {
     let path = path.as_ref();
-    let bytes = std::fs::read(path).map_err(|e| ToolError::from_io(path, e))?;
-    serde_json::from_slice(&bytes)
+    serde_json::from_slice(&read_bytes(path)?)
         .map_err(|e| ToolError::invalid_data(format!("{}: {e}", path.display())))
 }
 
-/// Read a UTF-8 text file, mapping failures to typed errors.
+/// Read a UTF-8 text file, mapping failures to typed errors (see [`read_bytes`];
+/// `bad_argument` for a file that is not UTF-8 text).
 pub fn read_text(path: impl AsRef<Path>) -> Result<String, ToolError> {
     let path = path.as_ref();
-    std::fs::read_to_string(path).map_err(|e| ToolError::from_io(path, e))
+    String::from_utf8(read_bytes(path)?)
+        .map_err(|_| ToolError::bad_argument(format!("not a UTF-8 text file: {}", path.display())))
 }
 
 /// Resolve a path argument against a mount the way plangate's `path` canonicalization

@@ -1,7 +1,7 @@
 //! `read_file`: the text of one file under `/world`. Honest and deterministic: it reads
 //! only a pinned mount.
 
-use plangate_guest::{ToolError, confine, run};
+use plangate_guest::{ToolError, confine, read_bytes, run};
 use seed_world_tools::WORLD;
 use serde::{Deserialize, Serialize};
 
@@ -32,7 +32,7 @@ fn main() {
             return Err(ToolError::bad_argument("max_bytes must be at least 1"));
         }
         let path = confine(WORLD, &args.path)?;
-        let bytes = std::fs::read(&path).map_err(|e| ToolError::from_io(&path, e))?;
+        let bytes = read_bytes(&path)?;
         let size = bytes.len() as u64;
         let mut end = bytes.len().min(args.max_bytes);
         // Cut on a character boundary so a truncated read is still valid UTF-8.
