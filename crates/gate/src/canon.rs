@@ -1,0 +1,456 @@
+//! Schema-aware canonical arguments (design.md section 5): what makes two spellings of
+//! one call agree (defaults, paths, IDs, sets, case, blanks) and what keeps two different
+//! calls apart (exact integers, unresolved IDs, malformed samples).
+//!
+//! Hints sit in a parameter's schema: `"x-plangate": {"canon": ["path", "trim",
+//! "casefold", "unordered", {"id": {"resolve": "resolve_user"}}], "base": "/world"}`.
+//! `base` is the working directory relative paths are read against (default `/`).
+
+use crate::catalog::{CatalogError, ToolSpec};
+use crate::convert::to_serde;
+use crate::jcs;
+use crate::json::{Object, Value};
+
+/// Looks an ID up through a resolver tool in the run's epoch. The harness implements it
+/// by calling the tool; `plangate score` has none and compares IDs as written.
+pub trait Resolver {
+    /// The canonical value for `value` per `tool`, or `None` when it does not resolve.
+    fn resolve(&mut self, tool: &str, value: &Value) -> Option<Value>;
+}
+
+/// One canonicalization hint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Hint {
+    /// Lexical path normalization against a base directory.
+    Path {
+        /// Directory that relative paths are read against.
+        base: String,
+    },
+    /// Array compared as a set: sorted by canonical form, duplicates dropped.
+    Unordered,
+    /// Strings compared in lower case.
+    Casefold,
+    /// Strings compared without leading and trailing white space.
+    Trim,
+    /// Value replaced by what a resolver tool answers for it.
+    Id {
+        /// The resolver tool's name.
+        resolve: String,
+    },
+}
+
+/// The hints of one schema node, in the order they apply: trim, casefold, path, id, and
+/// unordered last (it sorts elements already canonical).
+pub fn hints_of(schema: &Value) -> Result<Vec<Hint>, String> {
+    let Some(ext) = schema.as_object().and_then(|o| o.get("x-plangate")) else {
+        return Ok(Vec::new());
+    };
+    let ext = ext.as_object().ok_or("x-plangate: expected an object")?;
+    for k in ext.keys() {
+        if !matches!(k.as_str(), "canon" | "base") {
+            return Err(format!(
+                "x-plangate.{k}: unknown field (expected canon, base)"
+            ));
+        }
+    }
+    let base = match ext.get("base") {
+        None => "/".to_string(),
+        Some(Value::String(b)) if b.starts_with('/') => b.clone(),
+        Some(_) => return Err("x-plangate.base: expected an absolute path string".into()),
+    };
+    let list = match ext.get("canon") {
+        None => return Ok(Vec::new()),
+        Some(Value::Array(l)) => l,
+        Some(_) => return Err("x-plangate.canon: expected an array of hints".into()),
+    };
+    let mut hints = Vec::new();
+    for (i, h) in list.iter().enumerate() {
+        let hint = match h {
+            Value::String(s) => match s.as_str() {
+                "path" => Hint::Path { base: base.clone() },
+                "unordered" => Hint::Unordered,
+                "casefold" => Hint::Casefold,
+                "trim" => Hint::Trim,
+                "id" => {
+                    return Err(format!(
+                        "x-plangate.canon[{i}]: \"id\" needs a resolver: {{\"id\": {{\"resolve\": \"TOOL\"}}}}"
+                    ));
+                }
+                other => {
+                    return Err(format!(
+                        "x-plangate.canon[{i}]: unknown hint {other:?} (expected path, unordered, casefold, trim, id)"
+                    ));
+                }
+            },
+            Value::Object(o) if o.len() == 1 && o.contains_key("id") => {
+                match o
+                    .get("id")
+                    .and_then(Value::as_object)
+                    .and_then(|id| id.get("resolve"))
+                {
+                    Some(Value::String(t)) if !t.is_empty() => Hint::Id { resolve: t.clone() },
+                    _ => {
+                        return Err(format!(
+                            "x-plangate.canon[{i}].id: expected {{\"resolve\": \"TOOL\"}}"
+                        ));
+                    }
+                }
+            }
+            _ => {
+                return Err(format!(
+                    "x-plangate.canon[{i}]: expected a hint name or {{\"id\": ...}}"
+                ));
+            }
+        };
+        hints.push(hint);
+    }
+    let rank = |h: &Hint| match h {
+        Hint::Trim => 0,
+        Hint::Casefold => 1,
+        Hint::Path { .. } => 2,
+        Hint::Id { .. } => 3,
+        Hint::Unordered => 4,
+    };
+    hints.sort_by_key(rank);
+    Ok(hints)
+}
+
+/// Checks every hint in a tool's parameter schema, so a typo fails when the catalog
+/// loads, naming its place, rather than silently canonicalizing nothing.
+pub(crate) fn check_hints(schema: &Value, field: &str) -> Result<(), CatalogError> {
+    hints_of(schema).map_err(|message| CatalogError {
+        field: field.to_string(),
+        message,
+    })?;
+    let Some(o) = schema.as_object() else {
+        return Ok(());
+    };
+    if let Some(Value::Object(props)) = o.get("properties") {
+        for (k, sub) in props.iter() {
+            check_hints(sub, &format!("{field}.properties.{k}"))?;
+        }
+    }
+    if let Some(items) = o.get("items") {
+        check_hints(items, &format!("{field}.items"))?;
+    }
+    Ok(())
+}
+
+/// Lexically normalizes `path` against `base`: `.` and empty segments dropped, `..`
+/// taken back (never above `/`), no trailing `/`. It never touches a filesystem, so it
+/// cannot tell a symlink; two paths it merges name one file on any sane tree.
+pub fn normalize_path(path: &str, base: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    let joined = if path.starts_with('/') {
+        path.to_string()
+    } else {
+        format!("{base}/{path}")
+    };
+    for seg in joined.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            s => parts.push(s),
+        }
+    }
+    format!("/{}", parts.join("/"))
+}
+
+/// Is this value a `{"$from": {"step": N, "pointer": "/..."}}` reference?
+pub fn as_from_ref(v: &Value) -> Option<&Value> {
+    match v {
+        Value::Object(o) if o.len() == 1 => o.get("$from"),
+        _ => None,
+    }
+}
+
+/// Checks a `$from` reference made at step `step`; Err says why it is malformed.
+fn check_from(r: &Value, step: usize) -> Result<(), String> {
+    let o = r
+        .as_object()
+        .ok_or("$from: expected {\"step\": N, \"pointer\": \"/...\"}")?;
+    for k in o.keys() {
+        if !matches!(k.as_str(), "step" | "pointer") {
+            return Err(format!("$from.{k}: unknown field (expected step, pointer)"));
+        }
+    }
+    let from = o
+        .get("step")
+        .and_then(Value::as_u64)
+        .ok_or("$from.step: expected a step number")?;
+    if from >= step as u64 {
+        return Err(format!(
+            "$from.step: {from} is not an earlier step than {step}"
+        ));
+    }
+    match o.get("pointer") {
+        Some(Value::String(p)) if p.is_empty() || p.starts_with('/') => Ok(()),
+        _ => Err("$from.pointer: expected a JSON Pointer (RFC 6901) such as \"/id\"".into()),
+    }
+}
+
+/// Canonical arguments of one call at plan step `step`, or why the sample is malformed.
+pub fn canonicalize_arguments(
+    tool: &ToolSpec,
+    args: &Value,
+    step: usize,
+    resolver: Option<&mut (dyn Resolver + '_)>,
+) -> Result<Value, Vec<String>> {
+    let Value::Object(_) = args else {
+        return Err(vec![format!(
+            "arguments: expected an object, found {}",
+            args.kind()
+        )]);
+    };
+    let mut problems = Vec::new();
+    let mut refs = Vec::new();
+    scan(args, step, &mut String::new(), &mut refs, &mut problems);
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    let instance = to_serde(args);
+    for e in tool.validator.iter_errors(&instance) {
+        let at = e.instance_path().as_str().to_string();
+        // A reference stands for a value the schema would check at run time; its
+        // placeholder object is not a violation.
+        if refs
+            .iter()
+            .any(|r: &String| at == *r || at.starts_with(&format!("{r}/")))
+        {
+            continue;
+        }
+        let place = if at.is_empty() {
+            "arguments".to_string()
+        } else {
+            format!("arguments{at}")
+        };
+        problems.push(format!("{place}: {e}"));
+    }
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    let mut resolver = resolver;
+    Ok(apply(&tool.parameters, args, &mut resolver))
+}
+
+/// Finds `$from` references (checking each) and duplicate keys, recording where.
+fn scan(
+    v: &Value,
+    step: usize,
+    at: &mut String,
+    refs: &mut Vec<String>,
+    problems: &mut Vec<String>,
+) {
+    if let Some(r) = as_from_ref(v) {
+        if let Err(e) = check_from(r, step) {
+            problems.push(format!("arguments{at}: {e}"));
+        }
+        refs.push(at.clone());
+        return;
+    }
+    match v {
+        Value::Object(o) => {
+            if let Some(k) = o.duplicate_key() {
+                problems.push(format!("arguments{at}: duplicate key {k:?}"));
+            }
+            for (k, sub) in o.iter() {
+                let len = at.len();
+                at.push('/');
+                at.push_str(&k.replace('~', "~0").replace('/', "~1"));
+                scan(sub, step, at, refs, problems);
+                at.truncate(len);
+            }
+        }
+        Value::Array(items) => {
+            for (i, sub) in items.iter().enumerate() {
+                let len = at.len();
+                at.push_str(&format!("/{i}"));
+                scan(sub, step, at, refs, problems);
+                at.truncate(len);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn apply(schema: &Value, v: &Value, resolver: &mut Option<&mut (dyn Resolver + '_)>) -> Value {
+    if as_from_ref(v).is_some() {
+        // Symbolic on purpose: an upstream result, flaky or not, never reaches the
+        // argument signal through a reference.
+        return v.clone();
+    }
+    let s = schema.as_object();
+    let mut out = match v {
+        Value::Object(o) => {
+            let props = s
+                .and_then(|s| s.get("properties"))
+                .and_then(Value::as_object);
+            let mut res = Object::new();
+            for (k, sub) in o.iter() {
+                let sub_schema = props.and_then(|p| p.get(k)).unwrap_or(&Value::Null);
+                res.insert(k.clone(), apply(sub_schema, sub, resolver));
+            }
+            if let Some(props) = props {
+                for (k, sub_schema) in props.iter() {
+                    if res.contains_key(k) {
+                        continue;
+                    }
+                    if let Some(d) = sub_schema.as_object().and_then(|o| o.get("default")) {
+                        // A default goes through its own hints, so `"default": "./a"`
+                        // agrees with an explicit "/a".
+                        res.insert(k.clone(), apply(sub_schema, d, resolver));
+                    }
+                }
+            }
+            Value::Object(res)
+        }
+        Value::Array(items) => {
+            let item_schema = s.and_then(|s| s.get("items")).unwrap_or(&Value::Null);
+            Value::Array(
+                items
+                    .iter()
+                    .map(|i| apply(item_schema, i, resolver))
+                    .collect(),
+            )
+        }
+        other => other.clone(),
+    };
+    // Hints were checked when the catalog loaded; an error here cannot happen.
+    for hint in hints_of(schema).unwrap_or_default() {
+        out = match (hint, out) {
+            (Hint::Trim, Value::String(t)) => Value::String(t.trim().to_string()),
+            (Hint::Casefold, Value::String(t)) => Value::String(t.to_lowercase()),
+            (Hint::Path { base }, Value::String(p)) => Value::String(normalize_path(&p, &base)),
+            (Hint::Id { resolve }, val) => match resolver {
+                None => val,
+                Some(r) => match r.resolve(&resolve, &val) {
+                    Some(id) => id,
+                    // Kept apart from every resolved value: a fabricated ID that happens
+                    // to look canonical must not agree with a resolved one.
+                    None => Value::Object(Object::from_iter([("$unresolved".to_string(), val)])),
+                },
+            },
+            (Hint::Unordered, Value::Array(items)) => {
+                let mut keyed: Vec<(String, Value)> =
+                    items.into_iter().map(|i| (jcs::to_string(&i), i)).collect();
+                keyed.sort_by(|a, b| a.0.cmp(&b.0));
+                keyed.dedup_by(|a, b| a.0 == b.0);
+                Value::Array(keyed.into_iter().map(|(_, i)| i).collect())
+            }
+            (_, other) => other,
+        };
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::Catalog;
+    use crate::json::parse;
+
+    fn tool(params: &str) -> ToolSpec {
+        let doc =
+            format!(r#"{{"tools":[{{"name":"t","deterministic":true,"parameters":{params}}}]}}"#);
+        Catalog::from_value(&parse(&doc).unwrap())
+            .unwrap()
+            .get("t")
+            .unwrap()
+            .clone()
+    }
+
+    fn canon(t: &ToolSpec, args: &str) -> Result<String, Vec<String>> {
+        let v = crate::json::parse_with(args.as_bytes(), crate::json::Duplicates::Flag).unwrap();
+        canonicalize_arguments(t, &v, 1, None).map(|v| jcs::to_string(&v))
+    }
+
+    #[test]
+    fn paths_normalize_lexically() {
+        assert_eq!(normalize_path("./a/../b//c/", "/world"), "/world/b/c");
+        assert_eq!(normalize_path("/../../etc", "/world"), "/etc");
+        assert_eq!(normalize_path("", "/world"), "/world");
+    }
+
+    #[test]
+    fn defaults_and_hints() {
+        let t = tool(
+            r#"{"type":"object","properties":{
+              "path":{"type":"string","x-plangate":{"canon":["path"],"base":"/world"}},
+              "email":{"type":"string","x-plangate":{"canon":["trim","casefold"]}},
+              "tags":{"type":"array","items":{"type":"string","x-plangate":{"canon":["casefold"]}},"x-plangate":{"canon":["unordered"]}},
+              "limit":{"type":"integer","default":10}},"required":["path"]}"#,
+        );
+        let a = canon(
+            &t,
+            r#"{"path":"docs/./a.txt","email":" Ada@X.org ","tags":["B","a","b"]}"#,
+        )
+        .unwrap();
+        let b = canon(
+            &t,
+            r#"{"tags":["a","b"],"limit":10.0,"email":"ada@x.org","path":"/world/docs/a.txt"}"#,
+        )
+        .unwrap();
+        assert_eq!(a, b);
+        assert_eq!(
+            a,
+            r#"{"email":"ada@x.org","limit":10,"path":"/world/docs/a.txt","tags":["a","b"]}"#
+        );
+    }
+
+    #[test]
+    fn malformed_samples_say_why() {
+        let t = tool(r#"{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}"#);
+        let e = canon(&t, r#"{"n":"x"}"#).unwrap_err();
+        assert!(e[0].starts_with("arguments/n:"), "{e:?}");
+        assert!(canon(&t, r#"{}"#).unwrap_err()[0].starts_with("arguments:"));
+        assert!(canon(&t, r#"{"n":1,"n":2}"#).unwrap_err()[0].contains("duplicate key"));
+        assert!(canon(&t, r#"[1]"#).is_err());
+    }
+
+    #[test]
+    fn from_references_stay_symbolic_and_skip_the_schema() {
+        let t = tool(
+            r#"{"type":"object","properties":{"id":{"type":"string","x-plangate":{"canon":["casefold"]}}}}"#,
+        );
+        let a = canon(&t, r#"{"id":{"$from":{"step":0,"pointer":"/ID"}}}"#).unwrap();
+        assert_eq!(a, r#"{"id":{"$from":{"pointer":"/ID","step":0}}}"#);
+        assert!(canon(&t, r#"{"id":{"$from":{"step":1,"pointer":"/id"}}}"#).is_err());
+        assert!(canon(&t, r#"{"id":{"$from":{"step":0,"pointer":"id"}}}"#).is_err());
+    }
+
+    struct Table;
+    impl Resolver for Table {
+        fn resolve(&mut self, _tool: &str, v: &Value) -> Option<Value> {
+            match v.as_str()? {
+                "ada@x.org" | "@ada" | "u_1" => Some(Value::String("u_1".into())),
+                _ => None,
+            }
+        }
+    }
+
+    #[test]
+    fn ids_resolve_and_unresolved_stay_distinct() {
+        let t = tool(
+            r#"{"type":"object","properties":{"user":{"type":"string","x-plangate":{"canon":[{"id":{"resolve":"r"}}]}}}}"#,
+        );
+        let run = |a: &str| {
+            let v = parse(a).unwrap();
+            jcs::to_string(&canonicalize_arguments(&t, &v, 0, Some(&mut Table)).unwrap())
+        };
+        assert_eq!(run(r#"{"user":"ada@x.org"}"#), run(r#"{"user":"@ada"}"#));
+        assert_eq!(
+            run(r#"{"user":"u_9"}"#),
+            r#"{"user":{"$unresolved":"u_9"}}"#
+        );
+    }
+
+    #[test]
+    fn bad_hints_fail_at_load() {
+        let doc = r#"{"tools":[{"name":"t","deterministic":true,"parameters":{"type":"object","properties":{"p":{"type":"string","x-plangate":{"canon":["pth"]}}}}}]}"#;
+        let e = Catalog::from_value(&parse(doc).unwrap()).unwrap_err();
+        assert_eq!(e.field, "tools[0].parameters.properties.p");
+        assert!(e.message.contains("unknown hint"));
+    }
+}

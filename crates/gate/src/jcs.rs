@@ -1,0 +1,171 @@
+//! RFC 8785 (JSON Canonicalization Scheme) serialization: the one byte form in which two
+//! arguments are compared. Byte-exact on the RFC's vectors, with one deliberate
+//! departure for integers a double cannot hold (see [`write_number`]).
+
+use crate::json::{Decimal, Number, Value, decimal_of};
+
+/// The canonical form of `value`.
+pub fn to_string(value: &Value) -> String {
+    let mut out = String::new();
+    write(value, &mut out);
+    out
+}
+
+/// Appends the canonical form of `value` to `out`.
+pub fn write(value: &Value, out: &mut String) {
+    match value {
+        Value::Null => out.push_str("null"),
+        Value::Bool(true) => out.push_str("true"),
+        Value::Bool(false) => out.push_str("false"),
+        Value::Number(n) => write_number(n, out),
+        Value::String(s) => write_string(s, out),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, v) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write(v, out);
+            }
+            out.push(']');
+        }
+        Value::Object(o) => {
+            let mut members: Vec<(&String, &Value)> = o.iter().collect();
+            members.sort_by(|a, b| utf16_cmp(a.0, b.0));
+            out.push('{');
+            for (i, (k, v)) in members.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_string(k, out);
+                out.push(':');
+                write(v, out);
+            }
+            out.push('}');
+        }
+    }
+}
+
+/// Orders strings by their UTF-16 code units, as RFC 8785 section 3.2.3 requires (this
+/// differs from byte or code point order for keys above U+FFFF).
+pub fn utf16_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    a.encode_utf16().cmp(b.encode_utf16())
+}
+
+/// Appends a string with RFC 8785's minimal escapes.
+pub fn write_string(s: &str, out: &mut String) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\u{8}' => out.push_str("\\b"),
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            '\u{c}' => out.push_str("\\f"),
+            '\r' => out.push_str("\\r"),
+            c if (c as u32) < 0x20 => {
+                out.push_str(&format!("\\u{:04x}", c as u32));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// Appends a number in canonical form.
+///
+/// RFC 8785 prints the ECMAScript form of the nearest double. That would merge
+/// `9007199254740993` with `9007199254740992`, two different IDs; design.md section 5
+/// forbids it. So an *integer* whose exact value differs from the value the ECMAScript
+/// form denotes is printed exactly instead (plain digits up to 21 of them, else
+/// `d.ddde+N`). Every RFC vector is unaffected: their integers are exact doubles, and
+/// non-integers keep double semantics. Values outside the double range, which I-JSON
+/// excludes, are printed exactly rather than as infinity or zero.
+pub fn write_number(n: &Number, out: &mut String) {
+    let exact = n.decimal();
+    if exact.is_zero() {
+        out.push('0');
+        return;
+    }
+    let f = n.as_f64();
+    if f.is_finite() && f != 0.0 {
+        let mut buf = ryu_js::Buffer::new();
+        let es = buf.format_finite(f);
+        if !exact.is_integer() || decimal_of(es).as_ref() == Some(&exact) {
+            out.push_str(es);
+            return;
+        }
+    }
+    write_exact(&exact, out);
+}
+
+fn write_exact(d: &Decimal, out: &mut String) {
+    if d.negative {
+        out.push('-');
+    }
+    let len = d.digits.len() as i64;
+    if d.exponent >= 0 && len + d.exponent <= 21 {
+        out.push_str(&d.digits);
+        out.extend(std::iter::repeat_n('0', d.exponent as usize));
+        return;
+    }
+    let (first, rest) = d.digits.split_at(1);
+    out.push_str(first);
+    if !rest.is_empty() {
+        out.push('.');
+        out.push_str(rest);
+    }
+    let e = d.exponent + len - 1;
+    out.push_str(if e >= 0 { "e+" } else { "e-" });
+    out.push_str(&e.unsigned_abs().to_string());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::json::parse;
+
+    fn canon(s: &str) -> String {
+        to_string(&parse(s).unwrap())
+    }
+
+    #[test]
+    fn numbers_follow_ecmascript() {
+        assert_eq!(canon("1.0"), "1");
+        assert_eq!(canon("-0"), "0");
+        assert_eq!(canon("1E30"), "1e+30");
+        assert_eq!(canon("1e21"), "1e+21");
+        assert_eq!(canon("1e20"), "100000000000000000000");
+        assert_eq!(canon("0.000001"), "0.000001");
+        assert_eq!(canon("1e-7"), "1e-7");
+        assert_eq!(canon("333333333.33333329"), "333333333.3333333");
+    }
+
+    #[test]
+    fn integers_past_two_to_the_53_stay_distinct() {
+        assert_eq!(canon("9007199254740993"), "9007199254740993");
+        assert_eq!(canon("9007199254740992"), "9007199254740992");
+        assert_eq!(canon("9007199254740993.0"), "9007199254740993");
+        assert_eq!(
+            canon("123456789012345678901234567890"),
+            "1.2345678901234567890123456789e+29"
+        );
+        assert_ne!(canon("1e400"), canon("1e401"));
+        assert_ne!(canon("1e-400"), canon("0"));
+    }
+
+    #[test]
+    fn keys_sort_by_utf16_code_units() {
+        // U+1F600 (surrogates D83D DE00) sorts before U+E000 in UTF-16, after it in code points.
+        assert_eq!(
+            canon("{\"\u{E000}\":2,\"\u{1F600}\":1,\"a\":3}"),
+            "{\"a\":3,\"\u{1F600}\":1,\"\u{E000}\":2}"
+        );
+    }
+
+    #[test]
+    fn minimal_escapes() {
+        assert_eq!(canon(r#""\u0041\u000f\/\u20ac""#), "\"A\\u000f/€\"");
+    }
+}

@@ -1,0 +1,716 @@
+//! A strict JSON reader and value model of our own, because agreement is only as good
+//! as the parse under it: serde_json silently keeps the last of two duplicate keys and
+//! rounds integers past 2^53, and either would merge arguments that differ.
+//!
+//! Numbers keep their lexeme; [`Number::decimal`] gives their exact value. Objects keep
+//! input order (canonical output sorts them). Errors carry line and column.
+
+use std::fmt;
+
+/// Deepest nesting the reader accepts; tool arguments never need more, and a bound keeps
+/// hostile input (100,000 open brackets) from exhausting the stack.
+pub const MAX_DEPTH: usize = 256;
+
+/// A parsed JSON value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    /// `null`
+    Null,
+    /// `true` or `false`
+    Bool(bool),
+    /// A number, kept exactly as written.
+    Number(Number),
+    /// A string.
+    String(String),
+    /// An array.
+    Array(Vec<Value>),
+    /// An object, in input order, keys unique.
+    Object(Object),
+}
+
+/// A JSON object: members in input order, no key twice.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Object(Vec<(String, Value)>, Option<String>);
+
+impl Object {
+    /// An empty object.
+    pub fn new() -> Self {
+        Self(Vec::new(), None)
+    }
+    /// The first key the input repeated, when read with [`Duplicates::Flag`] (the
+    /// object then holds the last value, as [`Duplicates::LastWins`] would).
+    pub fn duplicate_key(&self) -> Option<&str> {
+        self.1.as_deref()
+    }
+    /// The value under `key`, if any.
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+    /// A mutable reference to the value under `key`, if any.
+    pub fn get_mut(&mut self, key: &str) -> Option<&mut Value> {
+        self.0.iter_mut().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+    /// Sets `key`, replacing its value in place when present.
+    pub fn insert(&mut self, key: impl Into<String>, value: Value) {
+        let key = key.into();
+        match self.get_mut(&key) {
+            Some(slot) => *slot = value,
+            None => self.0.push((key, value)),
+        }
+    }
+    /// Whether `key` is present.
+    pub fn contains_key(&self, key: &str) -> bool {
+        self.get(key).is_some()
+    }
+    /// Members in input order.
+    pub fn iter(&self) -> impl Iterator<Item = (&String, &Value)> {
+        self.0.iter().map(|(k, v)| (k, v))
+    }
+    /// Member values, mutably, in input order.
+    pub fn values_mut(&mut self) -> impl Iterator<Item = &mut Value> {
+        self.0.iter_mut().map(|(_, v)| v)
+    }
+    /// Number of members.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+    /// Whether there are no members.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    /// Members' keys, in input order.
+    pub fn keys(&self) -> impl Iterator<Item = &String> {
+        self.0.iter().map(|(k, _)| k)
+    }
+}
+
+impl FromIterator<(String, Value)> for Object {
+    fn from_iter<I: IntoIterator<Item = (String, Value)>>(iter: I) -> Self {
+        let mut o = Object::new();
+        for (k, v) in iter {
+            o.insert(k, v);
+        }
+        o
+    }
+}
+
+impl Value {
+    /// The object, if this is one.
+    pub fn as_object(&self) -> Option<&Object> {
+        match self {
+            Value::Object(o) => Some(o),
+            _ => None,
+        }
+    }
+    /// The string, if this is one.
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::String(s) => Some(s),
+            _ => None,
+        }
+    }
+    /// The array, if this is one.
+    pub fn as_array(&self) -> Option<&Vec<Value>> {
+        match self {
+            Value::Array(a) => Some(a),
+            _ => None,
+        }
+    }
+    /// The boolean, if this is one.
+    pub fn as_bool(&self) -> Option<bool> {
+        match self {
+            Value::Bool(b) => Some(*b),
+            _ => None,
+        }
+    }
+    /// The number as a u64, when it is a non-negative integer that fits.
+    pub fn as_u64(&self) -> Option<u64> {
+        match self {
+            Value::Number(n) => n.as_u64(),
+            _ => None,
+        }
+    }
+    /// A short name of the JSON type, for error messages.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Value::Null => "null",
+            Value::Bool(_) => "boolean",
+            Value::Number(_) => "number",
+            Value::String(_) => "string",
+            Value::Array(_) => "array",
+            Value::Object(_) => "object",
+        }
+    }
+}
+
+/// A JSON number as written. Equality here is on the lexeme; use [`Number::decimal`] or
+/// the canonical form to compare values.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Number(Box<str>);
+
+/// The exact value of a number: `(-1)^negative * digits * 10^exponent`, with `digits`
+/// free of leading and trailing zeros (empty for zero), so equal values are equal structs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decimal {
+    /// Sign (false for zero).
+    pub negative: bool,
+    /// Significant digits, ASCII, no leading or trailing zeros; empty means zero.
+    pub digits: String,
+    /// Power of ten applied to `digits`.
+    pub exponent: i64,
+}
+
+impl Decimal {
+    /// Whether the value is zero.
+    pub fn is_zero(&self) -> bool {
+        self.digits.is_empty()
+    }
+    /// Whether the value is a whole number.
+    pub fn is_integer(&self) -> bool {
+        self.is_zero() || self.exponent >= 0
+    }
+}
+
+impl Number {
+    /// Wraps a lexeme the caller has checked against the JSON number grammar.
+    pub(crate) fn from_lexeme(s: &str) -> Self {
+        Number(s.into())
+    }
+    /// Builds a number from an unsigned integer.
+    pub fn from_u64(n: u64) -> Self {
+        Number(n.to_string().into())
+    }
+    /// The number as written.
+    pub fn lexeme(&self) -> &str {
+        &self.0
+    }
+    /// Whether it was written with a fraction or exponent (Python and the seed read such
+    /// a lexeme as a float, whatever its value).
+    pub fn written_as_float(&self) -> bool {
+        self.0.bytes().any(|b| matches!(b, b'.' | b'e' | b'E'))
+    }
+    /// The nearest double (correctly rounded; may be infinite).
+    pub fn as_f64(&self) -> f64 {
+        // The lexeme passed the JSON grammar, which Rust's float parser accepts.
+        self.0.parse().unwrap_or(f64::NAN)
+    }
+    /// The value as u64 when it is a non-negative integer that fits exactly.
+    pub fn as_u64(&self) -> Option<u64> {
+        let d = self.decimal();
+        if d.negative || !d.is_integer() {
+            return None;
+        }
+        if d.is_zero() {
+            return Some(0);
+        }
+        let zeros = usize::try_from(d.exponent).ok()?;
+        if d.digits.len() + zeros > 20 {
+            return None;
+        }
+        let mut s = d.digits.clone();
+        s.extend(std::iter::repeat_n('0', zeros));
+        s.parse().ok()
+    }
+    /// The exact value.
+    pub fn decimal(&self) -> Decimal {
+        decimal_of(&self.0).unwrap_or(Decimal {
+            negative: false,
+            digits: String::new(),
+            exponent: 0,
+        })
+    }
+}
+
+/// Parses a number in JSON (or ECMAScript `1e+21`) form into its exact value.
+pub(crate) fn decimal_of(s: &str) -> Option<Decimal> {
+    let (negative, rest) = match s.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, s),
+    };
+    let (mantissa, exp_part) = match rest.find(['e', 'E']) {
+        Some(i) => (&rest[..i], Some(&rest[i + 1..])),
+        None => (rest, None),
+    };
+    let (int_part, frac_part) = match mantissa.find('.') {
+        Some(i) => (&mantissa[..i], &mantissa[i + 1..]),
+        None => (mantissa, ""),
+    };
+    if int_part.is_empty() || !int_part.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    if !frac_part.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let mut exponent: i64 = match exp_part {
+        None => 0,
+        Some(e) => {
+            let (neg, digits) = match e.as_bytes().first() {
+                Some(b'-') => (true, &e[1..]),
+                Some(b'+') => (false, &e[1..]),
+                _ => (false, e),
+            };
+            if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            // Saturate: an exponent past i32 is absurd but must still compare exactly
+            // enough (no two such inputs here come from distinct finite doubles).
+            let mut v: i64 = 0;
+            for b in digits.bytes() {
+                v = v.saturating_mul(10).saturating_add(i64::from(b - b'0'));
+            }
+            v = v.min(i64::MAX / 4);
+            if neg { -v } else { v }
+        }
+    };
+    let mut digits: String = int_part.chars().chain(frac_part.chars()).collect();
+    exponent = exponent.saturating_sub(frac_part.len() as i64);
+    let lead = digits.bytes().take_while(|&b| b == b'0').count();
+    digits.drain(..lead);
+    let trail = digits.bytes().rev().take_while(|&b| b == b'0').count();
+    digits.truncate(digits.len() - trail);
+    exponent = exponent.saturating_add(trail as i64);
+    if digits.is_empty() {
+        return Some(Decimal {
+            negative: false,
+            digits,
+            exponent: 0,
+        });
+    }
+    Some(Decimal {
+        negative,
+        digits,
+        exponent,
+    })
+}
+
+/// What the reader does with a key seen twice in one object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Duplicates {
+    /// Refuse the document (RFC 8785 / I-JSON; plangate's default).
+    #[default]
+    Refuse,
+    /// Keep the last value, as Python's `json.loads` and so the seed's code does.
+    LastWins,
+    /// Keep the last value but remember the key on the object, so a caller can refuse
+    /// one part of a document (one sample's arguments) and keep the rest.
+    Flag,
+}
+
+/// Why a document was refused, and where.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{kind} at line {line}, column {column}")]
+pub struct JsonError {
+    /// 1-based line of the offending byte.
+    pub line: usize,
+    /// 1-based column (in characters) of the offending byte.
+    pub column: usize,
+    /// What was wrong.
+    pub kind: JsonErrorKind,
+}
+
+/// The kinds of [`JsonError`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum JsonErrorKind {
+    /// Input ended inside a value.
+    #[error("unexpected end of input")]
+    UnexpectedEnd,
+    /// A byte that cannot start or continue a value here.
+    #[error("unexpected {0}")]
+    Unexpected(String),
+    /// Something after the one top-level value.
+    #[error("trailing characters after the value")]
+    Trailing,
+    /// The same key twice in one object.
+    #[error("duplicate key {0:?}")]
+    DuplicateKey(String),
+    /// A malformed number.
+    #[error("invalid number")]
+    InvalidNumber,
+    /// A malformed escape sequence.
+    #[error("invalid escape in string")]
+    InvalidEscape,
+    /// A `\uD800`-style half of a surrogate pair on its own (not allowed by I-JSON).
+    #[error("lone surrogate \\u{0:04x} in string")]
+    LoneSurrogate(u32),
+    /// A raw control character inside a string.
+    #[error("unescaped control character U+{0:04X} in string")]
+    ControlCharacter(u32),
+    /// Bytes that are not UTF-8.
+    #[error("invalid UTF-8")]
+    InvalidUtf8,
+    /// Nesting deeper than [`MAX_DEPTH`].
+    #[error("nesting deeper than {MAX_DEPTH}")]
+    TooDeep,
+}
+
+/// Parses one JSON document, refusing duplicate keys.
+pub fn parse(input: &str) -> Result<Value, JsonError> {
+    parse_with(input.as_bytes(), Duplicates::Refuse)
+}
+
+/// Parses one JSON document from bytes with the given duplicate-key policy.
+pub fn parse_with(input: &[u8], duplicates: Duplicates) -> Result<Value, JsonError> {
+    if let Err(e) = std::str::from_utf8(input) {
+        return Err(error_at(input, e.valid_up_to(), JsonErrorKind::InvalidUtf8));
+    }
+    let mut p = Parser {
+        s: input,
+        i: 0,
+        duplicates,
+    };
+    p.ws();
+    let v = p.value(0).map_err(|(at, kind)| error_at(input, at, kind))?;
+    p.ws();
+    if p.i != input.len() {
+        return Err(error_at(input, p.i, JsonErrorKind::Trailing));
+    }
+    Ok(v)
+}
+
+fn error_at(input: &[u8], at: usize, kind: JsonErrorKind) -> JsonError {
+    let before = &input[..at.min(input.len())];
+    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+    let line_start = before
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |p| p + 1);
+    let column = String::from_utf8_lossy(&before[line_start..])
+        .chars()
+        .count()
+        + 1;
+    JsonError { line, column, kind }
+}
+
+type PResult<T> = Result<T, (usize, JsonErrorKind)>;
+
+struct Parser<'a> {
+    s: &'a [u8],
+    i: usize,
+    duplicates: Duplicates,
+}
+
+impl Parser<'_> {
+    fn ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.s.get(self.i) {
+            self.i += 1;
+        }
+    }
+
+    fn unexpected(&self) -> (usize, JsonErrorKind) {
+        match self.s.get(self.i) {
+            None => (self.i, JsonErrorKind::UnexpectedEnd),
+            Some(_) => {
+                // The input is valid UTF-8, so decode the whole character for the message.
+                let rest = std::str::from_utf8(&self.s[self.i..]).unwrap_or("");
+                let c = rest.chars().next().unwrap_or('?');
+                (self.i, JsonErrorKind::Unexpected(format!("{c:?}")))
+            }
+        }
+    }
+
+    fn literal(&mut self, word: &[u8], v: Value) -> PResult<Value> {
+        if self.s[self.i..].starts_with(word) {
+            self.i += word.len();
+            Ok(v)
+        } else {
+            Err(self.unexpected())
+        }
+    }
+
+    fn value(&mut self, depth: usize) -> PResult<Value> {
+        match self.s.get(self.i) {
+            None => Err((self.i, JsonErrorKind::UnexpectedEnd)),
+            Some(b'n') => self.literal(b"null", Value::Null),
+            Some(b't') => self.literal(b"true", Value::Bool(true)),
+            Some(b'f') => self.literal(b"false", Value::Bool(false)),
+            Some(b'"') => self.string().map(Value::String),
+            Some(b'-' | b'0'..=b'9') => self.number(),
+            Some(b'[') => {
+                if depth >= MAX_DEPTH {
+                    return Err((self.i, JsonErrorKind::TooDeep));
+                }
+                self.i += 1;
+                let mut items = Vec::new();
+                self.ws();
+                if self.s.get(self.i) == Some(&b']') {
+                    self.i += 1;
+                    return Ok(Value::Array(items));
+                }
+                loop {
+                    self.ws();
+                    items.push(self.value(depth + 1)?);
+                    self.ws();
+                    match self.s.get(self.i) {
+                        Some(b',') => self.i += 1,
+                        Some(b']') => {
+                            self.i += 1;
+                            return Ok(Value::Array(items));
+                        }
+                        _ => return Err(self.unexpected()),
+                    }
+                }
+            }
+            Some(b'{') => {
+                if depth >= MAX_DEPTH {
+                    return Err((self.i, JsonErrorKind::TooDeep));
+                }
+                self.i += 1;
+                let mut members: Vec<(String, Value)> = Vec::new();
+                self.ws();
+                if self.s.get(self.i) == Some(&b'}') {
+                    self.i += 1;
+                    return Ok(Value::Object(Object(members, None)));
+                }
+                let mut duplicate = None;
+                loop {
+                    self.ws();
+                    if self.s.get(self.i) != Some(&b'"') {
+                        return Err(self.unexpected());
+                    }
+                    let key_at = self.i;
+                    let key = self.string()?;
+                    self.ws();
+                    if self.s.get(self.i) != Some(&b':') {
+                        return Err(self.unexpected());
+                    }
+                    self.i += 1;
+                    self.ws();
+                    let v = self.value(depth + 1)?;
+                    match members.iter_mut().find(|(k, _)| *k == key) {
+                        Some(slot) => match self.duplicates {
+                            Duplicates::Refuse => {
+                                return Err((key_at, JsonErrorKind::DuplicateKey(key)));
+                            }
+                            Duplicates::LastWins => slot.1 = v,
+                            Duplicates::Flag => {
+                                slot.1 = v;
+                                duplicate.get_or_insert(key);
+                            }
+                        },
+                        None => members.push((key, v)),
+                    }
+                    self.ws();
+                    match self.s.get(self.i) {
+                        Some(b',') => self.i += 1,
+                        Some(b'}') => {
+                            self.i += 1;
+                            return Ok(Value::Object(Object(members, duplicate)));
+                        }
+                        _ => return Err(self.unexpected()),
+                    }
+                }
+            }
+            Some(_) => Err(self.unexpected()),
+        }
+    }
+
+    fn digits(&mut self) -> usize {
+        let start = self.i;
+        while self.s.get(self.i).is_some_and(u8::is_ascii_digit) {
+            self.i += 1;
+        }
+        self.i - start
+    }
+
+    fn number(&mut self) -> PResult<Value> {
+        let start = self.i;
+        let bad = |i| Err((i, JsonErrorKind::InvalidNumber));
+        if self.s.get(self.i) == Some(&b'-') {
+            self.i += 1;
+        }
+        match self.s.get(self.i) {
+            Some(b'0') => self.i += 1,
+            Some(b'1'..=b'9') => {
+                self.digits();
+            }
+            _ => return bad(self.i),
+        }
+        if self.s.get(self.i) == Some(&b'.') {
+            self.i += 1;
+            if self.digits() == 0 {
+                return bad(self.i);
+            }
+        }
+        if let Some(b'e' | b'E') = self.s.get(self.i) {
+            self.i += 1;
+            if let Some(b'+' | b'-') = self.s.get(self.i) {
+                self.i += 1;
+            }
+            if self.digits() == 0 {
+                return bad(self.i);
+            }
+        }
+        // A number directly followed by a letter or digit (`01`, `1x`) is malformed
+        // rather than "trailing characters": say so at the number.
+        if self.s.get(self.i).is_some_and(u8::is_ascii_alphanumeric) {
+            return bad(self.i);
+        }
+        let lexeme = std::str::from_utf8(&self.s[start..self.i]).unwrap_or("0");
+        Ok(Value::Number(Number::from_lexeme(lexeme)))
+    }
+
+    fn hex4(&mut self) -> PResult<u32> {
+        let mut v = 0u32;
+        for _ in 0..4 {
+            let d = match self.s.get(self.i) {
+                Some(b) if b.is_ascii_hexdigit() => (*b as char).to_digit(16).unwrap_or(0),
+                _ => return Err((self.i, JsonErrorKind::InvalidEscape)),
+            };
+            v = v * 16 + d;
+            self.i += 1;
+        }
+        Ok(v)
+    }
+
+    fn string(&mut self) -> PResult<String> {
+        self.i += 1; // opening quote
+        let mut out = String::new();
+        loop {
+            let run_start = self.i;
+            while let Some(&b) = self.s.get(self.i) {
+                if b == b'"' || b == b'\\' || b < 0x20 {
+                    break;
+                }
+                self.i += 1;
+            }
+            // Input was checked as UTF-8 and we stopped on ASCII bytes, so this slice is
+            // on character boundaries.
+            out.push_str(std::str::from_utf8(&self.s[run_start..self.i]).unwrap_or(""));
+            match self.s.get(self.i) {
+                None => return Err((self.i, JsonErrorKind::UnexpectedEnd)),
+                Some(b'"') => {
+                    self.i += 1;
+                    return Ok(out);
+                }
+                Some(&b) if b < 0x20 => {
+                    return Err((self.i, JsonErrorKind::ControlCharacter(u32::from(b))));
+                }
+                Some(_) => {
+                    let esc_at = self.i;
+                    self.i += 1;
+                    let c = match self.s.get(self.i) {
+                        Some(b'"') => '"',
+                        Some(b'\\') => '\\',
+                        Some(b'/') => '/',
+                        Some(b'b') => '\u{8}',
+                        Some(b'f') => '\u{c}',
+                        Some(b'n') => '\n',
+                        Some(b'r') => '\r',
+                        Some(b't') => '\t',
+                        Some(b'u') => {
+                            self.i += 1;
+                            let hi = self.hex4()?;
+                            let code = if (0xD800..0xDC00).contains(&hi) {
+                                if self.s.get(self.i) == Some(&b'\\')
+                                    && self.s.get(self.i + 1) == Some(&b'u')
+                                {
+                                    self.i += 2;
+                                    let lo = self.hex4()?;
+                                    if !(0xDC00..0xE000).contains(&lo) {
+                                        return Err((esc_at, JsonErrorKind::LoneSurrogate(hi)));
+                                    }
+                                    0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00)
+                                } else {
+                                    return Err((esc_at, JsonErrorKind::LoneSurrogate(hi)));
+                                }
+                            } else if (0xDC00..0xE000).contains(&hi) {
+                                return Err((esc_at, JsonErrorKind::LoneSurrogate(hi)));
+                            } else {
+                                hi
+                            };
+                            out.push(
+                                char::from_u32(code)
+                                    .ok_or((esc_at, JsonErrorKind::InvalidEscape))?,
+                            );
+                            continue;
+                        }
+                        _ => return Err((esc_at, JsonErrorKind::InvalidEscape)),
+                    };
+                    self.i += 1;
+                    out.push(c);
+                }
+            }
+        }
+    }
+}
+
+impl fmt::Display for Value {
+    /// Writes the RFC 8785 canonical form.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&crate::jcs::to_string(self))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refuses_duplicate_keys_with_position() {
+        let e = parse("{\"a\":1,\n \"a\":2}").unwrap_err();
+        assert_eq!(e.kind, JsonErrorKind::DuplicateKey("a".into()));
+        assert_eq!((e.line, e.column), (2, 2));
+    }
+
+    #[test]
+    fn last_wins_keeps_last_value() {
+        let v = parse_with(br#"{"a":1,"a":2}"#, Duplicates::LastWins).unwrap();
+        assert_eq!(v.as_object().unwrap().get("a").unwrap().as_u64(), Some(2));
+    }
+
+    #[test]
+    fn integers_stay_exact() {
+        let a = parse("9007199254740993").unwrap();
+        let b = parse("9007199254740992").unwrap();
+        let (Value::Number(a), Value::Number(b)) = (a, b) else {
+            panic!("numbers expected")
+        };
+        assert_ne!(a.decimal(), b.decimal());
+        assert_eq!(a.as_f64(), b.as_f64());
+    }
+
+    #[test]
+    fn decimal_normalizes() {
+        let one = decimal_of("1").unwrap();
+        for s in ["1.0", "1.000", "10e-1", "0.1e1", "1E0", "1e+0"] {
+            assert_eq!(decimal_of(s).unwrap(), one, "{s}");
+        }
+        assert_eq!(decimal_of("-0.0").unwrap(), decimal_of("0").unwrap());
+        assert!(!decimal_of("1.5").unwrap().is_integer());
+        assert!(decimal_of("1.5e300").unwrap().is_integer());
+    }
+
+    #[test]
+    fn refuses_lone_surrogates_and_control_characters() {
+        assert!(matches!(
+            parse(r#""\ud800""#).unwrap_err().kind,
+            JsonErrorKind::LoneSurrogate(0xd800)
+        ));
+        assert!(matches!(
+            parse("\"a\u{1}\"").unwrap_err().kind,
+            JsonErrorKind::ControlCharacter(1)
+        ));
+        assert_eq!(
+            parse(r#""\ud83d\ude02""#).unwrap(),
+            Value::String("😂".into())
+        );
+    }
+
+    #[test]
+    fn depth_is_bounded() {
+        let deep = "[".repeat(100_000);
+        assert_eq!(parse(&deep).unwrap_err().kind, JsonErrorKind::TooDeep);
+        let ok = format!("{}{}", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
+        assert!(parse(&ok).is_ok());
+    }
+
+    #[test]
+    fn malformed_numbers() {
+        for s in [
+            "01", "1.", ".1", "-", "1e", "1e+", "+1", "0x1", "1.e3", "Infinity", "NaN",
+        ] {
+            assert!(parse(s).is_err(), "{s} should be refused");
+        }
+    }
+}

@@ -1,0 +1,282 @@
+//! The seed's gate exactly as its Python code behaves, errors included, for users who
+//! must reproduce published numbers and for the differential test against
+//! `reference/seed_gate.py`. Its defects are kept on purpose (raw `json.dumps`
+//! equality: `1` and `1.0` differ, no schema, no path or ID normalization; float
+//! thresholds). Use [`crate::decide`] for decisions.
+
+use crate::json::{Number, Value};
+
+/// `ToolSchema` of the seed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeedTool {
+    /// Tool name.
+    pub name: String,
+    /// Declared deterministic.
+    pub deterministic: bool,
+    /// Determinism probed this epoch.
+    pub verified: bool,
+}
+
+/// Keyword arguments of the seed's `classify_plan`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SeedOptions {
+    /// `arg_accept`
+    pub arg_accept: f64,
+    /// `arg_reject`
+    pub arg_reject: f64,
+    /// `result_accept`
+    pub result_accept: f64,
+    /// `min_samples`
+    pub min_samples: usize,
+    /// `fixed_epoch`
+    pub fixed_epoch: bool,
+}
+
+impl Default for SeedOptions {
+    fn default() -> Self {
+        SeedOptions {
+            arg_accept: 0.80,
+            arg_reject: 0.20,
+            result_accept: 0.80,
+            min_samples: 5,
+            fixed_epoch: true,
+        }
+    }
+}
+
+/// What the seed's code returns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SeedDecision {
+    /// `"accept" | "reject" | "defer"`.
+    pub decision: &'static str,
+    /// Argument agreement as the seed computes it.
+    pub arg_agreement: f64,
+    /// Result agreement as the seed computes it.
+    pub res_agreement: f64,
+}
+
+/// `HallucinationGateError`, with the seed's message word for word.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct HallucinationGateError(pub String);
+
+/// The seed's `classify_plan`. Samples are (arguments, result) pairs.
+pub fn classify_plan(
+    tool: &SeedTool,
+    samples: &[(Value, Value)],
+    opts: &SeedOptions,
+) -> Result<SeedDecision, HallucinationGateError> {
+    if samples.len() < opts.min_samples {
+        return Err(HallucinationGateError(format!(
+            "insufficient samples: {} < {}",
+            samples.len(),
+            opts.min_samples
+        )));
+    }
+    if !opts.fixed_epoch {
+        return Err(HallucinationGateError(
+            "epoch not fixed; tool nondeterminism would leak into arg signal".into(),
+        ));
+    }
+    let (a, r) = agreements(samples);
+    let decision = if a < opts.arg_reject {
+        if !tool.deterministic || !tool.verified {
+            "defer"
+        } else {
+            "reject"
+        }
+    } else if a >= opts.arg_accept && r < opts.result_accept {
+        "defer"
+    } else if a >= opts.arg_accept && r >= opts.result_accept {
+        "accept"
+    } else {
+        "defer"
+    };
+    Ok(SeedDecision {
+        decision,
+        arg_agreement: a,
+        res_agreement: r,
+    })
+}
+
+/// The seed's `gate_or_raise`: refuses an unprobed deterministic tool, then classifies
+/// (with `opts`; the seed always passes the defaults).
+pub fn gate_or_raise(
+    tool: &SeedTool,
+    samples: &[(Value, Value)],
+    opts: &SeedOptions,
+) -> Result<SeedDecision, HallucinationGateError> {
+    if tool.deterministic && !tool.verified {
+        return Err(HallucinationGateError(format!(
+            "tool {} declared deterministic but not probed this epoch; refusing to score",
+            python_repr(&tool.name)
+        )));
+    }
+    classify_plan(tool, samples, opts)
+}
+
+/// Agreements as the seed computes them (`max count / n`, as floats).
+pub fn agreements(samples: &[(Value, Value)]) -> (f64, f64) {
+    let n = samples.len();
+    if n == 0 {
+        return (0.0, 0.0);
+    }
+    let share = |keys: Vec<String>| {
+        let mut sorted = keys;
+        sorted.sort();
+        let mut best = 0;
+        let mut i = 0;
+        while i < sorted.len() {
+            let j = sorted[i..].iter().take_while(|k| **k == sorted[i]).count();
+            best = best.max(j);
+            i += j;
+        }
+        best as f64 / n as f64
+    };
+    (
+        share(samples.iter().map(|(a, _)| dumps_key(a)).collect()),
+        share(samples.iter().map(|(_, r)| dumps_key(r)).collect()),
+    )
+}
+
+/// A key equal for two values exactly when Python's
+/// `json.dumps(v, sort_keys=True, separators=(",", ":"))` prints them the same: ints
+/// exact, floats by their double (so `1` != `1.0`, `-0.0` != `0.0`), keys sorted.
+pub fn dumps_key(v: &Value) -> String {
+    let mut out = String::new();
+    dumps(v, &mut out);
+    out
+}
+
+fn dumps(v: &Value, out: &mut String) {
+    match v {
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) => py_number(n, out),
+        Value::String(s) => crate::jcs::write_string(s, out),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, x) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                dumps(x, out);
+            }
+            out.push(']');
+        }
+        Value::Object(o) => {
+            // Python sorts by code point; any fixed order gives the same equality.
+            let mut members: Vec<_> = o.iter().collect();
+            members.sort_by(|a, b| a.0.cmp(b.0));
+            out.push('{');
+            for (i, (k, x)) in members.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                crate::jcs::write_string(k, out);
+                out.push(':');
+                dumps(x, out);
+            }
+            out.push('}');
+        }
+    }
+}
+
+fn py_number(n: &Number, out: &mut String) {
+    if n.written_as_float() {
+        let f = n.as_f64();
+        if f.is_infinite() {
+            out.push_str(if f > 0.0 { "Infinity" } else { "-Infinity" });
+        } else {
+            // Tagged so no float ever equals an int: Python prints 1.0 and 1 apart.
+            out.push_str("f:");
+            let mut buf = ryu_js::Buffer::new();
+            if f == 0.0 && f.is_sign_negative() {
+                out.push('-');
+            }
+            out.push_str(buf.format_finite(f));
+        }
+    } else {
+        let d = n.decimal();
+        if d.negative {
+            out.push('-');
+        }
+        if d.is_zero() {
+            out.push('0');
+        } else {
+            out.push_str(&d.digits);
+            out.extend(std::iter::repeat_n('0', d.exponent as usize));
+        }
+    }
+}
+
+/// Python's `repr()` of a str, for the seed's error message.
+pub fn python_repr(s: &str) -> String {
+    let quote = if s.contains('\'') && !s.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
+    let mut out = String::new();
+    out.push(quote);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                out.push_str(&format!("\\x{:02x}", c as u32))
+            }
+            c => out.push(c),
+        }
+    }
+    out.push(quote);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::json::parse;
+
+    fn k(s: &str) -> String {
+        dumps_key(&parse(s).unwrap())
+    }
+
+    #[test]
+    fn python_equality_classes() {
+        assert_ne!(k("1"), k("1.0"));
+        assert_eq!(k("1.0"), k("1.00"));
+        assert_eq!(k("1E2"), k("100.0"));
+        assert_ne!(k("-0.0"), k("0.0"));
+        assert_eq!(k("-0"), k("0"));
+        assert_eq!(k("1e400"), k("2e400"));
+        assert_ne!(k("9007199254740993"), k("9007199254740992"));
+        assert_eq!(
+            k(r#"{"b":1,"a":[true,null]}"#),
+            k(r#"{"a":[true,null],"b":1}"#)
+        );
+    }
+
+    #[test]
+    fn errors_word_for_word() {
+        let t = SeedTool {
+            name: "search_index".into(),
+            deterministic: true,
+            verified: false,
+        };
+        let e = gate_or_raise(&t, &[], &SeedOptions::default()).unwrap_err();
+        assert_eq!(
+            e.0,
+            "tool 'search_index' declared deterministic but not probed this epoch; refusing to score"
+        );
+        assert_eq!(python_repr("it's"), "\"it's\"");
+        let e = classify_plan(&t, &[], &SeedOptions::default()).unwrap_err();
+        assert_eq!(e.0, "insufficient samples: 0 < 5");
+    }
+}

@@ -1,0 +1,120 @@
+//! Exact agreement arithmetic: thresholds are decimal fractions and agreements are counts
+//! over N, so "4 of 5 is 0.80, and 0.80 accepts" holds without floating-point luck.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// A threshold written as a decimal (`0.80`), held exactly as `num / den`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ratio {
+    num: u64,
+    den: u64,
+}
+
+/// A threshold that is not a decimal between 0 and 1.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("expected a decimal between 0 and 1 such as 0.80, found {0:?}")]
+pub struct RatioError(pub String);
+
+impl FromStr for Ratio {
+    type Err = RatioError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = || RatioError(s.to_string());
+        let (int, frac) = s.split_once('.').unwrap_or((s, ""));
+        if int.is_empty() && frac.is_empty()
+            || !int.bytes().all(|b| b.is_ascii_digit())
+            || !frac.bytes().all(|b| b.is_ascii_digit())
+            || frac.len() > 9
+        {
+            return Err(bad());
+        }
+        let den = 10u64.pow(frac.len() as u32);
+        let int: u64 = if int.is_empty() {
+            0
+        } else {
+            int.parse().map_err(|_| bad())?
+        };
+        let frac_v: u64 = if frac.is_empty() {
+            0
+        } else {
+            frac.parse().map_err(|_| bad())?
+        };
+        let num = int
+            .checked_mul(den)
+            .and_then(|v| v.checked_add(frac_v))
+            .ok_or_else(bad)?;
+        if num > den {
+            return Err(bad());
+        }
+        Ok(Ratio { num, den })
+    }
+}
+
+impl Ratio {
+    /// Whether `count / n >= self`, exactly.
+    pub fn met_by(self, count: usize, n: usize) -> bool {
+        (count as u128) * (self.den as u128) >= (self.num as u128) * (n as u128)
+    }
+    /// Whether `count / n < self`, exactly.
+    pub fn missed_by(self, count: usize, n: usize) -> bool {
+        !self.met_by(count, n)
+    }
+    /// The nearest double, for display.
+    pub fn as_f64(self) -> f64 {
+        self.num as f64 / self.den as f64
+    }
+}
+
+impl fmt::Display for Ratio {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.as_f64())
+    }
+}
+
+/// The 95% Wilson score interval for `count` successes in `n` trials: unlike the normal
+/// approximation it stays inside [0, 1] and is honest at the small N plans are sampled at.
+pub fn wilson(count: usize, n: usize) -> (f64, f64) {
+    if n == 0 {
+        return (0.0, 1.0);
+    }
+    let z = 1.959_963_984_540_054_f64;
+    let nf = n as f64;
+    let p = count as f64 / nf;
+    let z2 = z * z;
+    let denom = 1.0 + z2 / nf;
+    let centre = (p + z2 / (2.0 * nf)) / denom;
+    let half = z * ((p * (1.0 - p) / nf) + z2 / (4.0 * nf * nf)).sqrt() / denom;
+    ((centre - half).max(0.0), (centre + half).min(1.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thresholds_compare_exactly() {
+        let t: Ratio = "0.80".parse().unwrap();
+        assert!(t.met_by(4, 5));
+        assert!(!t.met_by(7, 9));
+        assert!(t.met_by(8, 10));
+        let r: Ratio = "0.2".parse().unwrap();
+        assert!(!r.missed_by(1, 5), "1/5 is not below 0.20");
+        assert!(r.missed_by(1, 6));
+        for bad in ["", ".", "1.5", "-0.1", "abc", "0.1234567891"] {
+            assert!(bad.parse::<Ratio>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn wilson_interval_brackets_the_rate() {
+        let (lo, hi) = wilson(8, 10);
+        assert!(lo < 0.8 && 0.8 < hi);
+        assert!(
+            (lo - 0.4902).abs() < 1e-3 && (hi - 0.9433).abs() < 1e-3,
+            "{lo} {hi}"
+        );
+        assert_eq!(wilson(0, 0), (0.0, 1.0));
+        let (lo, hi) = wilson(5, 5);
+        assert!(hi <= 1.0 && lo > 0.5);
+    }
+}

@@ -1,0 +1,323 @@
+//! One task as plangate reads it (design.md section 3): N sampled plans, each a list of
+//! tool calls with what each call returned. Parsing a samples line lives here, pure, so
+//! `score` and `eval` read lines identically and report bad ones the same way.
+
+use crate::json::{Duplicates, Object, Value, parse_with};
+
+/// Ground truth attached to a task by an eval team.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Label {
+    /// The plan is right.
+    Correct,
+    /// The plan's arguments were made up.
+    Hallucinated,
+}
+
+/// One task: N samples of a plan.
+#[derive(Debug, Clone)]
+pub struct Task {
+    /// The caller's ID.
+    pub task_id: String,
+    /// The sampled plans.
+    pub samples: Vec<Sample>,
+    /// Ground truth, when known.
+    pub label: Option<Label>,
+    /// `false` when the recorded results came from a drifting epoch (score mode).
+    pub epoch_fixed: Option<bool>,
+}
+
+/// One sampled plan.
+#[derive(Debug, Clone, Default)]
+pub struct Sample {
+    /// Tool calls in order.
+    pub calls: Vec<Call>,
+    /// Set when the sample as a whole could not be read (it then agrees with nothing).
+    pub malformed: Option<String>,
+}
+
+/// One tool call of a plan.
+#[derive(Debug, Clone)]
+pub struct Call {
+    /// The tool the model named.
+    pub tool: String,
+    /// The arguments as the model wrote them.
+    pub arguments: Arguments,
+    /// What the call returned, if known.
+    pub observed: Observed,
+}
+
+/// A call's arguments as written.
+#[derive(Debug, Clone)]
+pub enum Arguments {
+    /// A JSON value (canonicalization checks it further).
+    Json(Value),
+    /// Text that is not JSON at all (an OpenAI `arguments` string that fails to parse).
+    Malformed(String),
+}
+
+/// What one call returned.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Observed {
+    /// Not known (not executed yet).
+    Missing,
+    /// A JSON result payload.
+    Result(Value),
+    /// The tool failed; `kind` is machine-readable.
+    Error {
+        /// Failure class, e.g. `not_found`, `timeout`, `trap`.
+        kind: String,
+        /// Human-readable detail.
+        message: String,
+    },
+    /// The tool succeeded but printed bytes that are not JSON.
+    Bytes(Vec<u8>),
+}
+
+/// Why a samples line was refused: a field path such as `samples[2].calls[0].tool`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct TaskError {
+    /// Where in the line (empty: the line as a whole).
+    pub field: String,
+    /// What is wrong.
+    pub message: String,
+    /// The task's ID when it could be read, so reports can name it.
+    pub task_id: Option<String>,
+}
+
+fn err(field: impl Into<String>, message: impl Into<String>) -> TaskError {
+    TaskError {
+        field: field.into(),
+        message: message.into(),
+        task_id: None,
+    }
+}
+
+/// Parses one samples line.
+pub fn parse_task_line(line: &[u8]) -> Result<Task, TaskError> {
+    // Flag, not Refuse: a duplicate key inside one sample's arguments spoils that sample,
+    // not the task; structural duplicates are refused below.
+    let doc = parse_with(line, Duplicates::Flag).map_err(|e| err("", e.to_string()))?;
+    let task_id = doc
+        .as_object()
+        .and_then(|o| o.get("task_id"))
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    task_from_value(&doc).map_err(|mut e| {
+        e.task_id = task_id;
+        e
+    })
+}
+
+fn no_duplicates(o: &Object, field: &str) -> Result<(), TaskError> {
+    match o.duplicate_key() {
+        Some(k) => Err(err(field, format!("duplicate key {k:?}"))),
+        None => Ok(()),
+    }
+}
+
+fn known_fields(o: &Object, field: &str, known: &[&str]) -> Result<(), TaskError> {
+    no_duplicates(o, field)?;
+    for k in o.keys() {
+        if !known.contains(&k.as_str()) {
+            let at = if field.is_empty() {
+                k.clone()
+            } else {
+                format!("{field}.{k}")
+            };
+            return Err(err(
+                at,
+                format!("unknown field (expected one of {})", known.join(", ")),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Reads a task from a parsed line.
+pub fn task_from_value(doc: &Value) -> Result<Task, TaskError> {
+    let o = doc
+        .as_object()
+        .ok_or_else(|| err("", format!("expected a task object, found {}", doc.kind())))?;
+    known_fields(
+        o,
+        "",
+        &["task_id", "samples", "label", "epoch_fixed", "meta"],
+    )?;
+    let task_id = match o.get("task_id") {
+        Some(Value::String(s)) if !s.is_empty() => s.clone(),
+        Some(Value::Number(n)) => n.lexeme().to_string(),
+        Some(_) => return Err(err("task_id", "expected a non-empty string")),
+        None => return Err(err("task_id", "missing")),
+    };
+    let samples = match o.get("samples") {
+        Some(Value::Array(items)) => items
+            .iter()
+            .enumerate()
+            .map(|(i, s)| parse_sample(s, &format!("samples[{i}]")))
+            .collect::<Result<Vec<_>, _>>()?,
+        Some(_) => return Err(err("samples", "expected an array of samples")),
+        None => return Err(err("samples", "missing")),
+    };
+    let label = match o.get("label") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if s == "correct" => Some(Label::Correct),
+        Some(Value::String(s)) if s == "hallucinated" => Some(Label::Hallucinated),
+        Some(_) => return Err(err("label", "expected \"correct\" or \"hallucinated\"")),
+    };
+    let epoch_fixed = match o.get("epoch_fixed") {
+        None => None,
+        Some(Value::Bool(b)) => Some(*b),
+        Some(_) => return Err(err("epoch_fixed", "expected true or false")),
+    };
+    Ok(Task {
+        task_id,
+        samples,
+        label,
+        epoch_fixed,
+    })
+}
+
+fn parse_sample(s: &Value, field: &str) -> Result<Sample, TaskError> {
+    let o = s.as_object().ok_or_else(|| {
+        err(
+            field,
+            format!("expected {{\"calls\": [...]}}, found {}", s.kind()),
+        )
+    })?;
+    known_fields(o, field, &["calls"])?;
+    let calls = match o.get("calls") {
+        Some(Value::Array(items)) => items
+            .iter()
+            .enumerate()
+            .map(|(i, c)| parse_call(c, &format!("{field}.calls[{i}]")))
+            .collect::<Result<Vec<_>, _>>()?,
+        _ => return Err(err(format!("{field}.calls"), "expected an array of calls")),
+    };
+    Ok(Sample {
+        calls,
+        malformed: None,
+    })
+}
+
+fn parse_call(c: &Value, field: &str) -> Result<Call, TaskError> {
+    let o = c
+        .as_object()
+        .ok_or_else(|| err(field, format!("expected a call object, found {}", c.kind())))?;
+    known_fields(o, field, &["tool", "arguments", "result", "error"])?;
+    let tool = match o.get("tool") {
+        Some(Value::String(s)) => s.clone(),
+        _ => return Err(err(format!("{field}.tool"), "expected the tool's name")),
+    };
+    // Arguments that are not an object are the model's mistake, not the file's: the
+    // sample becomes malformed (canonicalization says so), the task is still decided.
+    let arguments = match o.get("arguments") {
+        Some(v) => Arguments::Json(v.clone()),
+        None => Arguments::Json(Value::Object(Object::new())),
+    };
+    let observed = match (o.get("result"), o.get("error")) {
+        (Some(_), Some(_)) => {
+            return Err(err(field, "a call has a result or an error, not both"));
+        }
+        (Some(r), None) => Observed::Result(r.clone()),
+        (None, Some(e)) => parse_error(e, &format!("{field}.error"))?,
+        (None, None) => Observed::Missing,
+    };
+    Ok(Call {
+        tool,
+        arguments,
+        observed,
+    })
+}
+
+fn parse_error(e: &Value, field: &str) -> Result<Observed, TaskError> {
+    let o = e
+        .as_object()
+        .ok_or_else(|| err(field, "expected {\"kind\": ..., \"message\": ...}"))?;
+    no_duplicates(o, field)?;
+    let kind = match o.get("kind") {
+        Some(Value::String(s)) => s.clone(),
+        _ => return Err(err(format!("{field}.kind"), "expected a string")),
+    };
+    let message = match o.get("message") {
+        None => String::new(),
+        Some(Value::String(s)) => s.clone(),
+        Some(_) => return Err(err(format!("{field}.message"), "expected a string")),
+    };
+    Ok(Observed::Error { kind, message })
+}
+
+impl Observed {
+    /// The value the seed's code would see as this call's result.
+    pub fn as_value(&self) -> Value {
+        match self {
+            Observed::Missing => Value::Null,
+            Observed::Result(v) => v.clone(),
+            Observed::Error { kind, message } => Value::Object(Object::from_iter([(
+                "error".to_string(),
+                Value::Object(Object::from_iter([
+                    ("kind".to_string(), Value::String(kind.clone())),
+                    ("message".to_string(), Value::String(message.clone())),
+                ])),
+            )])),
+            Observed::Bytes(b) => Value::String(String::from_utf8_lossy(b).into_owned()),
+        }
+    }
+
+    /// The key results are compared by: canonical JSON, or a digest of raw bytes.
+    pub fn key(&self) -> Option<String> {
+        use sha2::Digest;
+        match self {
+            Observed::Missing => None,
+            Observed::Result(_) | Observed::Error { .. } => {
+                Some(crate::jcs::to_string(&self.as_value()))
+            }
+            Observed::Bytes(b) => Some(format!("bytes:{:x}", sha2::Sha256::digest(b))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_a_native_line() {
+        let t = parse_task_line(
+            br#"{"task_id":"t-1","label":"correct","samples":[{"calls":[{"tool":"get_user","arguments":{"user_id":"u_1"},"result":{"name":"Ada"}}]},{"calls":[{"tool":"get_user","arguments":{"user_id":"u_1"},"error":{"kind":"not_found","message":"no"}}]}]}"#,
+        )
+        .unwrap();
+        assert_eq!(t.task_id, "t-1");
+        assert_eq!(t.samples.len(), 2);
+        assert_eq!(t.label, Some(Label::Correct));
+        assert!(matches!(
+            t.samples[1].calls[0].observed,
+            Observed::Error { .. }
+        ));
+    }
+
+    #[test]
+    fn errors_name_field_and_task() {
+        let e = parse_task_line(br#"{"task_id":"t-9","samples":[{"calls":[{"tol":"x"}]}]}"#)
+            .unwrap_err();
+        assert_eq!(e.field, "samples[0].calls[0].tol");
+        assert_eq!(e.task_id.as_deref(), Some("t-9"));
+        let e = parse_task_line(br#"{"task_id":"t","task_id":"u","samples":[]}"#).unwrap_err();
+        assert!(e.message.contains("duplicate key"));
+        let e = parse_task_line(b"{\"task_id\":").unwrap_err();
+        assert!(e.message.contains("line 1"), "{e}");
+    }
+
+    #[test]
+    fn duplicate_argument_keys_spoil_only_the_sample() {
+        let t = parse_task_line(
+            br#"{"task_id":"t","samples":[{"calls":[{"tool":"a","arguments":{"x":1,"x":2}}]}]}"#,
+        )
+        .unwrap();
+        let Arguments::Json(Value::Object(o)) = &t.samples[0].calls[0].arguments else {
+            panic!("object expected")
+        };
+        assert_eq!(o.duplicate_key(), Some("x"));
+    }
+}
