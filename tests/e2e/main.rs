@@ -1,0 +1,6 @@
+//! plangate's end-to-end tests: one test binary (the cli crate's `e2e` target) that runs
+//! the built `plangate` binary against real WASM tools and fixtures.
+
+// The seed world's twelve tools through `plangate call`, driven by the catalog and
+// tests/e2e/cases/tools/.
+mod tools;
