@@ -1,0 +1,360 @@
+//! `plangate score`: decide tasks whose calls already carry their observed results,
+//! without executing anything. Streams the samples file line by line, so memory does not
+//! grow with the number of tasks, and accounts for every line in the summary.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, ValueEnum};
+use plangate_gate::catalog::Catalog;
+use plangate_gate::decide::{self, Options, Verdict};
+use plangate_gate::json::{self, Value};
+use plangate_gate::seed::{self, SeedOptions, SeedTool};
+use plangate_gate::stats::Ratio;
+use plangate_gate::task::{Arguments, Task, parse_task_line};
+use serde_json::json;
+
+use crate::exit;
+
+/// Which of the seed's two entry points `--seed-compat` reproduces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum SeedEntry {
+    /// `gate_or_raise`: refuses a declared-deterministic tool that was not verified.
+    Gate,
+    /// `classify_plan`: classifies whatever the tool's state.
+    Classify,
+}
+
+/// Thresholds shared by every deciding command.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct ThresholdArgs {
+    /// Argument agreement at or above which a plan can be accepted.
+    #[arg(long, default_value = "0.80", value_name = "RATIO")]
+    pub(crate) arg_accept: Ratio,
+    /// Argument agreement below which a plan can be rejected.
+    #[arg(long, default_value = "0.20", value_name = "RATIO")]
+    pub(crate) arg_reject: Ratio,
+    /// Result agreement at or above which an agreeing plan is accepted.
+    #[arg(long, default_value = "0.80", value_name = "RATIO")]
+    pub(crate) result_accept: Ratio,
+    /// Result agreement below which the tool is suspect.
+    #[arg(long, default_value = "0.50", value_name = "RATIO")]
+    pub(crate) result_suspect: Ratio,
+    /// Fewest samples a task needs to be accepted or rejected.
+    #[arg(long, default_value_t = 5, value_name = "N")]
+    pub(crate) min_samples: usize,
+}
+
+impl ThresholdArgs {
+    pub(crate) fn options(&self) -> Options {
+        Options {
+            arg_accept: self.arg_accept,
+            arg_reject: self.arg_reject,
+            result_accept: self.result_accept,
+            result_suspect: self.result_suspect,
+            min_samples: self.min_samples,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ScoreArgs {
+    /// Tool catalog (JSON: native, MCP tools/list, or OpenAI tools array).
+    #[arg(long, value_name = "FILE")]
+    catalog: PathBuf,
+    /// Samples, one task per line (JSONL); `-` reads standard input.
+    #[arg(long, value_name = "FILE")]
+    samples: PathBuf,
+    /// Write decisions here instead of standard output.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// Reproduce the seed's code exactly, errors included (default entry point: gate).
+    #[arg(long, value_name = "ENTRY", num_args = 0..=1, default_missing_value = "gate")]
+    seed_compat: Option<SeedEntry>,
+    #[command(flatten)]
+    thresholds: ThresholdArgs,
+}
+
+/// Reads and parses a catalog file, naming the file in every error.
+pub(crate) fn load_catalog(path: &Path) -> Result<Catalog> {
+    let bytes = std::fs::read(path)
+        .with_context(|| format!("failed to read catalog {}", path.display()))?;
+    let doc = json::parse_with(&bytes, json::Duplicates::Refuse)
+        .with_context(|| format!("failed to parse catalog {}", path.display()))?;
+    Catalog::from_value(&doc).with_context(|| format!("invalid catalog {}", path.display()))
+}
+
+/// Opens a samples file, or standard input for `-`.
+pub(crate) fn open_samples(path: &Path) -> Result<Box<dyn BufRead>> {
+    if path == Path::new("-") {
+        return Ok(Box::new(BufReader::new(io::stdin())));
+    }
+    let f =
+        File::open(path).with_context(|| format!("failed to open samples {}", path.display()))?;
+    Ok(Box::new(BufReader::with_capacity(1 << 16, f)))
+}
+
+/// Opens the decisions output, or standard output.
+pub(crate) fn open_out(path: Option<&Path>) -> Result<Box<dyn Write>> {
+    Ok(match path {
+        Some(p) => Box::new(BufWriter::new(
+            File::create(p).with_context(|| format!("failed to create {}", p.display()))?,
+        )),
+        None => Box::new(BufWriter::new(io::stdout().lock())),
+    })
+}
+
+/// What happened to every input line, for the summary and the exit code.
+#[derive(Debug, Default)]
+pub(crate) struct Tally {
+    pub(crate) lines: usize,
+    pub(crate) blank: usize,
+    pub(crate) accept: usize,
+    pub(crate) reject: usize,
+    pub(crate) defer: usize,
+    /// Tasks seed-compat mode refused (HallucinationGateError).
+    pub(crate) refused: usize,
+    /// Lines that could not be read as a task.
+    pub(crate) skipped: usize,
+}
+
+impl Tally {
+    pub(crate) fn count(&mut self, v: Verdict) {
+        match v {
+            Verdict::Accept => self.accept += 1,
+            Verdict::Reject => self.reject += 1,
+            Verdict::Defer => self.defer += 1,
+        }
+    }
+
+    pub(crate) fn exit_code(&self) -> u8 {
+        if self.skipped > 0 {
+            exit::USAGE
+        } else if self.reject > 0 {
+            exit::REJECT
+        } else {
+            exit::OK
+        }
+    }
+
+    pub(crate) fn summary(&self, source: &str) -> String {
+        let mut s = format!(
+            "{source}: {} lines: {} accepted, {} rejected, {} deferred",
+            self.lines, self.accept, self.reject, self.defer
+        );
+        if self.refused > 0 {
+            s.push_str(&format!(", {} refused by the seed's gate", self.refused));
+        }
+        s.push_str(&format!(", {} skipped (bad input)", self.skipped));
+        if self.blank > 0 {
+            s.push_str(&format!(", {} blank", self.blank));
+        }
+        s
+    }
+}
+
+/// Calls `each` for every line of `input` with its 1-based number, counting blank lines.
+pub(crate) fn for_each_line(
+    mut input: impl BufRead,
+    tally: &mut Tally,
+    mut each: impl FnMut(usize, &[u8], &mut Tally) -> Result<()>,
+) -> Result<()> {
+    let mut buf = Vec::new();
+    let mut number = 0;
+    loop {
+        buf.clear();
+        if input
+            .read_until(b'\n', &mut buf)
+            .context("failed to read samples")?
+            == 0
+        {
+            return Ok(());
+        }
+        number += 1;
+        tally.lines += 1;
+        let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.iter().all(u8::is_ascii_whitespace) {
+            tally.blank += 1;
+            continue;
+        }
+        each(number, line, tally)?;
+    }
+}
+
+/// The record written for a line that could not be read as a task, and its report.
+pub(crate) fn skip_line(
+    out: &mut dyn Write,
+    source: &str,
+    number: usize,
+    e: &plangate_gate::task::TaskError,
+    tally: &mut Tally,
+) -> Result<()> {
+    tally.skipped += 1;
+    let place = if e.field.is_empty() {
+        String::new()
+    } else {
+        format!(" {}:", e.field)
+    };
+    eprintln!("plangate: {source}:{number}:{place} {}", e.message);
+    let record = json!({
+        "line": number,
+        "task_id": e.task_id,
+        "error": {"kind": "input", "field": e.field, "message": e.message},
+    });
+    writeln!(out, "{record}").context("failed to write decisions")
+}
+
+pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
+    check_distinct(args.out.as_deref(), &[&args.catalog, &args.samples])?;
+    let catalog = load_catalog(&args.catalog)?;
+    let input = open_samples(&args.samples)?;
+    let mut out = open_out(args.out.as_deref())?;
+    let source = args.samples.display().to_string();
+    let opts = args.thresholds.options();
+    let states = decide::tool_states(&catalog);
+    let mut tally = Tally::default();
+    for_each_line(input, &mut tally, |number, line, tally| {
+        let task = match parse_task_line(line) {
+            Ok(t) => t,
+            Err(e) => return skip_line(&mut out, &source, number, &e, tally),
+        };
+        if let Some(entry) = args.seed_compat {
+            let record = seed_record(&task, &catalog, entry, &args.thresholds);
+            match record.get("decision").and_then(serde_json::Value::as_str) {
+                Some("accept") => tally.accept += 1,
+                Some("reject") => tally.reject += 1,
+                Some(_) => tally.defer += 1,
+                None => tally.refused += 1,
+            }
+            return writeln!(out, "{record}").context("failed to write decisions");
+        }
+        if let Some(bad) = missing_result(&task) {
+            let e = plangate_gate::task::TaskError {
+                field: bad,
+                message: "no result or error: plangate score decides observed results; \
+                          use plangate eval to execute calls"
+                    .into(),
+                task_id: Some(task.task_id.clone()),
+            };
+            return skip_line(&mut out, &source, number, &e, tally);
+        }
+        let prepared = decide::prepare(&task, &catalog, None);
+        let d = decide::classify(&prepared, &states, &opts);
+        tally.count(d.decision);
+        serde_json::to_writer(&mut out, &d).context("failed to write decisions")?;
+        writeln!(out).context("failed to write decisions")
+    })?;
+    out.flush().context("failed to write decisions")?;
+    eprintln!("plangate: {}", tally.summary(&source));
+    Ok(tally.exit_code())
+}
+
+fn missing_result(task: &Task) -> Option<String> {
+    for (i, s) in task.samples.iter().enumerate() {
+        for (j, c) in s.calls.iter().enumerate() {
+            if matches!(c.observed, plangate_gate::task::Observed::Missing) {
+                return Some(format!("samples[{i}].calls[{j}]"));
+            }
+        }
+    }
+    None
+}
+
+/// One task through the seed's own code. A task the seed cannot express (not one call
+/// per sample, or several tools) is refused like the seed refuses, with its reason.
+fn seed_record(
+    task: &Task,
+    catalog: &Catalog,
+    entry: SeedEntry,
+    t: &ThresholdArgs,
+) -> serde_json::Value {
+    let refuse = |kind: &str, message: String| json!({"task_id": task.task_id, "mode": "seed_compat", "error": {"kind": kind, "message": message}});
+    let mut tool_name: Option<&str> = None;
+    let mut pairs = Vec::with_capacity(task.samples.len());
+    for (i, s) in task.samples.iter().enumerate() {
+        let [call] = s.calls.as_slice() else {
+            return refuse(
+                "unsupported",
+                format!(
+                    "samples[{i}] has {} calls; the seed's gate takes exactly one call per sample",
+                    s.calls.len()
+                ),
+            );
+        };
+        match tool_name {
+            None => tool_name = Some(&call.tool),
+            Some(t) if t != call.tool => {
+                return refuse(
+                    "unsupported",
+                    format!(
+                        "samples[{i}] calls {:?}, not {t:?}; the seed's gate takes one tool per task",
+                        call.tool
+                    ),
+                );
+            }
+            Some(_) => {}
+        }
+        let args = match &call.arguments {
+            Arguments::Json(v) => v.clone(),
+            Arguments::Malformed(raw) => Value::String(raw.clone()),
+        };
+        pairs.push((args, call.observed.as_value()));
+    }
+    let tool = match tool_name {
+        None => SeedTool {
+            name: String::new(),
+            deterministic: false,
+            verified: false,
+        },
+        Some(name) => match catalog.get(name) {
+            Some(spec) => SeedTool {
+                name: spec.name.clone(),
+                deterministic: spec.deterministic,
+                verified: spec.verified.unwrap_or(false),
+            },
+            None => {
+                return refuse(
+                    "unsupported",
+                    format!("tool {name:?} is not in the catalog"),
+                );
+            }
+        },
+    };
+    let opts = SeedOptions {
+        arg_accept: t.arg_accept.as_f64(),
+        arg_reject: t.arg_reject.as_f64(),
+        result_accept: t.result_accept.as_f64(),
+        min_samples: t.min_samples,
+        fixed_epoch: task.epoch_fixed.unwrap_or(true),
+    };
+    let r = match entry {
+        SeedEntry::Gate => seed::gate_or_raise(&tool, &pairs, &opts),
+        SeedEntry::Classify => seed::classify_plan(&tool, &pairs, &opts),
+    };
+    match r {
+        Ok(d) => json!({
+            "task_id": task.task_id,
+            "mode": "seed_compat",
+            "decision": d.decision,
+            "arg_agreement": d.arg_agreement,
+            "result_agreement": d.res_agreement,
+            "n": pairs.len(),
+        }),
+        Err(e) => refuse("HallucinationGateError", e.0),
+    }
+}
+
+/// Refuses an output path that is also an input, which would truncate the input.
+pub(crate) fn check_distinct(out: Option<&Path>, inputs: &[&Path]) -> Result<()> {
+    if let Some(o) = out {
+        for i in inputs {
+            if o == *i {
+                bail!("--out {} would overwrite an input", o.display());
+            }
+        }
+    }
+    Ok(())
+}
