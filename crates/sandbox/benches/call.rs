@@ -1,0 +1,113 @@
+//! Per-call cost of the JSON-echo guest through `Sandbox::call`, next to the bare
+//! wasmtime floor (same engine, a fresh WASI context, store and instance, no epoch
+//! work), measured in the same run; and calls/s on 1 and 2 threads.
+//!
+//! `cargo bench -p plangate-sandbox --bench call`. Goals (issue 3): at most 2x the floor,
+//! at least 100k calls/s on 2 threads.
+#![expect(
+    missing_docs,
+    reason = "criterion_group! generates an undocumented function"
+)]
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use plangate_sandbox::{Epoch, Limits, Sandbox, SandboxConfig, ToolSpec};
+use wasmtime::{Engine, InstancePre, Linker, Module, Store};
+use wasmtime_wasi::WasiCtxBuilder;
+use wasmtime_wasi::p1::WasiP1Ctx;
+use wasmtime_wasi::p2::pipe::{MemoryInputPipe, MemoryOutputPipe};
+
+#[path = "../tests/it/guests.rs"]
+mod guests;
+
+const INPUT: &[u8] = br#"{"query":"ada lovelace","limit":10,"filters":{"active":true}}"#;
+
+/// The floor: what any WASI p1 harness on this engine must do per call.
+struct Bare {
+    pre: InstancePre<WasiP1Ctx>,
+    engine: Engine,
+}
+
+impl Bare {
+    fn new(engine: &Engine, module: &Module) -> Self {
+        let mut linker: Linker<WasiP1Ctx> = Linker::new(engine);
+        wasmtime_wasi::p1::add_to_linker_sync(&mut linker, |c| c).expect("link");
+        Self {
+            pre: linker.instantiate_pre(module).expect("pre"),
+            engine: engine.clone(),
+        }
+    }
+
+    fn call(&self, stdin: &[u8]) -> Vec<u8> {
+        let stdout = MemoryOutputPipe::new(1 << 20);
+        let mut b = WasiCtxBuilder::new();
+        b.stdin(MemoryInputPipe::new(stdin.to_vec()))
+            .stdout(stdout.clone());
+        let mut store = Store::new(&self.engine, b.build_p1());
+        // The engine has fuel and epochs on: a store needs both set to run at all.
+        store.set_fuel(u64::MAX / 2).expect("fuel");
+        store.set_epoch_deadline(u64::MAX / 2);
+        let inst = self.pre.instantiate(&mut store).expect("instantiate");
+        let start = inst
+            .get_typed_func::<(), ()>(&mut store, "_start")
+            .expect("_start");
+        start.call(&mut store, ()).expect("run");
+        drop(store);
+        stdout.contents().to_vec()
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    let echo = guests::guest("echo");
+    let epoch = Epoch::builder().module(&echo).build().expect("epoch");
+    let sandbox = Sandbox::new(SandboxConfig::default(), epoch).expect("sandbox");
+    let tool = sandbox.load_tool(&ToolSpec::new(&echo)).expect("tool");
+    let limits = Limits::default();
+    let module = Module::from_file(sandbox.engine(), &echo).expect("module");
+    let bare = Bare::new(sandbox.engine(), &module);
+    assert_eq!(sandbox.call(&tool, INPUT, &limits).stdout, INPUT);
+    assert_eq!(bare.call(INPUT), INPUT);
+
+    let mut g = c.benchmark_group("echo_per_call");
+    g.throughput(Throughput::Elements(1));
+    g.bench_function("bare_wasmtime_floor", |b| {
+        b.iter(|| black_box(bare.call(INPUT)))
+    });
+    g.bench_function("sandbox_call", |b| {
+        b.iter(|| black_box(sandbox.call(&tool, INPUT, &limits)))
+    });
+    g.finish();
+
+    let mut g = c.benchmark_group("echo_throughput");
+    g.throughput(Throughput::Elements(1));
+    for threads in [1usize, 2] {
+        g.bench_function(format!("sandbox_call_{threads}_threads"), |b| {
+            b.iter_custom(|iters| {
+                let per_thread = iters.div_ceil(threads as u64);
+                let start = Instant::now();
+                std::thread::scope(|s| {
+                    for _ in 0..threads {
+                        s.spawn(|| {
+                            for _ in 0..per_thread {
+                                black_box(sandbox.call(&tool, INPUT, &limits));
+                            }
+                        });
+                    }
+                });
+                // Time per call as criterion counts them: total calls made / elapsed.
+                let made = per_thread * threads as u64;
+                Duration::from_secs_f64(start.elapsed().as_secs_f64() * iters as f64 / made as f64)
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().measurement_time(Duration::from_secs(4)).warm_up_time(Duration::from_secs(1));
+    targets = bench
+}
+criterion_main!(benches);

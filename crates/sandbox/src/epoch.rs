@@ -1,0 +1,734 @@
+//! The sandbox epoch (design.md section 4): everything a guest can observe, pinned once
+//! and written down as a manifest whose sha256 is the epoch id. Pinned mounts are copied
+//! into a private snapshot here, so a host file that changes later cannot reach a guest.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::canonical::to_canonical_string;
+use crate::error::{Error, Result, io};
+
+/// The wasmtime release the sandbox is built against. wasmtime exposes no version
+/// constant; a unit test checks this against Cargo.lock so the two cannot drift.
+pub const WASMTIME_VERSION: &str = "48.0.8";
+
+/// The plangate release, recorded in every manifest.
+pub const PLANGATE_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The manifest format this crate writes and reads.
+pub const MANIFEST_FORMAT: u32 = 1;
+
+/// 2025-01-01T00:00:00Z: the default epoch instant, so that two epochs built without an
+/// explicit instant agree.
+pub const DEFAULT_INSTANT_UNIX_NS: u64 = 1_735_689_600_000_000_000;
+
+/// The default clock step: one microsecond per read, so a guest busy-waiting on the
+/// clock still gets out of its loop.
+pub const DEFAULT_CLOCK_STEP_NS: u64 = 1_000;
+
+/// How a mount (or a tool's clock or randomness) relates to the epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Fixed for the epoch: a private snapshot, the virtual clock, the seeded stream.
+    #[default]
+    Pinned,
+    /// The host's own: served as it is now, and digested at start and end.
+    Live,
+}
+
+/// One mount as the manifest records it. The host path is not recorded: it differs from
+/// machine to machine, and the content digest is what identifies the mount.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MountRecord {
+    /// Where the guest sees it (absolute, e.g. `/world`).
+    pub guest: String,
+    /// Pinned or live.
+    pub mode: Mode,
+    /// `sha256:<hex>` over the sorted tree of relative paths and file bytes.
+    pub digest: String,
+}
+
+/// Everything a pinned guest can observe, written down. Its canonical JSON's sha256 is
+/// the epoch id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EpochManifest {
+    /// [`MANIFEST_FORMAT`].
+    pub format: u32,
+    /// The epoch instant: nanoseconds since the Unix epoch, as a decimal string (a JSON
+    /// number this large would lose digits in readers that use doubles).
+    pub instant_unix_ns: String,
+    /// How far the virtual clock moves on each read, in nanoseconds (0 = frozen).
+    pub clock_step_ns: u64,
+    /// The random seed, 16 lowercase hex digits.
+    pub seed: String,
+    /// The guest's complete environment.
+    pub env: BTreeMap<String, String>,
+    /// The guest's complete argv.
+    pub argv: Vec<String>,
+    /// Every mount of the epoch, in the order they were declared.
+    pub mounts: Vec<MountRecord>,
+    /// The sha256 (hex) of every module the epoch may run, sorted and unique.
+    pub modules: Vec<String>,
+    /// [`PLANGATE_VERSION`] of the run that made the epoch.
+    pub plangate_version: String,
+    /// [`WASMTIME_VERSION`]: fuel accounting and trap points may change between releases.
+    pub wasmtime_version: String,
+}
+
+impl EpochManifest {
+    /// The manifest as canonical JSON (sorted keys, no whitespace).
+    pub fn canonical_json(&self) -> String {
+        let value = serde_json::to_value(self).expect("a manifest always serializes");
+        to_canonical_string(&value)
+    }
+
+    /// The epoch id: the sha256 hex of [`Self::canonical_json`].
+    pub fn id(&self) -> String {
+        hex(&Sha256::digest(self.canonical_json().as_bytes()))
+    }
+
+    fn instant_ns(&self) -> Result<u64> {
+        self.instant_unix_ns.parse().map_err(|_| {
+            Error::Manifest(format!(
+                "instant_unix_ns `{}` is not a u64",
+                self.instant_unix_ns
+            ))
+        })
+    }
+
+    fn seed_u64(&self) -> Result<u64> {
+        if self.seed.len() != 16 {
+            return Err(Error::Manifest(format!(
+                "seed `{}` is not 16 hex digits",
+                self.seed
+            )));
+        }
+        u64::from_str_radix(&self.seed, 16)
+            .map_err(|_| Error::Manifest(format!("seed `{}` is not 16 hex digits", self.seed)))
+    }
+}
+
+/// A mount to declare in a new epoch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MountSpec {
+    /// The host directory.
+    pub host: PathBuf,
+    /// The guest path (absolute).
+    pub guest: String,
+    /// Pinned (snapshot) or live (the host's own).
+    pub mode: Mode,
+}
+
+impl MountSpec {
+    /// A pinned mount: the guest sees a private snapshot taken at epoch start.
+    pub fn pinned(host: impl Into<PathBuf>, guest: impl Into<String>) -> Self {
+        Self {
+            host: host.into(),
+            guest: guest.into(),
+            mode: Mode::Pinned,
+        }
+    }
+
+    /// A live mount: the guest sees the host directory as it is at call time.
+    pub fn live(host: impl Into<PathBuf>, guest: impl Into<String>) -> Self {
+        Self {
+            host: host.into(),
+            guest: guest.into(),
+            mode: Mode::Live,
+        }
+    }
+}
+
+/// One mount of a built epoch.
+#[derive(Debug, Clone)]
+pub(crate) struct EpochMount {
+    /// The directory the caller named (compared when a tool asks for this mount).
+    pub(crate) host: PathBuf,
+    /// The directory actually preopened: the snapshot for pinned mounts, `host` for live.
+    pub(crate) served: PathBuf,
+    pub(crate) record: MountRecord,
+}
+
+/// A live mount whose digest was taken again (see [`Epoch::recheck_live`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveCheck {
+    /// The mount's guest path.
+    pub guest: String,
+    /// The host directory.
+    pub host: PathBuf,
+    /// The digest at epoch start (as the manifest records it).
+    pub at_start: String,
+    /// The digest now.
+    pub now: String,
+}
+
+impl LiveCheck {
+    /// Whether the live source changed since epoch start: if so, the epoch was not fixed
+    /// for the calls that read it.
+    pub fn changed(&self) -> bool {
+        self.at_start != self.now
+    }
+}
+
+/// A built epoch: the manifest, its id, and the snapshots it serves. Dropping the epoch
+/// removes the snapshots, so keep it alive (a [`crate::Sandbox`] owns it) while calls run.
+#[derive(Debug)]
+pub struct Epoch {
+    manifest: EpochManifest,
+    id: String,
+    pub(crate) instant_ns: u64,
+    pub(crate) seed: u64,
+    pub(crate) mounts: Vec<EpochMount>,
+    // Held for its Drop, which deletes the snapshot tree.
+    _snapshots: Option<tempfile::TempDir>,
+}
+
+impl Epoch {
+    /// Starts declaring a new epoch.
+    pub fn builder() -> EpochBuilder {
+        EpochBuilder::default()
+    }
+
+    /// Replays a recorded epoch. `mount_hosts[i]` serves the manifest's mount `i`; every
+    /// pinned mount is snapshotted again and refused unless its digest matches the record.
+    /// Live mounts are served as they are; [`Epoch::recheck_live`] tells whether they moved.
+    pub fn from_manifest(
+        manifest: EpochManifest,
+        mount_hosts: &[PathBuf],
+        snapshot_root: Option<&Path>,
+    ) -> Result<Epoch> {
+        if manifest.format != MANIFEST_FORMAT {
+            return Err(Error::Manifest(format!(
+                "format {} is not the supported format {MANIFEST_FORMAT}",
+                manifest.format
+            )));
+        }
+        if manifest.mounts.len() != mount_hosts.len() {
+            return Err(Error::MountCountMismatch {
+                expected: manifest.mounts.len(),
+                given: mount_hosts.len(),
+            });
+        }
+        let instant_ns = manifest.instant_ns()?;
+        let seed = manifest.seed_u64()?;
+        let specs: Vec<MountSpec> = manifest
+            .mounts
+            .iter()
+            .zip(mount_hosts)
+            .map(|(m, host)| MountSpec {
+                host: host.clone(),
+                guest: m.guest.clone(),
+                mode: m.mode,
+            })
+            .collect();
+        let (mounts, snapshots) = take_mounts(&specs, snapshot_root)?;
+        for (m, rec) in mounts.iter().zip(&manifest.mounts) {
+            if rec.mode == Mode::Pinned && m.record.digest != rec.digest {
+                return Err(Error::MountDigestMismatch {
+                    guest: rec.guest.clone(),
+                    host: m.host.clone(),
+                    expected: rec.digest.clone(),
+                    actual: m.record.digest.clone(),
+                });
+            }
+        }
+        // Live mounts keep the digest the manifest recorded: that is the epoch's start.
+        let mounts = mounts
+            .into_iter()
+            .zip(&manifest.mounts)
+            .map(|(mut m, rec)| {
+                m.record = rec.clone();
+                m
+            })
+            .collect();
+        let id = manifest.id();
+        Ok(Epoch {
+            manifest,
+            id,
+            instant_ns,
+            seed,
+            mounts,
+            _snapshots: snapshots,
+        })
+    }
+
+    /// The manifest.
+    pub fn manifest(&self) -> &EpochManifest {
+        &self.manifest
+    }
+
+    /// The epoch id: sha256 hex of the manifest's canonical JSON.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Digests every live mount again, for the end-of-batch check (design.md section 4).
+    pub fn recheck_live(&self) -> Result<Vec<LiveCheck>> {
+        self.mounts
+            .iter()
+            .filter(|m| m.record.mode == Mode::Live)
+            .map(|m| {
+                Ok(LiveCheck {
+                    guest: m.record.guest.clone(),
+                    host: m.host.clone(),
+                    at_start: m.record.digest.clone(),
+                    now: digest_tree(&m.host)?,
+                })
+            })
+            .collect()
+    }
+
+    /// The virtual clock's starting instant in nanoseconds since the Unix epoch.
+    pub fn instant_unix_ns(&self) -> u64 {
+        self.instant_ns
+    }
+}
+
+/// Declares a new epoch; [`EpochBuilder::build`] takes the snapshots and hashes modules.
+#[derive(Debug, Clone)]
+pub struct EpochBuilder {
+    instant_ns: u64,
+    step_ns: u64,
+    seed: u64,
+    env: BTreeMap<String, String>,
+    argv: Vec<String>,
+    mounts: Vec<MountSpec>,
+    modules: Vec<PathBuf>,
+    snapshot_root: Option<PathBuf>,
+}
+
+impl Default for EpochBuilder {
+    fn default() -> Self {
+        Self {
+            instant_ns: DEFAULT_INSTANT_UNIX_NS,
+            step_ns: DEFAULT_CLOCK_STEP_NS,
+            seed: 0,
+            env: BTreeMap::new(),
+            // A fixed program name: a module's file name differs between checkouts.
+            argv: vec!["tool".to_owned()],
+            mounts: Vec::new(),
+            modules: Vec::new(),
+            snapshot_root: None,
+        }
+    }
+}
+
+impl EpochBuilder {
+    /// The epoch instant in nanoseconds since the Unix epoch.
+    pub fn instant_unix_ns(mut self, ns: u64) -> Self {
+        self.instant_ns = ns;
+        self
+    }
+
+    /// How far the clocks move per read (0 freezes them).
+    pub fn clock_step_ns(mut self, ns: u64) -> Self {
+        self.step_ns = ns;
+        self
+    }
+
+    /// The random seed.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    /// Adds one environment variable (nothing is inherited from the host).
+    pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.insert(key.into(), value.into());
+        self
+    }
+
+    /// Replaces argv (default `["tool"]`).
+    pub fn argv<I, S>(mut self, argv: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.argv = argv.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Declares a mount.
+    pub fn mount(mut self, spec: MountSpec) -> Self {
+        self.mounts.push(spec);
+        self
+    }
+
+    /// Declares a module the epoch may run (its sha256 goes into the manifest).
+    pub fn module(mut self, path: impl Into<PathBuf>) -> Self {
+        self.modules.push(path.into());
+        self
+    }
+
+    /// Where pinned snapshots are written (default: the system temp dir).
+    pub fn snapshot_root(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.snapshot_root = Some(dir.into());
+        self
+    }
+
+    /// Snapshots and digests every mount, hashes every module, and fixes the manifest.
+    pub fn build(self) -> Result<Epoch> {
+        let mut modules = self
+            .modules
+            .iter()
+            .map(|p| {
+                Ok(hex(&Sha256::digest(
+                    fs::read(p).map_err(io("read module", p))?,
+                )))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        modules.sort();
+        modules.dedup();
+        let (mounts, snapshots) = take_mounts(&self.mounts, self.snapshot_root.as_deref())?;
+        let manifest = EpochManifest {
+            format: MANIFEST_FORMAT,
+            instant_unix_ns: self.instant_ns.to_string(),
+            clock_step_ns: self.step_ns,
+            seed: format!("{:016x}", self.seed),
+            env: self.env,
+            argv: self.argv,
+            mounts: mounts.iter().map(|m| m.record.clone()).collect(),
+            modules,
+            plangate_version: PLANGATE_VERSION.to_owned(),
+            wasmtime_version: WASMTIME_VERSION.to_owned(),
+        };
+        let id = manifest.id();
+        Ok(Epoch {
+            manifest,
+            id,
+            instant_ns: self.instant_ns,
+            seed: self.seed,
+            mounts,
+            _snapshots: snapshots,
+        })
+    }
+}
+
+fn take_mounts(
+    specs: &[MountSpec],
+    snapshot_root: Option<&Path>,
+) -> Result<(Vec<EpochMount>, Option<tempfile::TempDir>)> {
+    let mut guests: Vec<&str> = Vec::new();
+    for s in specs {
+        if !s.guest.starts_with('/') {
+            return Err(Error::BadGuestPath {
+                guest: s.guest.clone(),
+                why: "it is not absolute",
+            });
+        }
+        if guests.contains(&s.guest.as_str()) {
+            return Err(Error::BadGuestPath {
+                guest: s.guest.clone(),
+                why: "another mount of the epoch uses it",
+            });
+        }
+        guests.push(&s.guest);
+        if !s.host.is_dir() {
+            return Err(Error::NotADirectory {
+                path: s.host.clone(),
+            });
+        }
+    }
+    let snapshots = if specs.iter().any(|s| s.mode == Mode::Pinned) {
+        let root = snapshot_root.map_or_else(std::env::temp_dir, Path::to_path_buf);
+        Some(
+            tempfile::Builder::new()
+                .prefix("plangate-epoch-")
+                .tempdir_in(&root)
+                .map_err(io("create a snapshot directory in", &root))?,
+        )
+    } else {
+        None
+    };
+    let mut mounts = Vec::with_capacity(specs.len());
+    for (i, s) in specs.iter().enumerate() {
+        let (served, digest) = match s.mode {
+            Mode::Pinned => {
+                let dst = snapshots
+                    .as_ref()
+                    .expect("a snapshot dir exists when a mount is pinned")
+                    .path()
+                    .join(i.to_string());
+                fs::create_dir(&dst).map_err(io("create snapshot directory", &dst))?;
+                let digest = walk(&s.host, Some(&dst))?;
+                (dst, digest)
+            }
+            Mode::Live => (s.host.clone(), digest_tree(&s.host)?),
+        };
+        mounts.push(EpochMount {
+            host: s.host.clone(),
+            served,
+            record: MountRecord {
+                guest: s.guest.clone(),
+                mode: s.mode,
+                digest,
+            },
+        });
+    }
+    Ok((mounts, snapshots))
+}
+
+/// The content digest of a directory tree: `sha256:<hex>` over its entries sorted by
+/// relative path, each entry its kind, its path and (for a file) the sha256 of its bytes
+/// or (for a symlink) its target text. Names, modes, times and inode numbers are left
+/// out: they are exactly what differs between two faithful copies.
+pub fn digest_tree(root: &Path) -> Result<String> {
+    walk(root, None)
+}
+
+enum Entry {
+    Dir,
+    File([u8; 32]),
+    Symlink(Vec<u8>),
+}
+
+/// Walks `root`, copying into `copy_to` when given, and returns the tree's digest.
+/// Symlinks are kept only when their target text is relative and resolves, lexically
+/// and on disk, to a place inside `root`; any other symlink is neither followed nor
+/// copied, so a snapshot never holds a way out of its mount.
+fn walk(root: &Path, copy_to: Option<&Path>) -> Result<String> {
+    let canonical_root = fs::canonicalize(root).map_err(io("resolve mount", root))?;
+    let mut entries: Vec<(Vec<u8>, Entry)> = Vec::new();
+    let mut stack: Vec<PathBuf> = vec![PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        let dir = canonical_root.join(&rel);
+        let mut names: Vec<_> = fs::read_dir(&dir)
+            .map_err(io("list directory", &dir))?
+            .map(|e| e.map(|e| e.file_name()))
+            .collect::<std::io::Result<_>>()
+            .map_err(io("list directory", &dir))?;
+        names.sort();
+        for name in names {
+            let rel_path = rel.join(&name);
+            let src = canonical_root.join(&rel_path);
+            let key = rel_key(&rel_path);
+            let meta = fs::symlink_metadata(&src).map_err(io("stat", &src))?;
+            let ft = meta.file_type();
+            if ft.is_dir() {
+                if let Some(dst) = copy_to {
+                    let d = dst.join(&rel_path);
+                    fs::create_dir(&d).map_err(io("create snapshot directory", &d))?;
+                }
+                entries.push((key, Entry::Dir));
+                stack.push(rel_path);
+            } else if ft.is_file() {
+                let sum = copy_file(&src, copy_to.map(|d| d.join(&rel_path)).as_deref())?;
+                entries.push((key, Entry::File(sum)));
+            } else if ft.is_symlink() {
+                let target = fs::read_link(&src).map_err(io("read symlink", &src))?;
+                if symlink_stays_inside(&canonical_root, &rel_path, &target) {
+                    if let Some(dst) = copy_to {
+                        let d = dst.join(&rel_path);
+                        make_symlink(&target, &d)?;
+                    }
+                    entries.push((
+                        key,
+                        Entry::Symlink(target.as_os_str().as_encoded_bytes().to_vec()),
+                    ));
+                }
+            }
+            // Sockets, fifos and devices are not content: they are skipped.
+        }
+    }
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut h = Sha256::new();
+    h.update(b"plangate-tree-v1\n");
+    for (key, entry) in &entries {
+        match entry {
+            Entry::Dir => h.update(b"d "),
+            Entry::File(_) => h.update(b"f "),
+            Entry::Symlink(_) => h.update(b"l "),
+        }
+        h.update((key.len() as u64).to_le_bytes());
+        h.update(key);
+        match entry {
+            Entry::Dir => {}
+            Entry::File(sum) => h.update(sum),
+            Entry::Symlink(t) => {
+                h.update((t.len() as u64).to_le_bytes());
+                h.update(t);
+            }
+        }
+    }
+    if let Some(dst) = copy_to {
+        make_read_only(dst, &entries)?;
+    }
+    Ok(format!("sha256:{}", hex(&h.finalize())))
+}
+
+fn rel_key(rel: &Path) -> Vec<u8> {
+    // '/'-joined components, so the key is the same whatever the host's separator.
+    let parts: Vec<&[u8]> = rel.iter().map(|c| c.as_encoded_bytes()).collect();
+    parts.join(&b'/')
+}
+
+fn copy_file(src: &Path, dst: Option<&Path>) -> Result<[u8; 32]> {
+    let mut input = fs::File::open(src).map_err(io("open", src))?;
+    let mut output = match dst {
+        Some(d) => Some(fs::File::create(d).map_err(io("create snapshot file", d))?),
+        None => None,
+    };
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        let n = input.read(&mut buf).map_err(io("read", src))?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+        if let (Some(out), Some(d)) = (output.as_mut(), dst) {
+            out.write_all(&buf[..n])
+                .map_err(io("write snapshot file", d))?;
+        }
+    }
+    Ok(h.finalize().into())
+}
+
+fn symlink_stays_inside(canonical_root: &Path, rel_link: &Path, target: &Path) -> bool {
+    if target.is_absolute() {
+        return false;
+    }
+    // Lexically: the link's directory joined with the target must never climb above the
+    // mount root (cap-std resolves it inside the preopen the same way).
+    let mut depth: Vec<&std::ffi::OsStr> = rel_link
+        .parent()
+        .map(|p| p.iter().collect())
+        .unwrap_or_default();
+    for c in target.components() {
+        match c {
+            std::path::Component::Normal(n) => depth.push(n),
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                if depth.pop().is_none() {
+                    return false;
+                }
+            }
+            _ => return false,
+        }
+    }
+    // On disk: the target must exist and resolve inside the root (a chain of links
+    // could otherwise still leave it).
+    let link_dir = canonical_root.join(rel_link.parent().unwrap_or(Path::new("")));
+    match fs::canonicalize(link_dir.join(target)) {
+        Ok(resolved) => resolved.starts_with(canonical_root),
+        Err(_) => false,
+    }
+}
+
+#[cfg(unix)]
+fn make_symlink(target: &Path, at: &Path) -> Result<()> {
+    std::os::unix::fs::symlink(target, at).map_err(io("create snapshot symlink", at))
+}
+
+#[cfg(not(unix))]
+fn make_symlink(_target: &Path, _at: &Path) -> Result<()> {
+    // Without unix symlinks the snapshot leaves the link out; the digest still names it.
+    Ok(())
+}
+
+/// Marks snapshot files read-only: the preopen is read-only already, this guards the
+/// snapshot against the host side too.
+fn make_read_only(dst: &Path, entries: &[(Vec<u8>, Entry)]) -> Result<()> {
+    for (key, entry) in entries {
+        if let Entry::File(_) = entry {
+            let p = dst.join(String::from_utf8_lossy(key).as_ref());
+            if let Ok(meta) = fs::metadata(&p) {
+                let mut perms = meta.permissions();
+                perms.set_readonly(true);
+                fs::set_permissions(&p, perms).map_err(io("protect snapshot file", &p))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(DIGITS[usize::from(b >> 4)] as char);
+        s.push(DIGITS[usize::from(b & 15)] as char);
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wasmtime_version_matches_the_lockfile() {
+        let lock = fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../Cargo.lock"))
+            .expect("Cargo.lock at the workspace root");
+        let needle = format!("name = \"wasmtime\"\nversion = \"{WASMTIME_VERSION}\"");
+        assert!(
+            lock.contains(&needle),
+            "Cargo.lock pins another wasmtime than {WASMTIME_VERSION}"
+        );
+    }
+
+    #[test]
+    fn manifest_id_is_stable_and_sensitive() {
+        let m = EpochManifest {
+            format: 1,
+            instant_unix_ns: "5".into(),
+            clock_step_ns: 0,
+            seed: format!("{:016x}", 1),
+            env: BTreeMap::new(),
+            argv: vec!["tool".into()],
+            mounts: vec![],
+            modules: vec![],
+            plangate_version: "0".into(),
+            wasmtime_version: "48".into(),
+        };
+        assert_eq!(
+            m.canonical_json(),
+            r#"{"argv":["tool"],"clock_step_ns":0,"env":{},"format":1,"instant_unix_ns":"5","modules":[],"mounts":[],"plangate_version":"0","seed":"0000000000000001","wasmtime_version":"48"}"#
+        );
+        let mut m2 = m.clone();
+        m2.clock_step_ns = 1;
+        assert_ne!(m.id(), m2.id());
+        assert_eq!(m.id().len(), 64);
+    }
+
+    #[test]
+    fn symlinks_that_leave_the_root_are_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(d.path()).unwrap();
+        fs::create_dir(root.join("a")).unwrap();
+        fs::write(root.join("a/f"), "x").unwrap();
+        assert!(symlink_stays_inside(
+            &root,
+            Path::new("a/l"),
+            Path::new("f")
+        ));
+        assert!(symlink_stays_inside(
+            &root,
+            Path::new("a/l"),
+            Path::new("../a/f")
+        ));
+        assert!(!symlink_stays_inside(
+            &root,
+            Path::new("l"),
+            Path::new("../x")
+        ));
+        assert!(!symlink_stays_inside(
+            &root,
+            Path::new("l"),
+            Path::new("/etc/passwd")
+        ));
+        assert!(!symlink_stays_inside(
+            &root,
+            Path::new("a/l"),
+            Path::new("missing")
+        ));
+    }
+}

@@ -1,0 +1,685 @@
+//! The sandbox proper: one shared engine, compiled-once modules, one pre-linked
+//! `InstancePre` per tool, and `call`, which runs one tool call in a fresh store and
+//! turns every way it can end into an [`Outcome`].
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use wasmtime::{
+    Config, Enabled, Engine, InstanceAllocationStrategy, InstancePre, Linker, Module,
+    PoolingAllocationConfig, ResourceLimiter, Store, Trap,
+};
+use wasmtime_wasi::p1::WasiP1Ctx;
+use wasmtime_wasi::p2::pipe::{MemoryInputPipe, MemoryOutputPipe};
+use wasmtime_wasi::{FsPerms, I32Exit, WasiCtxBuilder};
+
+use crate::epoch::{Epoch, Mode, hex};
+use crate::error::{Error, Result, io};
+use crate::pinned::{ByteStreamRng, PinnedMonotonicClock, PinnedWallClock, VirtualTime};
+
+/// How the shared engine is built. One per process is the intent; every field bounds
+/// something that is expensive to change once calls run.
+#[derive(Debug, Clone)]
+pub struct SandboxConfig {
+    /// Calls that may run at once; further callers wait. The pooling allocator gets this
+    /// many slots, so the bound is what keeps the pool from ever being exhausted.
+    pub max_concurrent_calls: u32,
+    /// The largest linear memory any call may have, in MiB (a pool slot's size).
+    /// [`Limits::memory_mb`] is clamped to it.
+    pub max_memory_mb: u64,
+    /// The wasm stack a guest may use, in bytes. Deep recursion ends as a
+    /// `stack_overflow` trap; the exact depth depends on compiled frame sizes.
+    pub max_wasm_stack: usize,
+    /// Where precompiled modules are cached (`None`: no disk cache, compile per sandbox).
+    pub cache_dir: Option<PathBuf>,
+    /// How often the wall-time safety net ticks. [`Limits::wall_ms`] is rounded up to it.
+    pub tick: Duration,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get() as u32);
+        Self {
+            max_concurrent_calls: (cores * 4).clamp(8, 256),
+            max_memory_mb: 512,
+            max_wasm_stack: 512 << 10,
+            cache_dir: Some(std::env::temp_dir().join("plangate-module-cache")),
+            tick: Duration::from_millis(2),
+        }
+    }
+}
+
+/// Limits for one call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Limits {
+    /// The deterministic CPU budget (wasmtime fuel: about one unit per instruction).
+    pub fuel: u64,
+    /// Linear memory, MiB.
+    pub memory_mb: u64,
+    /// Wall time, ms: a safety net, not a deterministic limit (fuel is).
+    pub wall_ms: u64,
+    /// Bytes of stdout, and separately of stderr, kept; more ends the call as
+    /// `output_limit`.
+    pub output_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            fuel: 2_000_000_000,
+            memory_mb: 256,
+            wall_ms: 10_000,
+            output_bytes: 1 << 20,
+        }
+    }
+}
+
+/// Why a trap ended a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum TrapKind {
+    /// `unreachable` ran: in Rust guests, a panic or an abort.
+    Unreachable,
+    /// The wasm stack ran out (deep recursion). Not portable: depends on frame sizes.
+    StackOverflow,
+    /// A load or store outside linear memory.
+    MemoryOutOfBounds,
+    /// Integer division by zero.
+    IntegerDivisionByZero,
+    /// Integer overflow (`i32.div_s` of MIN by -1, float-to-int out of range).
+    IntegerOverflow,
+    /// An indirect call to a null or mistyped table entry, or a table access out of range.
+    IndirectCall,
+    /// Another wasm trap.
+    OtherTrap,
+    /// The host failed the call: the module could not be instantiated, a host function
+    /// failed. [`CallRecord::detail`] says what happened.
+    Host,
+}
+
+impl TrapKind {
+    fn of(trap: Trap) -> Self {
+        match trap {
+            Trap::UnreachableCodeReached => Self::Unreachable,
+            Trap::StackOverflow => Self::StackOverflow,
+            Trap::MemoryOutOfBounds | Trap::HeapMisaligned => Self::MemoryOutOfBounds,
+            Trap::IntegerDivisionByZero => Self::IntegerDivisionByZero,
+            Trap::IntegerOverflow | Trap::BadConversionToInteger => Self::IntegerOverflow,
+            Trap::IndirectCallToNull | Trap::BadSignature | Trap::TableOutOfBounds => {
+                Self::IndirectCall
+            }
+            _ => Self::OtherTrap,
+        }
+    }
+
+    /// The snake_case name used in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Unreachable => "unreachable",
+            Self::StackOverflow => "stack_overflow",
+            Self::MemoryOutOfBounds => "memory_out_of_bounds",
+            Self::IntegerDivisionByZero => "integer_division_by_zero",
+            Self::IntegerOverflow => "integer_overflow",
+            Self::IndirectCall => "indirect_call",
+            Self::OtherTrap => "other_trap",
+            Self::Host => "host",
+        }
+    }
+}
+
+/// How a call ended. Every end is one of these: a call never errs and never panics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum Outcome {
+    /// `_start` returned (code 0) or the guest called `proc_exit(code)`.
+    Exit {
+        /// The exit code.
+        code: i32,
+    },
+    /// The fuel budget ran out: deterministic, the same call always stops at the same place.
+    OutOfFuel,
+    /// The wall-time limit passed.
+    Timeout,
+    /// The guest asked for more linear memory than [`Limits::memory_mb`].
+    MemoryLimit,
+    /// stdout or stderr went over [`Limits::output_bytes`] (both are cut at the limit).
+    OutputLimit,
+    /// A trap, or a host failure.
+    Trap {
+        /// Which.
+        kind: TrapKind,
+    },
+}
+
+impl Outcome {
+    /// The snake_case name used in JSON: `exit`, `out_of_fuel`, `timeout`, ...
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Exit { .. } => "exit",
+            Self::OutOfFuel => "out_of_fuel",
+            Self::Timeout => "timeout",
+            Self::MemoryLimit => "memory_limit",
+            Self::OutputLimit => "output_limit",
+            Self::Trap { .. } => "trap",
+        }
+    }
+}
+
+/// Everything one call produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallRecord {
+    /// How it ended.
+    pub outcome: Outcome,
+    /// The exit code, for [`Outcome::Exit`] only.
+    pub exit_code: Option<i32>,
+    /// stdout, at most [`Limits::output_bytes`].
+    pub stdout: Vec<u8>,
+    /// stderr, at most [`Limits::output_bytes`].
+    pub stderr: Vec<u8>,
+    /// Fuel consumed (deterministic for pinned tools).
+    pub fuel_used: u64,
+    /// Wall time of the call, setup included.
+    pub wall: Duration,
+    /// For a host failure or an unclassified trap: wasmtime's message.
+    pub detail: Option<String>,
+}
+
+/// What a tool is: its module, the epoch mounts it sees, and whether its clock and
+/// randomness are pinned or live.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolSpec {
+    /// The `.wasm` module (its sha256 must be one of the epoch's modules).
+    pub module: PathBuf,
+    /// `(host dir, guest path)` of each epoch mount the tool sees.
+    pub mounts: Vec<(PathBuf, String)>,
+    /// Pinned (virtual clock) or live (the host's clocks).
+    pub clock: Mode,
+    /// Pinned (seeded stream) or live (the host's randomness).
+    pub random: Mode,
+}
+
+impl ToolSpec {
+    /// A tool with no mounts, pinned clock and randomness.
+    pub fn new(module: impl Into<PathBuf>) -> Self {
+        Self {
+            module: module.into(),
+            mounts: Vec::new(),
+            clock: Mode::Pinned,
+            random: Mode::Pinned,
+        }
+    }
+
+    /// Adds an epoch mount.
+    pub fn mount(mut self, host: impl Into<PathBuf>, guest: impl Into<String>) -> Self {
+        self.mounts.push((host.into(), guest.into()));
+        self
+    }
+
+    /// Sets the clock mode.
+    pub fn clock(mut self, mode: Mode) -> Self {
+        self.clock = mode;
+        self
+    }
+
+    /// Sets the randomness mode.
+    pub fn random(mut self, mode: Mode) -> Self {
+        self.random = mode;
+        self
+    }
+}
+
+/// A loaded tool: cheap to clone, shareable across threads.
+#[derive(Clone)]
+pub struct Tool {
+    inner: Arc<ToolInner>,
+}
+
+struct ToolInner {
+    pre: InstancePre<Ctx>,
+    preopens: Vec<(PathBuf, String)>,
+    clock: Mode,
+    random: Mode,
+    sha256: String,
+}
+
+impl Tool {
+    /// The module's sha256 (hex).
+    pub fn sha256(&self) -> &str {
+        &self.inner.sha256
+    }
+}
+
+impl std::fmt::Debug for Tool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tool")
+            .field("sha256", &self.inner.sha256)
+            .field("preopens", &self.inner.preopens)
+            .field("clock", &self.inner.clock)
+            .field("random", &self.inner.random)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Per-store state.
+pub(crate) struct Ctx {
+    pub(crate) wasi: WasiP1Ctx,
+    limiter: Limiter,
+    /// The call's virtual time; `None` when the tool's clock is live.
+    pub(crate) time: Option<Arc<VirtualTime>>,
+    /// What the metadata scrub writes into every timestamp.
+    pub(crate) instant_ns: u64,
+    /// The sorted listing of each directory fd the guest is reading (see `scrub`).
+    pub(crate) readdir: Vec<(u32, Vec<crate::scrub::DirEntry>)>,
+    /// When the call's wall time is up; a live sleep never runs past it.
+    pub(crate) deadline: Instant,
+}
+
+/// Refuses growth past the call's limit with an error of its own, so the outcome says
+/// `memory_limit` rather than the trap a guest makes of a failed allocation.
+struct Limiter {
+    memory_bytes: usize,
+    hit: bool,
+}
+
+#[derive(Debug)]
+struct MemoryLimitHit;
+
+impl std::fmt::Display for MemoryLimitHit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the call's memory limit was reached")
+    }
+}
+
+impl std::error::Error for MemoryLimitHit {}
+
+impl ResourceLimiter for Limiter {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if desired > self.memory_bytes {
+            self.hit = true;
+            return Err(wasmtime::Error::new(MemoryLimitHit));
+        }
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        // Tables are small in real tools; the pool caps them anyway. Refuse quietly.
+        Ok(desired <= 1 << 20)
+    }
+}
+
+/// A counting semaphore: std has none, and the bound must hold across any thread pool.
+struct Slots {
+    free: Mutex<u32>,
+    ready: Condvar,
+}
+
+impl Slots {
+    fn acquire(&self) -> SlotGuard<'_> {
+        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        while *free == 0 {
+            free = self.ready.wait(free).unwrap_or_else(|e| e.into_inner());
+        }
+        *free -= 1;
+        SlotGuard(self)
+    }
+}
+
+struct SlotGuard<'a>(&'a Slots);
+
+impl Drop for SlotGuard<'_> {
+    fn drop(&mut self) {
+        *self.0.free.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        self.0.ready.notify_one();
+    }
+}
+
+/// Runs tool calls under one epoch. `Send + Sync`: share it (`&Sandbox` or an `Arc`)
+/// with every worker thread; each [`Sandbox::call`] builds its own store.
+pub struct Sandbox {
+    engine: Engine,
+    linker: Linker<Ctx>,
+    epoch: Epoch,
+    config: SandboxConfig,
+    modules: Mutex<BTreeMap<String, Module>>,
+    slots: Slots,
+    ticker_stop: Arc<AtomicBool>,
+    ticker: Option<std::thread::JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Sandbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sandbox")
+            .field("epoch_id", &self.epoch.id())
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds the engine every sandbox uses: fuel, epoch interruption, NaN
+/// canonicalization, deterministic relaxed SIMD and a tuned pooling allocator.
+pub fn build_engine(config: &SandboxConfig) -> Result<Engine> {
+    let mut cfg = Config::new();
+    cfg.consume_fuel(true);
+    cfg.epoch_interruption(true);
+    cfg.cranelift_nan_canonicalization(true);
+    cfg.relaxed_simd_deterministic(true);
+    cfg.max_wasm_stack(config.max_wasm_stack);
+    let slots = config.max_concurrent_calls.max(1);
+    let mut pool = PoolingAllocationConfig::new();
+    pool.total_core_instances(slots)
+        .total_memories(slots)
+        .total_tables(slots)
+        // Stacks are only for async/stack switching; the sandbox runs sync.
+        .total_stacks(0)
+        .total_component_instances(0)
+        .max_memory_size((config.max_memory_mb as usize) << 20)
+        .max_unused_warm_slots(slots.min(32))
+        // Reset dirty pages with memset (and the PAGEMAP_SCAN ioctl where the kernel
+        // has it) instead of madvise: a fresh instance then faults no pages in. This
+        // is most of the difference between ~20 us and ~5 us per call.
+        .linear_memory_keep_resident(4 << 20)
+        .table_keep_resident(64 << 10)
+        .pagemap_scan(Enabled::Auto);
+    cfg.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    Engine::new(&cfg).map_err(|e| Error::Engine(format!("{e:#}")))
+}
+
+impl Sandbox {
+    /// Builds the engine, the shared linker and the wall-time ticker for `epoch`.
+    pub fn new(config: SandboxConfig, epoch: Epoch) -> Result<Sandbox> {
+        let engine = build_engine(&config)?;
+        let mut linker: Linker<Ctx> = Linker::new(&engine);
+        wasmtime_wasi::p1::add_to_linker_sync(&mut linker, |c: &mut Ctx| &mut c.wasi)
+            .map_err(|e| Error::Engine(format!("{e:#}")))?;
+        crate::scrub::shadow(&mut linker).map_err(|e| Error::Engine(format!("{e:#}")))?;
+        let ticker_stop = Arc::new(AtomicBool::new(false));
+        let ticker = {
+            let engine = engine.clone();
+            let stop = ticker_stop.clone();
+            let tick = config.tick;
+            std::thread::Builder::new()
+                .name("plangate-sandbox-tick".into())
+                .spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        std::thread::sleep(tick);
+                        engine.increment_epoch();
+                    }
+                })
+                .map_err(io("spawn the ticker thread for", "plangate-sandbox-tick"))?
+        };
+        Ok(Sandbox {
+            slots: Slots {
+                free: Mutex::new(config.max_concurrent_calls.max(1)),
+                ready: Condvar::new(),
+            },
+            engine,
+            linker,
+            epoch,
+            config,
+            modules: Mutex::new(BTreeMap::new()),
+            ticker_stop,
+            ticker: Some(ticker),
+        })
+    }
+
+    /// The epoch the calls run in.
+    pub fn epoch(&self) -> &Epoch {
+        &self.epoch
+    }
+
+    /// The shared engine (for callers that measure against it).
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// Compiles (or loads from cache) the module and links it once. The module's sha256
+    /// must be in the epoch manifest, and each mount must be one of the epoch's.
+    pub fn load_tool(&self, spec: &ToolSpec) -> Result<Tool> {
+        let bytes = std::fs::read(&spec.module).map_err(io("read module", &spec.module))?;
+        let sha256 = hex(&Sha256::digest(&bytes));
+        if !self.epoch.manifest().modules.contains(&sha256) {
+            return Err(Error::ModuleNotInEpoch {
+                path: spec.module.clone(),
+                sha256,
+            });
+        }
+        let module = self.module(&spec.module, &sha256, &bytes)?;
+        let pre = self
+            .linker
+            .instantiate_pre(&module)
+            .map_err(|e| Error::Link {
+                path: spec.module.clone(),
+                message: format!("{e:#}"),
+            })?;
+        if module.get_export("_start").is_none() {
+            return Err(Error::Link {
+                path: spec.module.clone(),
+                message: "it exports no `_start`: not a WASI command".into(),
+            });
+        }
+        let mut preopens = Vec::with_capacity(spec.mounts.len());
+        for (host, guest) in &spec.mounts {
+            let found =
+                self.epoch.mounts.iter().find(|m| {
+                    &m.record.guest == guest && (m.host == *host || same_dir(&m.host, host))
+                });
+            match found {
+                Some(m) => preopens.push((m.served.clone(), guest.clone())),
+                None => {
+                    return Err(Error::MountNotInEpoch {
+                        host: host.clone(),
+                        guest: guest.clone(),
+                    });
+                }
+            }
+        }
+        Ok(Tool {
+            inner: Arc::new(ToolInner {
+                pre,
+                preopens,
+                clock: spec.clock,
+                random: spec.random,
+                sha256,
+            }),
+        })
+    }
+
+    fn module(&self, path: &Path, sha256: &str, bytes: &[u8]) -> Result<Module> {
+        let mut modules = self.modules.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(m) = modules.get(sha256) {
+            return Ok(m.clone());
+        }
+        let module = crate::cache::load_or_compile(
+            &self.engine,
+            self.config.cache_dir.as_deref(),
+            path,
+            sha256,
+            bytes,
+        )?;
+        modules.insert(sha256.to_owned(), module.clone());
+        Ok(module)
+    }
+
+    /// Runs one call: `stdin` is given to the guest as is (the caller canonicalizes).
+    /// Never fails: every end, including a host failure, is an [`Outcome`].
+    pub fn call(&self, tool: &Tool, stdin: &[u8], limits: &Limits) -> CallRecord {
+        let _slot = self.slots.acquire();
+        let start = Instant::now();
+        let t = &tool.inner;
+        let out_cap = limits.output_bytes;
+        // One byte over the cap, so a guest that writes exactly the cap is not cut off
+        // and one that writes more is caught.
+        let stdout = MemoryOutputPipe::new(out_cap.saturating_add(1));
+        let stderr = MemoryOutputPipe::new(out_cap.saturating_add(1));
+        let mut b = WasiCtxBuilder::new();
+        // Before any preopen: wasmtime-wasi captures it per preopen. Blocking on the
+        // calling thread skips a tokio round trip per file operation.
+        b.allow_blocking_current_thread(true);
+        b.stdin(MemoryInputPipe::new(stdin.to_vec()))
+            .stdout(stdout.clone())
+            .stderr(stderr.clone());
+        let manifest = self.epoch.manifest();
+        b.args(&manifest.argv);
+        for (k, v) in &manifest.env {
+            b.env(k, v);
+        }
+        let time = match t.clock {
+            Mode::Pinned => {
+                let vt = VirtualTime::new(self.epoch.instant_ns, manifest.clock_step_ns);
+                b.wall_clock(PinnedWallClock(vt.clone()))
+                    .monotonic_clock(PinnedMonotonicClock(vt.clone()));
+                Some(vt)
+            }
+            Mode::Live => None,
+        };
+        if t.random == Mode::Pinned {
+            let seed = self.epoch.seed;
+            b.secure_random(ByteStreamRng::new(seed, "secure"))
+                .insecure_random(ByteStreamRng::new(seed, "insecure"))
+                .insecure_random_seed(u128::from(seed));
+        }
+        for (dir, guest) in &t.preopens {
+            if let Err(e) = b.preopened_dir(dir, guest, FsPerms::ReadOnly) {
+                return host_failure(
+                    start,
+                    format!("failed to preopen `{}`: {e:#}", dir.display()),
+                );
+            }
+        }
+        let memory_bytes =
+            (limits.memory_mb.min(self.config.max_memory_mb) as usize).saturating_mul(1 << 20);
+        let ctx = Ctx {
+            wasi: b.build_p1(),
+            limiter: Limiter {
+                memory_bytes,
+                hit: false,
+            },
+            time,
+            instant_ns: self.epoch.instant_ns,
+            readdir: Vec::new(),
+            deadline: start + Duration::from_millis(limits.wall_ms),
+        };
+        let mut store = Store::new(&self.engine, ctx);
+        store.limiter(|c| &mut c.limiter);
+        if let Err(e) = store.set_fuel(limits.fuel) {
+            return host_failure(start, format!("failed to set fuel: {e:#}"));
+        }
+        let tick_ms = self.config.tick.as_millis().max(1) as u64;
+        store.set_epoch_deadline(limits.wall_ms.div_ceil(tick_ms) + 1);
+
+        let result = match t.pre.instantiate(&mut store) {
+            Ok(instance) => match instance.get_typed_func::<(), ()>(&mut store, "_start") {
+                Ok(start_fn) => start_fn.call(&mut store, ()),
+                Err(e) => Err(e),
+            },
+            Err(e) => Err(e),
+        };
+        let fuel_used = limits.fuel.saturating_sub(store.get_fuel().unwrap_or(0));
+        let memory_hit = store.data().limiter.hit;
+        drop(store);
+
+        let mut out = stdout.contents().to_vec();
+        let mut err = stderr.contents().to_vec();
+        let over = out.len() > out_cap || err.len() > out_cap;
+        out.truncate(out_cap);
+        err.truncate(out_cap);
+        let (outcome, detail) = if over {
+            (Outcome::OutputLimit, None)
+        } else {
+            classify(result, memory_hit)
+        };
+        CallRecord {
+            exit_code: match outcome {
+                Outcome::Exit { code } => Some(code),
+                _ => None,
+            },
+            outcome,
+            stdout: out,
+            stderr: err,
+            fuel_used,
+            wall: start.elapsed(),
+            detail,
+        }
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        self.ticker_stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.ticker.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn same_dir(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
+fn classify(result: wasmtime::Result<()>, memory_hit: bool) -> (Outcome, Option<String>) {
+    let e = match result {
+        Ok(()) => return (Outcome::Exit { code: 0 }, None),
+        Err(e) => e,
+    };
+    if let Some(exit) = e.downcast_ref::<I32Exit>() {
+        return (Outcome::Exit { code: exit.0 }, None);
+    }
+    if memory_hit || e.downcast_ref::<MemoryLimitHit>().is_some() {
+        return (Outcome::MemoryLimit, None);
+    }
+    match e.downcast_ref::<Trap>() {
+        Some(Trap::OutOfFuel) => (Outcome::OutOfFuel, None),
+        Some(Trap::Interrupt) => (Outcome::Timeout, None),
+        Some(trap) => {
+            let kind = TrapKind::of(*trap);
+            let detail = (kind == TrapKind::OtherTrap).then(|| format!("{e:#}"));
+            (Outcome::Trap { kind }, detail)
+        }
+        None => (
+            Outcome::Trap {
+                kind: TrapKind::Host,
+            },
+            Some(format!("{e:#}")),
+        ),
+    }
+}
+
+fn host_failure(start: Instant, detail: String) -> CallRecord {
+    CallRecord {
+        outcome: Outcome::Trap {
+            kind: TrapKind::Host,
+        },
+        exit_code: None,
+        stdout: Vec::new(),
+        stderr: Vec::new(),
+        fuel_used: 0,
+        wall: start.elapsed(),
+        detail: Some(detail),
+    }
+}
+
+// The harness shares one sandbox and its tools across a thread pool.
+const _: () = {
+    const fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Sandbox>();
+    assert_send_sync::<Tool>();
+};

@@ -1,0 +1,14 @@
+//! plangate-sandbox's integration tests: one binary (as wasmtime's tests/all), each
+//! module one concern, all running real guests built from sandbox-tools/test-guests.
+
+mod guests;
+mod support;
+
+// Every way a call can end, and that each ends quickly.
+mod outcomes;
+// Same manifest, two copies of a fixture made differently: byte-identical observations.
+mod determinism;
+// A guest cannot write, read outside its mounts, follow symlinks out, or see host env.
+mod escape;
+// Many threads calling one sandbox at once.
+mod concurrency;

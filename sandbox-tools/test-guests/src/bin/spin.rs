@@ -1,0 +1,8 @@
+//! Loops forever: only fuel or the wall-time net can end it.
+
+fn main() {
+    let mut x: u64 = 1;
+    loop {
+        x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+    }
+}
