@@ -4,3 +4,5 @@
 // The seed world's twelve tools through `plangate call`, driven by the catalog and
 // tests/e2e/cases/tools/.
 mod tools;
+// `plangate call` itself: epoch replay, outcomes, escapes (the sandbox test guests).
+mod call;

@@ -1,6 +1,7 @@
 //! The `plangate` binary: parses the command line, runs one subcommand, and is the only
 //! place that prints results or picks an exit code.
 
+mod call;
 mod exit;
 mod score;
 
@@ -20,6 +21,8 @@ struct Cli {
 enum Command {
     /// Decide tasks whose calls already carry their observed results (no execution).
     Score(score::ScoreArgs),
+    /// Run one WASM tool call under a pinned epoch and print what it did as JSON.
+    Call(call::CallArgs),
 }
 
 fn main() -> ExitCode {
@@ -37,6 +40,7 @@ fn main() -> ExitCode {
     };
     let outcome = match cli.command {
         Command::Score(args) => score::run(args),
+        Command::Call(args) => call::run(args),
     };
     match outcome {
         Ok(code) => ExitCode::from(code),
