@@ -420,6 +420,11 @@ fn honest_tools_repeat_byte_for_byte_under_a_pinned_epoch() {
             let (a, b) = (call(t, args), call(t, args));
             assert_eq!(a.exit_code, Some(0), "{} {args}: {}", t.name, a.report);
             assert_eq!(a.stdout, b.stdout, "{} {args}: two runs differ", t.name);
+            assert_eq!(
+                a.report["epoch_id"], b.report["epoch_id"],
+                "{} {args}: the same inputs must make the same pinned epoch",
+                t.name
+            );
         }
     }
 }
