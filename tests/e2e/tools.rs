@@ -619,20 +619,26 @@ fn resolve_user_drifts_when_a_cache_entry_expires_by_the_clock() {
         "the committed cache is expired: {cold}"
     );
 
+    // The fresh window is 60 - AGE seconds; a loaded machine may miss it, so retry
+    // rather than conclude anything from a call that ran after expiry.
     const AGE: u64 = 55;
-    writer(live.path(), &["refresh-cache", &AGE.to_string()]);
-    let cache: Value = serde_json::from_slice(
-        &std::fs::read(live.path().join("cache/identity.json")).expect("cache reads"),
-    )
-    .expect("cache is JSON");
-    let stamp = cache["entries"]["ada@analytical-engine.example"]["cached_at"]
-        .as_u64()
-        .expect("cached_at");
-    let fresh = call(&t, &args).json();
-    assert!(
-        unix_now() < stamp + 60,
-        "too slow to observe the fresh entry; the test cannot conclude"
-    );
+    let mut observed = None;
+    for _ in 0..3 {
+        writer(live.path(), &["refresh-cache", &AGE.to_string()]);
+        let cache: Value = serde_json::from_slice(
+            &std::fs::read(live.path().join("cache/identity.json")).expect("cache reads"),
+        )
+        .expect("cache is JSON");
+        let stamp = cache["entries"]["ada@analytical-engine.example"]["cached_at"]
+            .as_u64()
+            .expect("cached_at");
+        let fresh = call(&t, &args).json();
+        if unix_now() < stamp + 60 {
+            observed = Some((stamp, fresh));
+            break;
+        }
+    }
+    let (stamp, fresh) = observed.expect("three calls in a row outlived a 5 s window");
     // The cache was filled before the merge: it still says u_0030.
     assert_eq!(
         fresh,
@@ -647,6 +653,37 @@ fn resolve_user_drifts_when_a_cache_entry_expires_by_the_clock() {
         expired,
         json!({"user_id": "u_0001", "matched": "email", "source": "directory"})
     );
+}
+
+#[test]
+fn writer_reset_restores_the_committed_live_state() {
+    // The demo runs the writer on the committed tree; reset must undo it exactly.
+    let live = live_copy();
+    writer(live.path(), &["append-segment"]);
+    writer(live.path(), &["reload-config"]);
+    writer(live.path(), &["refresh-cache", "10"]);
+    let snapshot = |root: &Path| -> BTreeMap<String, Vec<u8>> {
+        ["index", "config", "cache"]
+            .iter()
+            .flat_map(|sub| {
+                std::fs::read_dir(root.join(sub))
+                    .expect("live dir reads")
+                    .map(move |e| {
+                        let e = e.expect("entry");
+                        let name = format!("{sub}/{}", e.file_name().to_string_lossy());
+                        (name, std::fs::read(e.path()).expect("file reads"))
+                    })
+            })
+            .collect()
+    };
+    let committed = snapshot(&world().join("live"));
+    assert_ne!(
+        snapshot(live.path()),
+        committed,
+        "the writer changed nothing"
+    );
+    writer(live.path(), &["reset"]);
+    assert_eq!(snapshot(live.path()), committed);
 }
 
 #[test]
