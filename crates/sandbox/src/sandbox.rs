@@ -358,6 +358,10 @@ pub struct Sandbox {
     config: SandboxConfig,
     modules: Mutex<BTreeMap<String, Module>>,
     slots: Slots,
+    /// The epoch's random streams at position 0; each call clones them (hashing the
+    /// seed into a key once per sandbox, not once per call).
+    rng_secure: ByteStreamRng,
+    rng_insecure: ByteStreamRng,
     ticker_stop: Arc<AtomicBool>,
     ticker: Option<std::thread::JoinHandle<()>>,
 }
@@ -428,6 +432,8 @@ impl Sandbox {
                 free: Mutex::new(config.max_concurrent_calls.max(1)),
                 ready: Condvar::new(),
             },
+            rng_secure: ByteStreamRng::new(epoch.seed, "secure"),
+            rng_insecure: ByteStreamRng::new(epoch.seed, "insecure"),
             engine,
             linker,
             epoch,
@@ -549,10 +555,9 @@ impl Sandbox {
             Mode::Live => None,
         };
         if t.random == Mode::Pinned {
-            let seed = self.epoch.seed;
-            b.secure_random(ByteStreamRng::new(seed, "secure"))
-                .insecure_random(ByteStreamRng::new(seed, "insecure"))
-                .insecure_random_seed(u128::from(seed));
+            b.secure_random(self.rng_secure.clone())
+                .insecure_random(self.rng_insecure.clone())
+                .insecure_random_seed(u128::from(self.epoch.seed));
         }
         for (dir, guest) in &t.preopens {
             if let Err(e) = b.preopened_dir(dir, guest, FsPerms::ReadOnly) {
