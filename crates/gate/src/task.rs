@@ -179,13 +179,38 @@ pub fn task_from_value(doc: &Value) -> Result<Task, TaskError> {
     })
 }
 
+/// Reads one sample in whichever shape it comes: native `{"calls": [...]}`, an OpenAI
+/// assistant message (`tool_calls`), an Anthropic message (`tool_use` content blocks),
+/// or a list of MCP `tools/call` params. Foreign shapes carry no results: `eval`
+/// executes their calls.
 fn parse_sample(s: &Value, field: &str) -> Result<Sample, TaskError> {
-    let o = s.as_object().ok_or_else(|| {
+    let shape_error = || {
         err(
             field,
-            format!("expected {{\"calls\": [...]}}, found {}", s.kind()),
+            format!(
+                "expected {{\"calls\": [...]}}, an OpenAI or Anthropic assistant message, \
+                 or a list of MCP tools/call params; found {}",
+                s.kind()
+            ),
         )
-    })?;
+    };
+    let o = match s {
+        Value::Array(items) => return parse_mcp_calls(items, field),
+        Value::Object(o) => o,
+        _ => return Err(shape_error()),
+    };
+    if o.contains_key("tool_calls") {
+        return parse_openai_message(o, field);
+    }
+    if matches!(o.get("content"), Some(Value::Array(_))) && !o.contains_key("calls") {
+        return parse_anthropic_message(o, field);
+    }
+    if !o.contains_key("calls") && o.contains_key("role") {
+        // An assistant message with no tool call at all is a plan of zero calls.
+        no_duplicates(o, field)?;
+        check_role(o, field)?;
+        return Ok(Sample::default());
+    }
     known_fields(o, field, &["calls"])?;
     let calls = match o.get("calls") {
         Some(Value::Array(items)) => items
@@ -195,6 +220,153 @@ fn parse_sample(s: &Value, field: &str) -> Result<Sample, TaskError> {
             .collect::<Result<Vec<_>, _>>()?,
         _ => return Err(err(format!("{field}.calls"), "expected an array of calls")),
     };
+    Ok(Sample {
+        calls,
+        malformed: None,
+    })
+}
+
+/// Provider messages are read leniently (they grow fields often), but a message from
+/// another role than the assistant is not a plan.
+fn check_role(o: &Object, field: &str) -> Result<(), TaskError> {
+    match o.get("role") {
+        None => Ok(()),
+        Some(Value::String(r)) if r == "assistant" => Ok(()),
+        Some(_) => Err(err(
+            format!("{field}.role"),
+            "expected \"assistant\": only the model's own message is a plan",
+        )),
+    }
+}
+
+fn tool_name(o: &Object, key: &str, field: &str) -> Result<String, TaskError> {
+    match o.get(key) {
+        Some(Value::String(s)) if !s.is_empty() => Ok(s.clone()),
+        _ => Err(err(format!("{field}.{key}"), "expected the tool's name")),
+    }
+}
+
+fn foreign_call(tool: String, arguments: Arguments) -> Call {
+    Call {
+        tool,
+        arguments,
+        observed: Observed::Missing,
+    }
+}
+
+/// `{"role":"assistant","tool_calls":[{"type":"function","function":{"name":..,
+/// "arguments":"<JSON text>"}}]}`. The arguments text is the model's output: text that
+/// is not JSON spoils that call (`Arguments::Malformed`), not the task.
+fn parse_openai_message(o: &Object, field: &str) -> Result<Sample, TaskError> {
+    no_duplicates(o, field)?;
+    check_role(o, field)?;
+    let list = match o.get("tool_calls") {
+        Some(Value::Array(items)) => items,
+        Some(Value::Null) => return Ok(Sample::default()),
+        _ => {
+            return Err(err(
+                format!("{field}.tool_calls"),
+                "expected an array of tool calls",
+            ));
+        }
+    };
+    let mut calls = Vec::with_capacity(list.len());
+    for (i, tc) in list.iter().enumerate() {
+        let at = format!("{field}.tool_calls[{i}]");
+        let tc = tc
+            .as_object()
+            .ok_or_else(|| err(&at, "expected a tool call object"))?;
+        no_duplicates(tc, &at)?;
+        if let Some(t) = tc.get("type")
+            && t.as_str() != Some("function")
+        {
+            return Err(err(format!("{at}.type"), "expected \"function\""));
+        }
+        let f = match tc.get("function") {
+            Some(Value::Object(f)) => f,
+            _ => {
+                return Err(err(
+                    format!("{at}.function"),
+                    "expected {\"name\": ..., \"arguments\": \"...\"}",
+                ));
+            }
+        };
+        let at = format!("{at}.function");
+        no_duplicates(f, &at)?;
+        let tool = tool_name(f, "name", &at)?;
+        let arguments = match f.get("arguments") {
+            None => Arguments::Json(Value::Object(Object::new())),
+            Some(Value::String(text)) => match parse_with(text.as_bytes(), Duplicates::Flag) {
+                Ok(v) => Arguments::Json(v),
+                Err(e) => Arguments::Malformed(format!("arguments are not JSON: {e}")),
+            },
+            // Some gateways pass the object through already parsed.
+            Some(v @ Value::Object(_)) => Arguments::Json(v.clone()),
+            Some(other) => Arguments::Malformed(format!(
+                "arguments: expected a JSON string, found {}",
+                other.kind()
+            )),
+        };
+        calls.push(foreign_call(tool, arguments));
+    }
+    Ok(Sample {
+        calls,
+        malformed: None,
+    })
+}
+
+/// `{"role":"assistant","content":[{"type":"text",..},{"type":"tool_use","name":..,
+/// "input":{..}}]}`: the `tool_use` blocks in order; other blocks are the model's prose.
+fn parse_anthropic_message(o: &Object, field: &str) -> Result<Sample, TaskError> {
+    no_duplicates(o, field)?;
+    check_role(o, field)?;
+    let Some(Value::Array(blocks)) = o.get("content") else {
+        return Err(err(format!("{field}.content"), "expected content blocks"));
+    };
+    let mut calls = Vec::new();
+    for (i, b) in blocks.iter().enumerate() {
+        let at = format!("{field}.content[{i}]");
+        let b = b
+            .as_object()
+            .ok_or_else(|| err(&at, "expected a content block object"))?;
+        if b.get("type").and_then(Value::as_str) != Some("tool_use") {
+            continue;
+        }
+        no_duplicates(b, &at)?;
+        let tool = tool_name(b, "name", &at)?;
+        let arguments = Arguments::Json(
+            b.get("input")
+                .cloned()
+                .unwrap_or_else(|| Value::Object(Object::new())),
+        );
+        calls.push(foreign_call(tool, arguments));
+    }
+    Ok(Sample {
+        calls,
+        malformed: None,
+    })
+}
+
+/// `[{"name":..,"arguments":{..}}, ...]`: the params of successive MCP `tools/call`s.
+fn parse_mcp_calls(items: &[Value], field: &str) -> Result<Sample, TaskError> {
+    let mut calls = Vec::with_capacity(items.len());
+    for (i, c) in items.iter().enumerate() {
+        let at = format!("{field}[{i}]");
+        let o = c.as_object().ok_or_else(|| {
+            err(
+                &at,
+                "expected tools/call params {\"name\": ..., \"arguments\": {...}}",
+            )
+        })?;
+        known_fields(o, &at, &["name", "arguments", "_meta"])?;
+        let tool = tool_name(o, "name", &at)?;
+        let arguments = Arguments::Json(
+            o.get("arguments")
+                .cloned()
+                .unwrap_or_else(|| Value::Object(Object::new())),
+        );
+        calls.push(foreign_call(tool, arguments));
+    }
     Ok(Sample {
         calls,
         malformed: None,
@@ -307,6 +479,76 @@ mod tests {
         assert!(e.message.contains("duplicate key"));
         let e = parse_task_line(b"{\"task_id\":").unwrap_err();
         assert!(e.message.contains("line 1"), "{e}");
+    }
+
+    fn calls(line: &str) -> Vec<(String, Result<String, String>)> {
+        let t = parse_task_line(line.as_bytes()).unwrap();
+        t.samples
+            .iter()
+            .flat_map(|s| &s.calls)
+            .map(|c| {
+                assert_eq!(c.observed, Observed::Missing);
+                let a = match &c.arguments {
+                    Arguments::Json(v) => Ok(crate::jcs::to_string(v)),
+                    Arguments::Malformed(why) => Err(why.clone()),
+                };
+                (c.tool.clone(), a)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn foreign_shapes_read_as_the_same_calls() {
+        let want = vec![
+            (
+                "get_user".to_string(),
+                Ok(r#"{"user_id":"u_1"}"#.to_string()),
+            ),
+            (
+                "get_order".to_string(),
+                Ok(r#"{"order_id":"o_1"}"#.to_string()),
+            ),
+        ];
+        let native = r#"{"task_id":"t","samples":[{"calls":[{"tool":"get_user","arguments":{"user_id":"u_1"}},{"tool":"get_order","arguments":{"order_id":"o_1"}}]}]}"#;
+        let openai = r#"{"task_id":"t","samples":[{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"get_user","arguments":"{\"user_id\": \"u_1\"}"}},{"id":"c2","type":"function","function":{"name":"get_order","arguments":"{\"order_id\":\"o_1\"}"}}]}]}"#;
+        let anthropic = r#"{"task_id":"t","samples":[{"role":"assistant","content":[{"type":"text","text":"Looking up."},{"type":"tool_use","id":"x","name":"get_user","input":{"user_id":"u_1"}},{"type":"tool_use","id":"y","name":"get_order","input":{"order_id":"o_1"}}]}]}"#;
+        let mcp = r#"{"task_id":"t","samples":[[{"name":"get_user","arguments":{"user_id":"u_1"}},{"name":"get_order","arguments":{"order_id":"o_1"}}]]}"#;
+        for line in [native, openai, anthropic, mcp] {
+            assert_eq!(calls(line), want, "{line}");
+        }
+    }
+
+    #[test]
+    fn openai_arguments_that_are_not_json_spoil_only_that_call() {
+        let line = r#"{"task_id":"t","samples":[{"role":"assistant","tool_calls":[{"type":"function","function":{"name":"get_user","arguments":"{\"user_id\": u_1"}}]},{"role":"assistant","tool_calls":[{"type":"function","function":{"name":"get_user","arguments":"{\"a\":1,\"a\":2}"}}]}]}"#;
+        let c = calls(line);
+        assert!(c[0].1.as_ref().unwrap_err().contains("not JSON"), "{c:?}");
+        let t = parse_task_line(line.as_bytes()).unwrap();
+        let Arguments::Json(Value::Object(o)) = &t.samples[1].calls[0].arguments else {
+            panic!("duplicate keys are flagged, not refused")
+        };
+        assert_eq!(o.duplicate_key(), Some("a"));
+    }
+
+    #[test]
+    fn foreign_shape_errors_name_the_field() {
+        let e = parse_task_line(
+            br#"{"task_id":"t","samples":[{"role":"user","content":[{"type":"tool_use","name":"x","input":{}}]}]}"#,
+        )
+        .unwrap_err();
+        assert_eq!(e.field, "samples[0].role");
+        let e = parse_task_line(br#"{"task_id":"t","samples":[[{"nme":"x"}]]}"#).unwrap_err();
+        assert_eq!(e.field, "samples[0][0].nme");
+        let e = parse_task_line(br#"{"task_id":"t","samples":[{"tool_calls":[{"type":"function","function":{"arguments":"{}"}}]}]}"#).unwrap_err();
+        assert_eq!(e.field, "samples[0].tool_calls[0].function.name");
+        let e = parse_task_line(br#"{"task_id":"t","samples":[7]}"#).unwrap_err();
+        assert!(e.message.contains("OpenAI"), "{e}");
+        // A message with no tool call is a plan of no calls.
+        let t = parse_task_line(
+            br#"{"task_id":"t","samples":[{"role":"assistant","content":"no tools needed"}]}"#,
+        )
+        .unwrap();
+        assert!(t.samples[0].calls.is_empty());
     }
 
     #[test]
