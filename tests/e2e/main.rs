@@ -6,3 +6,5 @@
 mod tools;
 // `plangate call` itself: epoch replay, outcomes, escapes (the sandbox test guests).
 mod call;
+// `plangate score --seed-compat` against the seed's own code, on 10,000 generated cases.
+mod seed_diff;

@@ -92,10 +92,10 @@ fn run_case(path: &Path) -> Result<(), String> {
     check("first_divergent_step", &got["first_divergent_step"])?;
     check("suspect_tools", &got["suspect_tools"])?;
     check("malformed_count", &serde_json::json!(d.malformed.len()))?;
-    if let Some(w) = expect.get("warnings_contain").and_then(Value::as_str) {
-        if !d.warnings.iter().any(|x| x.contains(w)) {
-            return Err(format!("warnings {:?} lack {w:?}", d.warnings));
-        }
+    if let Some(w) = expect.get("warnings_contain").and_then(Value::as_str)
+        && !d.warnings.iter().any(|x| x.contains(w))
+    {
+        return Err(format!("warnings {:?} lack {w:?}", d.warnings));
     }
     Ok(())
 }

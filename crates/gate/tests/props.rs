@@ -1,0 +1,257 @@
+//! Properties the gate must hold for every input, checked with proptest: canonical form
+//! is a fixed point blind to key order and white space, and the decision rules never
+//! reject where the seed forbids it.
+
+use std::collections::BTreeMap;
+
+use plangate_gate::catalog::Catalog;
+use plangate_gate::decide::{self, Options, Reason, ToolState, Verdict};
+use plangate_gate::jcs;
+use plangate_gate::json::{self, Value};
+use plangate_gate::task::{Arguments, Call, Observed, Sample, Task};
+use proptest::prelude::*;
+
+/// Lexemes chosen to hit every branch of number canonicalization.
+const NUMBERS: &[&str] = &[
+    "0",
+    "-0",
+    "1",
+    "1.0",
+    "1e0",
+    "10E-1",
+    "-1",
+    "0.5",
+    "1e21",
+    "1e20",
+    "1.5e300",
+    "1e-7",
+    "123.456",
+    "9007199254740993",
+    "9007199254740992",
+    "9007199254740993.0",
+    "1e400",
+    "-1e-400",
+    "333333333.33333329",
+    "18446744073709551616",
+    "4.50",
+];
+
+fn leaf() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just("null".to_string()),
+        any::<bool>().prop_map(|b| b.to_string()),
+        proptest::sample::select(NUMBERS).prop_map(str::to_string),
+        any::<i64>().prop_map(|i| i.to_string()),
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(|f| format!("{f:e}")),
+        "\\PC{0,8}".prop_map(|s| {
+            let mut out = String::new();
+            jcs::write_string(&s, &mut out);
+            out
+        }),
+    ]
+}
+
+/// A JSON text as a tree of (member name, text) so a test can re-emit it in any order.
+#[derive(Debug, Clone)]
+enum Doc {
+    Leaf(String),
+    Array(Vec<Doc>),
+    Object(Vec<(String, Doc)>),
+}
+
+fn doc() -> impl Strategy<Value = Doc> {
+    leaf()
+        .prop_map(Doc::Leaf)
+        .prop_recursive(4, 48, 6, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..6).prop_map(Doc::Array),
+                proptest::collection::btree_map("[a-z\u{e9}\u{1F600}\u{E000}]{0,4}", inner, 0..6)
+                    .prop_map(|m| Doc::Object(m.into_iter().collect())),
+            ]
+        })
+}
+
+/// Emits `d` with members rotated by `rot` and `ws` as white space between tokens.
+fn emit(d: &Doc, rot: usize, ws: &str, out: &mut String) {
+    match d {
+        Doc::Leaf(s) => out.push_str(s),
+        Doc::Array(items) => {
+            out.push('[');
+            for (i, x) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(ws);
+                    out.push(',');
+                }
+                out.push_str(ws);
+                emit(x, rot, ws, out);
+            }
+            out.push_str(ws);
+            out.push(']');
+        }
+        Doc::Object(members) => {
+            out.push('{');
+            let n = members.len().max(1);
+            for i in 0..members.len() {
+                let (k, v) = &members[(i + rot) % n];
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(ws);
+                jcs::write_string(k, out);
+                out.push_str(ws);
+                out.push(':');
+                out.push_str(ws);
+                emit(v, rot + 1, ws, out);
+            }
+            out.push_str(ws);
+            out.push('}');
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn canonical_form_is_a_fixed_point(d in doc()) {
+        let mut text = String::new();
+        emit(&d, 0, "", &mut text);
+        let v = json::parse(&text).unwrap();
+        let c = jcs::to_string(&v);
+        let again = json::parse(&c).unwrap();
+        prop_assert_eq!(jcs::to_string(&again), c.clone());
+        // Parsing the output gives back the same value, member for member.
+        prop_assert_eq!(jcs::to_string(&json::parse(&again.to_string()).unwrap()), c);
+    }
+
+    #[test]
+    fn canonical_form_ignores_key_order_and_white_space(d in doc(), rot in 0usize..7, ws in "[ \t\r\n]{0,3}") {
+        let (mut a, mut b) = (String::new(), String::new());
+        emit(&d, 0, "", &mut a);
+        emit(&d, rot, &ws, &mut b);
+        prop_assert_eq!(jcs::to_string(&json::parse(&a).unwrap()), jcs::to_string(&json::parse(&b).unwrap()));
+    }
+}
+
+fn catalog() -> Catalog {
+    let doc = r#"{"tools":[
+      {"name":"a","deterministic":true,"verified":true},
+      {"name":"b","deterministic":true,"verified":true},
+      {"name":"c","deterministic":false}]}"#;
+    Catalog::from_value(&json::parse(doc).unwrap()).unwrap()
+}
+
+fn num(i: u64) -> Value {
+    json::parse(&i.to_string()).unwrap()
+}
+
+/// A task of `n` single- or two-step samples drawn from small pools, so agreements land
+/// in every region.
+fn task() -> impl Strategy<Value = Task> {
+    let call = (0usize..3, 0u64..4, 0u64..3).prop_map(|(t, arg, res)| Call {
+        tool: ["a", "b", "c"][t].to_string(),
+        arguments: Arguments::Json(Value::Object(
+            [("x".to_string(), num(arg))].into_iter().collect(),
+        )),
+        observed: Observed::Result(num(res)),
+    });
+    let sample = proptest::collection::vec(call, 1..3).prop_map(|calls| Sample {
+        calls,
+        malformed: None,
+    });
+    (proptest::collection::vec(sample, 0..12), any::<bool>()).prop_map(|(samples, fixed)| Task {
+        task_id: "t".into(),
+        samples,
+        label: None,
+        epoch_fixed: Some(fixed),
+    })
+}
+
+fn states() -> impl Strategy<Value = BTreeMap<String, ToolState>> {
+    let st = (any::<bool>(), any::<bool>(), any::<bool>()).prop_map(|(d, v, q)| ToolState {
+        declared_deterministic: d,
+        verified: v,
+        quarantined: q,
+    });
+    (st.clone(), st.clone(), st).prop_map(|(a, b, c)| {
+        [
+            ("a".to_string(), a),
+            ("b".to_string(), b),
+            ("c".to_string(), c),
+        ]
+        .into_iter()
+        .collect()
+    })
+}
+
+fn classify(t: &Task, s: &BTreeMap<String, ToolState>) -> decide::Decision {
+    decide::classify(
+        &decide::prepare(t, &catalog(), None),
+        s,
+        &Options::default(),
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    #[test]
+    fn never_reject_an_unverified_or_nondeterministic_tool(t in task(), s in states()) {
+        let d = classify(&t, &s);
+        if d.decision == Verdict::Reject {
+            prop_assert_eq!(&d.reasons, &vec![Reason::FabricatedArguments]);
+            for tool in &d.tools {
+                let st = s[tool];
+                prop_assert!(st.declared_deterministic && st.verified && !st.quarantined, "{tool}: {st:?}");
+            }
+            prop_assert!(t.epoch_fixed == Some(true) && t.samples.len() >= 5);
+        }
+    }
+
+    #[test]
+    fn never_reject_on_result_disagreement_alone(t in task(), s in states()) {
+        // Every sample makes the first sample's calls; only results differ.
+        let mut t = t;
+        if let Some(first) = t.samples.first().cloned() {
+            for (i, smp) in t.samples.iter_mut().enumerate() {
+                let mut calls = first.calls.clone();
+                for c in &mut calls {
+                    c.observed = Observed::Result(num(i as u64));
+                }
+                smp.calls = calls;
+            }
+        }
+        let d = classify(&t, &s);
+        prop_assert_ne!(d.decision, Verdict::Reject);
+    }
+
+    #[test]
+    fn more_agreement_never_makes_a_task_rejected(t in task(), s in states(), pick in any::<prop::sample::Index>()) {
+        let before = classify(&t, &s);
+        // Copy the modal sample over one sample that differs from it.
+        let Some(plan) = &before.modal_plan else { return Ok(()); };
+        let modal_tools: Vec<&str> = plan.iter().map(|p| p.tool.as_str()).collect();
+        let modal = t.samples.iter().find(|smp| {
+            smp.calls.iter().map(|c| c.tool.as_str()).collect::<Vec<_>>() == modal_tools
+                && plan.iter().zip(&smp.calls).all(|(p, c)| match &c.arguments {
+                    Arguments::Json(v) => p.arguments.get() == jcs::to_string(v),
+                    Arguments::Malformed(_) => false,
+                })
+        }).cloned();
+        let Some(modal) = modal else { return Ok(()); };
+        let differing: Vec<usize> = t.samples.iter().enumerate()
+            .filter(|(_, smp)| smp.calls.len() != modal.calls.len()
+                || smp.calls.iter().zip(&modal.calls).any(|(x, y)| x.tool != y.tool || format!("{:?}", x.arguments) != format!("{:?}", y.arguments)))
+            .map(|(i, _)| i).collect();
+        if differing.is_empty() { return Ok(()); }
+        let mut raised = t.clone();
+        raised.samples[differing[pick.index(differing.len())]] = modal;
+        let after = classify(&raised, &s);
+        prop_assert!(after.arg_agreement.count > before.arg_agreement.count);
+        if after.decision == Verdict::Reject {
+            prop_assert_eq!(before.decision, Verdict::Reject, "before {:?} after {:?}", before.reasons, after.reasons);
+        }
+    }
+}
