@@ -5,6 +5,8 @@ use std::io::{Read, Write};
 
 fn main() {
     let mut input = Vec::new();
-    std::io::stdin().read_to_end(&mut input).expect("read stdin");
+    std::io::stdin()
+        .read_to_end(&mut input)
+        .expect("read stdin");
     std::io::stdout().write_all(&input).expect("write stdout");
 }

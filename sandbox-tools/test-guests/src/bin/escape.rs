@@ -18,7 +18,13 @@ fn read(path: &str) -> Result<String, String> {
 
 fn main() {
     let mut out = String::new();
-    report(&mut out, "create_in_mount", fs::write("/world/new.txt", b"x").map(|_| String::new()).map_err(|e| e.to_string()));
+    report(
+        &mut out,
+        "create_in_mount",
+        fs::write("/world/new.txt", b"x")
+            .map(|_| String::new())
+            .map_err(|e| e.to_string()),
+    );
     report(
         &mut out,
         "overwrite_in_mount",
@@ -28,17 +34,59 @@ fn main() {
             .map(|_| String::new())
             .map_err(|e| e.to_string()),
     );
-    report(&mut out, "mkdir_in_mount", fs::create_dir("/world/newdir").map(|_| String::new()).map_err(|e| e.to_string()));
-    report(&mut out, "remove_in_mount", fs::remove_file("/world/data.txt").map(|_| String::new()).map_err(|e| e.to_string()));
+    report(
+        &mut out,
+        "mkdir_in_mount",
+        fs::create_dir("/world/newdir")
+            .map(|_| String::new())
+            .map_err(|e| e.to_string()),
+    );
+    report(
+        &mut out,
+        "remove_in_mount",
+        fs::remove_file("/world/data.txt")
+            .map(|_| String::new())
+            .map_err(|e| e.to_string()),
+    );
     report(&mut out, "parent_of_mount", read("/world/../secret.txt"));
-    report(&mut out, "dotdot_listing", fs::read_dir("/world/..").map(|d| format!("{} entries", d.count())).map_err(|e| e.to_string()));
+    report(
+        &mut out,
+        "dotdot_listing",
+        fs::read_dir("/world/..")
+            .map(|d| format!("{} entries", d.count()))
+            .map_err(|e| e.to_string()),
+    );
     report(&mut out, "absolute_host_path", read("/etc/passwd"));
-    report(&mut out, "host_root", fs::read_dir("/").map(|d| format!("{} entries", d.count())).map_err(|e| e.to_string()));
+    report(
+        &mut out,
+        "host_root",
+        fs::read_dir("/")
+            .map(|d| format!("{} entries", d.count()))
+            .map_err(|e| e.to_string()),
+    );
     report(&mut out, "symlink_absolute", read("/world/link-abs"));
     report(&mut out, "symlink_relative_out", read("/world/link-up"));
-    report(&mut out, "symlink_dir_out", fs::read_dir("/world/link-dir").map(|d| format!("{} entries", d.count())).map_err(|e| e.to_string()));
+    report(
+        &mut out,
+        "symlink_dir_out",
+        fs::read_dir("/world/link-dir")
+            .map(|d| format!("{} entries", d.count()))
+            .map_err(|e| e.to_string()),
+    );
     let env: Vec<String> = std::env::vars().map(|(k, v)| format!("{k}={v}")).collect();
-    report(&mut out, "host_env", if env.is_empty() { Err("empty".into()) } else { Ok(env.join(" ")) });
-    report(&mut out, "host_env_var", std::env::var("PLANGATE_HOST_SECRET").map_err(|e| e.to_string()));
+    report(
+        &mut out,
+        "host_env",
+        if env.is_empty() {
+            Err("empty".into())
+        } else {
+            Ok(env.join(" "))
+        },
+    );
+    report(
+        &mut out,
+        "host_env_var",
+        std::env::var("PLANGATE_HOST_SECRET").map_err(|e| e.to_string()),
+    );
     print!("{out}");
 }

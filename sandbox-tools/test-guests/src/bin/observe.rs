@@ -37,7 +37,10 @@ fn walk(dir: &Path, out: &mut String) {
             }
         };
         let path = entry.path();
-        let ft = entry.file_type().map(|t| format!("{t:?}")).unwrap_or_default();
+        let ft = entry
+            .file_type()
+            .map(|t| format!("{t:?}"))
+            .unwrap_or_default();
         out.push_str(&format!("entry {} type {}\n", path.display(), ft));
         describe(&path, out);
         if let Ok(t) = entry.file_type() {
@@ -49,7 +52,10 @@ fn walk(dir: &Path, out: &mut String) {
 }
 
 fn describe(path: &Path, out: &mut String) {
-    for (label, meta) in [("stat", fs::metadata(path)), ("lstat", fs::symlink_metadata(path))] {
+    for (label, meta) in [
+        ("stat", fs::metadata(path)),
+        ("lstat", fs::symlink_metadata(path)),
+    ] {
         match meta {
             Ok(m) => out.push_str(&format!(
                 "  {label} len {} dir {} file {} symlink {} readonly {} modified {} accessed {} created {}\n",
@@ -78,7 +84,11 @@ fn describe(path: &Path, out: &mut String) {
                 Err(e) => out.push_str(&format!("  fdstat errno {e}\n")),
             }
             if let Ok(m) = f.metadata() {
-                out.push_str(&format!("  fmeta len {} modified {}\n", m.len(), since_epoch(m.modified())));
+                out.push_str(&format!(
+                    "  fmeta len {} modified {}\n",
+                    m.len(),
+                    since_epoch(m.modified())
+                ));
             }
             if path.is_file() {
                 match fs::read(path) {
