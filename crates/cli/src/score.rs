@@ -96,6 +96,15 @@ pub(crate) fn open_samples(path: &Path) -> Result<Box<dyn BufRead>> {
     Ok(Box::new(BufReader::with_capacity(1 << 16, f)))
 }
 
+/// How reports name a samples file (`<stdin>` for `-`).
+pub(crate) fn source_name(path: &Path) -> String {
+    if path == Path::new("-") {
+        "<stdin>".into()
+    } else {
+        path.display().to_string()
+    }
+}
+
 /// Opens the decisions output, or standard output.
 pub(crate) fn open_out(path: Option<&Path>) -> Result<Box<dyn Write>> {
     Ok(match path {
@@ -212,7 +221,7 @@ pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
     let catalog = load_catalog(&args.catalog)?;
     let input = open_samples(&args.samples)?;
     let mut out = open_out(args.out.as_deref())?;
-    let source = args.samples.display().to_string();
+    let source = source_name(&args.samples);
     let opts = args.thresholds.options();
     let states = decide::tool_states(&catalog);
     let mut tally = Tally::default();

@@ -98,7 +98,9 @@ fn err(field: impl Into<String>, message: impl Into<String>) -> TaskError {
 pub fn parse_task_line(line: &[u8]) -> Result<Task, TaskError> {
     // Flag, not Refuse: a duplicate key inside one sample's arguments spoils that sample,
     // not the task; structural duplicates are refused below.
-    let doc = parse_with(line, Duplicates::Flag).map_err(|e| err("", e.to_string()))?;
+    // A samples line holds no newline, so its column is the whole position.
+    let doc = parse_with(line, Duplicates::Flag)
+        .map_err(|e| err("", format!("{} at column {}", e.kind, e.column)))?;
     let task_id = doc
         .as_object()
         .and_then(|o| o.get("task_id"))
@@ -478,7 +480,7 @@ mod tests {
         let e = parse_task_line(br#"{"task_id":"t","task_id":"u","samples":[]}"#).unwrap_err();
         assert!(e.message.contains("duplicate key"));
         let e = parse_task_line(b"{\"task_id\":").unwrap_err();
-        assert!(e.message.contains("line 1"), "{e}");
+        assert!(e.message.contains("column 12"), "{e}");
     }
 
     fn calls(line: &str) -> Vec<(String, Result<String, String>)> {
