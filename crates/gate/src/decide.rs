@@ -143,7 +143,8 @@ pub struct Agreement {
 }
 
 impl Agreement {
-    fn new(count: usize, n: usize) -> Self {
+    /// `count` of `n`, with its value and interval.
+    pub fn new(count: usize, n: usize) -> Self {
         Agreement {
             count,
             n,

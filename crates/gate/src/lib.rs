@@ -25,6 +25,7 @@
 //! assert_eq!(d.decision, decide::Verdict::Accept); // 4 of 5 is 0.80, and 0.80 accepts
 //! ```
 
+pub mod baseline;
 pub mod canon;
 pub mod catalog;
 mod convert;

@@ -1,0 +1,116 @@
+//! The naive scorer the seed warns against, kept as a baseline to measure the gate by:
+//! one agreement over arguments and results together, on raw JSON (the seed's
+//! `json.dumps` equality), reject below 0.80. It conflates a fabricated argument with a
+//! flaky tool, which is the whole point of comparing against it.
+
+use crate::decide::{Agreement, Verdict};
+use crate::seed::dumps_key;
+use crate::stats::Ratio;
+use crate::task::{Arguments, Task};
+
+/// What the naive scorer decides: accept or reject, never defer.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NaiveDecision {
+    /// Accept at or above the threshold, reject below.
+    pub decision: Verdict,
+    /// Agreement over (arguments, result) pairs of whole plans.
+    pub agreement: Agreement,
+}
+
+/// Scores `task` the naive way. Calls without an observed result count as `null`.
+pub fn naive(task: &Task, threshold: Ratio) -> NaiveDecision {
+    let keys: Vec<String> = task
+        .samples
+        .iter()
+        .map(|s| {
+            let parts: Vec<String> = s
+                .calls
+                .iter()
+                .map(|c| {
+                    let args = match &c.arguments {
+                        Arguments::Json(v) => dumps_key(v),
+                        Arguments::Malformed(raw) => format!("raw:{raw}"),
+                    };
+                    format!(
+                        "[{:?},{args},{}]",
+                        c.tool,
+                        dumps_key(&c.observed.as_value())
+                    )
+                })
+                .collect();
+            parts.join(",")
+        })
+        .collect();
+    let n = keys.len();
+    let mut sorted = keys;
+    sorted.sort_unstable();
+    let mut best = 0;
+    let mut i = 0;
+    while i < sorted.len() {
+        let run = sorted[i..].iter().take_while(|k| **k == sorted[i]).count();
+        best = best.max(run);
+        i += run;
+    }
+    let agreement = Agreement::new(best, n);
+    let decision = if n > 0 && threshold.met_by(best, n) {
+        Verdict::Accept
+    } else {
+        Verdict::Reject
+    };
+    NaiveDecision {
+        decision,
+        agreement,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::task::parse_task_line;
+
+    fn line(results: &[&str], args: &[&str]) -> Task {
+        let samples: Vec<String> = args
+            .iter()
+            .zip(results)
+            .map(|(a, r)| format!(r#"{{"calls":[{{"tool":"t","arguments":{a},"result":{r}}}]}}"#))
+            .collect();
+        parse_task_line(
+            format!(r#"{{"task_id":"x","samples":[{}]}}"#, samples.join(",")).as_bytes(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn flaky_results_fool_the_naive_scorer() {
+        let t = line(&["1", "2", "3", "1", "1"], &["{\"a\":1}"; 5]);
+        let d = naive(&t, "0.80".parse().unwrap());
+        assert_eq!(d.decision, Verdict::Reject);
+        assert_eq!(d.agreement.count, 3);
+    }
+
+    #[test]
+    fn surface_forms_fool_it_too() {
+        let t = line(
+            &["1"; 5],
+            &[
+                "{\"a\":1}",
+                "{\"a\":1.0}",
+                "{\"a\":1}",
+                "{\"a\":1}",
+                "{\"a\":1}",
+            ],
+        );
+        assert_eq!(naive(&t, "0.80".parse().unwrap()).decision, Verdict::Accept);
+        let t = line(
+            &["1"; 5],
+            &[
+                "{\"a\":1}",
+                "{\"a\":1.0}",
+                "{\"a\":1.0}",
+                "{\"a\":1}",
+                "{\"a\":1}",
+            ],
+        );
+        assert_eq!(naive(&t, "0.80".parse().unwrap()).decision, Verdict::Reject);
+    }
+}
