@@ -2,7 +2,9 @@
 //! place that prints results or picks an exit code.
 
 mod call;
+mod eval;
 mod exit;
+mod probe;
 mod score;
 
 use std::process::ExitCode;
@@ -13,6 +15,9 @@ use clap::{Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "plangate", version, about, long_about = None)]
 struct Cli {
+    /// Log what the run does to stderr (-v info, -vv debug, -vvv trace).
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
     #[command(subcommand)]
     command: Command,
 }
@@ -23,6 +28,10 @@ enum Command {
     Score(score::ScoreArgs),
     /// Run one WASM tool call under a pinned epoch and print what it did as JSON.
     Call(call::CallArgs),
+    /// Execute every sampled plan in one pinned epoch, probe tool determinism, and decide.
+    Eval(eval::EvalArgs),
+    /// Check each tool's `deterministic` declaration across runs and epochs.
+    Probe(probe::ProbeArgs),
 }
 
 fn main() -> ExitCode {
@@ -38,9 +47,22 @@ fn main() -> ExitCode {
             };
         }
     };
+    if cli.verbose > 0 {
+        let level = match cli.verbose {
+            1 => tracing::Level::INFO,
+            2 => tracing::Level::DEBUG,
+            _ => tracing::Level::TRACE,
+        };
+        tracing_subscriber::fmt()
+            .with_writer(std::io::stderr)
+            .with_max_level(level)
+            .init();
+    }
     let outcome = match cli.command {
         Command::Score(args) => score::run(args),
         Command::Call(args) => call::run(args),
+        Command::Eval(args) => eval::run(args),
+        Command::Probe(args) => probe::run(args),
     };
     match outcome {
         Ok(code) => ExitCode::from(code),

@@ -1,0 +1,51 @@
+//! Why a run could not start: setup failures only. Every tool call, failing or not, is
+//! an outcome and every task gets a verdict; neither is ever an error here.
+
+use std::path::PathBuf;
+
+/// A run that could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum HarnessError {
+    /// A catalog tool names no module, so it cannot be executed.
+    #[error("tool {tool:?} has no `module`: eval and probe execute every catalog tool")]
+    NoModule {
+        /// The tool.
+        tool: String,
+    },
+    /// Two tools mount different folders (or modes) at one guest path; an epoch has one
+    /// mount per guest path.
+    #[error(
+        "tools {first:?} and {second:?} both mount {guest}, from different folders or modes: \
+         give each folder its own guest path"
+    )]
+    MountConflict {
+        /// The guest path.
+        guest: String,
+        /// A tool that mounts it one way.
+        first: String,
+        /// A tool that mounts it another way.
+        second: String,
+    },
+    /// A replayed manifest and the catalog disagree on mounts.
+    #[error("the epoch manifest does not fit the catalog: {0}")]
+    ManifestMismatch(String),
+    /// The sandbox refused to build the epoch or the engine.
+    #[error(transparent)]
+    Sandbox(#[from] plangate_sandbox::Error),
+    /// A tool's module could not be loaded into the epoch.
+    #[error("tool {tool:?}: {source}")]
+    LoadTool {
+        /// The tool.
+        tool: String,
+        /// Why.
+        source: plangate_sandbox::Error,
+    },
+    /// A quarantine file could not be used.
+    #[error("quarantine file {path}: {message}")]
+    Quarantine {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        message: String,
+    },
+}

@@ -1,0 +1,599 @@
+//! `plangate eval` as a library: probe, execute every call of every sample concurrently,
+//! collect witnesses, then classify every task once tool health is known (two-phase,
+//! design.md section 6). Tasks stream in; what is kept per task is its
+//! [`Prepared`] form, never the raw samples.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use plangate_gate::catalog::Catalog;
+use plangate_gate::decide::{self, Decision, Prepared, ToolState};
+use plangate_gate::jcs;
+use plangate_gate::task::{Arguments, Label, Observed, Sample, Task};
+use plangate_sandbox::{LiveCheck, Outcome};
+use serde::Serialize;
+
+use crate::error::HarnessError;
+use crate::health::{Evidence, HealthReport, PairKind, ToolHealth, WitnessBook, witness_key};
+use crate::observe::observed;
+use crate::probe::{ProbeRun, probe_arguments};
+use crate::refs::substitute;
+use crate::resolver::{SandboxResolver, TaskResolver};
+use crate::world::World;
+
+/// Witness evidence kept per tool: the first few make the case; the rest are counted.
+const MAX_WITNESS_EVIDENCE: usize = 3;
+
+/// How a run probes, executes and decides.
+#[derive(Debug, Clone)]
+pub struct EvalOptions {
+    /// Calls per probe argument (fewer than 2 probes nothing: every tool is unverified).
+    pub probe_runs: usize,
+    /// Worker threads executing calls.
+    pub jobs: usize,
+    /// Decision thresholds.
+    pub decide: decide::Options,
+    /// An earlier run's tool health, and the file it came from: its quarantined tools
+    /// start this run quarantined.
+    pub quarantine: Option<(String, HealthReport)>,
+}
+
+impl Default for EvalOptions {
+    fn default() -> Self {
+        EvalOptions {
+            probe_runs: 2,
+            jobs: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            decide: decide::Options::default(),
+            quarantine: None,
+        }
+    }
+}
+
+/// Counts of what the run did.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct EvalStats {
+    /// Tasks executed.
+    pub tasks: usize,
+    /// Samples executed.
+    pub samples: usize,
+    /// Tool calls executed in the sandbox (probes and resolver look-ups excluded).
+    pub calls_executed: usize,
+    /// Calls not executed: unknown tool, malformed arguments, unresolved `$from`.
+    pub calls_not_executed: usize,
+    /// Probe calls.
+    pub probe_calls: usize,
+    /// Determinism witnesses found.
+    pub witnesses: usize,
+}
+
+#[derive(Default)]
+struct Counters {
+    tasks: AtomicUsize,
+    samples: AtomicUsize,
+    executed: AtomicUsize,
+    not_executed: AtomicUsize,
+    probe_calls: AtomicUsize,
+}
+
+#[derive(Debug, Default)]
+struct ToolBook {
+    declared: bool,
+    probed: bool,
+    drift: bool,
+    earlier: bool,
+    witnesses: usize,
+    evidence: Vec<Evidence>,
+}
+
+#[derive(Default)]
+struct Health {
+    tools: BTreeMap<String, ToolBook>,
+    witnesses: WitnessBook,
+}
+
+struct Slot {
+    line: usize,
+    prepared: Option<Prepared>,
+    touched: BTreeSet<String>,
+}
+
+/// A task whose samples are out on the workers.
+struct Shell {
+    index: usize,
+    task_id: String,
+    label: Option<Label>,
+    samples: Mutex<Vec<Option<Sample>>>,
+    remaining: AtomicUsize,
+    touched: Mutex<BTreeSet<String>>,
+}
+
+struct Job {
+    shell: Arc<Shell>,
+    sample: usize,
+    body: Sample,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// One run over one [`World`].
+pub struct Eval<'w> {
+    world: &'w World,
+    catalog: &'w Catalog,
+    opts: EvalOptions,
+    resolver: SandboxResolver<'w>,
+    health: Mutex<Health>,
+    slots: Mutex<Vec<Slot>>,
+    counters: Counters,
+    /// Declared-deterministic tools with no `probe` arguments, probed with the first
+    /// arguments the batch gives them (in input order, so reruns probe alike).
+    unprobed: Mutex<BTreeSet<String>>,
+}
+
+impl std::fmt::Debug for Eval<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Eval")
+            .field("world", self.world)
+            .field("opts", &self.opts)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'w> Eval<'w> {
+    /// Starts a run: applies an earlier quarantine and probes every declared-deterministic
+    /// tool that has `probe` arguments.
+    pub fn start(world: &'w World, catalog: &'w Catalog, opts: EvalOptions) -> Eval<'w> {
+        let mut health = Health::default();
+        for t in catalog.tools() {
+            health.tools.insert(
+                t.name.clone(),
+                ToolBook {
+                    declared: t.deterministic,
+                    ..ToolBook::default()
+                },
+            );
+        }
+        if let Some((file, report)) = &opts.quarantine {
+            for earlier in report.tools.iter().filter(|t| t.quarantined) {
+                match health.tools.get_mut(&earlier.name) {
+                    Some(book) => {
+                        book.earlier = true;
+                        book.evidence.push(Evidence::EarlierRun {
+                            file: file.clone(),
+                            epoch_id: report.epoch_id.clone(),
+                        });
+                        book.evidence.extend(
+                            earlier
+                                .evidence
+                                .iter()
+                                .filter(|e| !matches!(e, Evidence::EarlierRun { .. }))
+                                .cloned(),
+                        );
+                    }
+                    None => tracing::warn!(
+                        tool = earlier.name,
+                        "the quarantine file names a tool the catalog does not have"
+                    ),
+                }
+            }
+        }
+        let eval = Eval {
+            world,
+            catalog,
+            resolver: SandboxResolver::new(world, catalog),
+            health: Mutex::new(health),
+            slots: Mutex::new(Vec::new()),
+            counters: Counters::default(),
+            unprobed: Mutex::new(BTreeSet::new()),
+            opts,
+        };
+        for t in catalog.tools().iter().filter(|t| t.deterministic) {
+            let args = probe_arguments(t);
+            if args.is_empty() {
+                lock(&eval.unprobed).insert(t.name.clone());
+            } else {
+                eval.probe(&t.name, &args);
+            }
+        }
+        eval
+    }
+
+    fn probe(&self, tool: &str, args: &[Vec<u8>]) {
+        if self.opts.probe_runs < 2 {
+            return;
+        }
+        let Some(run) = ProbeRun::run(self.world, tool, args, self.opts.probe_runs) else {
+            return;
+        };
+        self.counters
+            .probe_calls
+            .fetch_add(args.len() * self.opts.probe_runs, Ordering::Relaxed);
+        let drift = run.drift();
+        tracing::info!(tool, verified = drift.is_empty(), "probed");
+        let mut h = lock(&self.health);
+        if let Some(book) = h.tools.get_mut(tool) {
+            book.probed = true;
+            book.drift |= !drift.is_empty();
+            book.evidence.extend(drift);
+        }
+    }
+
+    /// Runs `feed` on this thread while a pool of `opts.jobs` plain threads executes the
+    /// tasks it pushes; returns what `feed` returns once every pushed task is executed.
+    /// `on_done` is called (from a worker) as each task finishes.
+    pub fn execute<R>(
+        &self,
+        on_done: &(dyn Fn() + Sync),
+        feed: impl FnOnce(&mut Feeder<'_, 'w>) -> R,
+    ) -> R {
+        let jobs = self.opts.jobs.max(1);
+        let (tx, rx) = sync_channel::<Job>(jobs * 4);
+        let rx = Mutex::new(rx);
+        std::thread::scope(|s| {
+            for i in 0..jobs {
+                let rx = &rx;
+                std::thread::Builder::new()
+                    .name(format!("plangate-exec-{i}"))
+                    .spawn_scoped(s, move || self.work(rx, on_done))
+                    .expect("spawn an executor thread");
+            }
+            let mut feeder = Feeder {
+                eval: self,
+                tx,
+                on_done,
+            };
+            feed(&mut feeder)
+            // The feeder drops here, closing the queue; the scope waits for the workers.
+        })
+    }
+
+    fn work(&self, rx: &Mutex<Receiver<Job>>, on_done: &(dyn Fn() + Sync)) {
+        loop {
+            let job = lock(rx).recv();
+            let Ok(mut job) = job else { return };
+            let touched = self.run_sample(&mut job.body);
+            lock(&job.shell.touched).extend(touched);
+            lock(&job.shell.samples)[job.sample] = Some(job.body);
+            if job.shell.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
+                let shell = &job.shell;
+                let samples = std::mem::take(&mut *lock(&shell.samples))
+                    .into_iter()
+                    .map(|s| s.expect("every sample of a finished task is back"))
+                    .collect();
+                let touched = std::mem::take(&mut *lock(&shell.touched));
+                let task = Task {
+                    task_id: shell.task_id.clone(),
+                    samples,
+                    label: shell.label,
+                    epoch_fixed: None,
+                };
+                self.settle(shell.index, task, touched);
+                on_done();
+            }
+        }
+    }
+
+    /// Prepares an executed task (canonical keys, IDs resolved) and drops its samples.
+    fn settle(&self, index: usize, task: Task, mut touched: BTreeSet<String>) {
+        let mut resolver = TaskResolver {
+            shared: &self.resolver,
+            used: BTreeSet::new(),
+        };
+        let prepared = decide::prepare(&task, self.catalog, Some(&mut resolver));
+        touched.extend(resolver.used);
+        self.counters.tasks.fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .samples
+            .fetch_add(task.samples.len(), Ordering::Relaxed);
+        let mut slots = lock(&self.slots);
+        slots[index].prepared = Some(prepared);
+        slots[index].touched = touched;
+    }
+
+    /// Executes one sample's calls in order; returns the tools it ran.
+    fn run_sample(&self, sample: &mut Sample) -> BTreeSet<String> {
+        let mut touched = BTreeSet::new();
+        let mut upstream: Vec<Vec<u8>> = Vec::with_capacity(sample.calls.len());
+        let mut results: Vec<Observed> = Vec::with_capacity(sample.calls.len());
+        for call in &mut sample.calls {
+            let known = self.catalog.get(&call.tool).is_some() && self.world.has(&call.tool);
+            let (stdin, obs) = match (&call.arguments, known) {
+                (_, false) => (
+                    Vec::new(),
+                    Observed::Error {
+                        kind: "unknown_tool".into(),
+                        message: format!("the catalog has no tool {:?}", call.tool),
+                    },
+                ),
+                (Arguments::Malformed(why), true) => (
+                    Vec::new(),
+                    Observed::Error {
+                        kind: "malformed_arguments".into(),
+                        message: why.clone(),
+                    },
+                ),
+                (Arguments::Json(raw), true) => match substitute(raw, &results) {
+                    Err(why) => (
+                        Vec::new(),
+                        Observed::Error {
+                            kind: "unresolved_reference".into(),
+                            message: why,
+                        },
+                    ),
+                    Ok(args) => {
+                        let stdin = jcs::to_string(&args).into_bytes();
+                        let record = self
+                            .world
+                            .call(&call.tool, &stdin)
+                            .expect("the world has every catalog tool");
+                        self.counters.executed.fetch_add(1, Ordering::Relaxed);
+                        touched.insert(call.tool.clone());
+                        self.witness(&call.tool, &upstream, &stdin, &record);
+                        (stdin, observed(&record))
+                    }
+                },
+            };
+            if stdin.is_empty() {
+                self.counters.not_executed.fetch_add(1, Ordering::Relaxed);
+            }
+            upstream.push(stdin);
+            results.push(obs.clone());
+            call.observed = obs;
+        }
+        touched
+    }
+
+    fn witness(
+        &self,
+        tool: &str,
+        upstream: &[Vec<u8>],
+        stdin: &[u8],
+        record: &plangate_sandbox::CallRecord,
+    ) {
+        // Wall time is a safety net, not part of the epoch: a timeout is no evidence.
+        if record.outcome == Outcome::Timeout {
+            return;
+        }
+        let key = witness_key(tool, upstream, stdin);
+        let mut h = lock(&self.health);
+        let declared = h.tools.get(tool).is_some_and(|b| b.declared);
+        if !declared {
+            return;
+        }
+        if let Some(first) = h.witnesses.record(key, record) {
+            tracing::info!(tool, "determinism witness");
+            let book = h.tools.get_mut(tool).expect("declared tools have a book");
+            book.witnesses += 1;
+            if book.witnesses <= MAX_WITNESS_EVIDENCE {
+                book.evidence.push(Evidence::pair(
+                    PairKind::Witness(upstream.len()),
+                    stdin,
+                    &first,
+                    record,
+                ));
+            }
+        }
+    }
+
+    /// Phase two: rechecks live mounts, fixes tool health, and readies every task for
+    /// classification.
+    pub fn finish(self) -> Result<Finished, HarnessError> {
+        let live = self.world.epoch().recheck_live()?;
+        let changed: BTreeSet<&str> = live
+            .iter()
+            .filter(|c| c.changed())
+            .map(|c| c.guest.as_str())
+            .collect();
+        for c in live.iter().filter(|c| c.changed()) {
+            tracing::warn!(guest = c.guest, "a live mount changed during the batch");
+        }
+        let health = self.health.into_inner().unwrap_or_else(|e| e.into_inner());
+        let mut states = BTreeMap::new();
+        let mut report = Vec::new();
+        for t in self.catalog.tools() {
+            let book = &health.tools[&t.name];
+            let verified = book.declared && book.probed && !book.drift;
+            let quarantined = book.declared && (book.drift || book.witnesses > 0 || book.earlier);
+            states.insert(
+                t.name.clone(),
+                ToolState {
+                    declared_deterministic: book.declared,
+                    verified,
+                    quarantined,
+                },
+            );
+            report.push(ToolHealth {
+                name: t.name.clone(),
+                declared_deterministic: book.declared,
+                verified,
+                quarantined,
+                probed: book.probed,
+                evidence: book.evidence.clone(),
+            });
+        }
+        let world = self.world;
+        let slots = self
+            .slots
+            .into_inner()
+            .unwrap_or_else(|e| e.into_inner())
+            .into_iter()
+            .map(|s| {
+                let mut p = s.prepared.expect("every pushed task was executed");
+                let unfixed = s.touched.iter().any(|t| {
+                    world
+                        .live_mounts(t)
+                        .iter()
+                        .any(|g| changed.contains(g.as_str()))
+                });
+                p.set_epoch_fixed(!unfixed);
+                (s.line, p)
+            })
+            .collect();
+        let c = &self.counters;
+        let stats = EvalStats {
+            tasks: c.tasks.load(Ordering::Relaxed),
+            samples: c.samples.load(Ordering::Relaxed),
+            calls_executed: c.executed.load(Ordering::Relaxed),
+            calls_not_executed: c.not_executed.load(Ordering::Relaxed),
+            probe_calls: c.probe_calls.load(Ordering::Relaxed),
+            witnesses: health.tools.values().map(|b| b.witnesses).sum(),
+        };
+        Ok(Finished {
+            epoch_id: world.epoch().id().to_string(),
+            health: HealthReport {
+                epoch_id: Some(world.epoch().id().to_string()),
+                tools: report,
+            },
+            states,
+            live,
+            slots,
+            options: self.opts.decide,
+            stats,
+        })
+    }
+}
+
+/// Pushes tasks to the workers; handed to the `feed` closure of [`Eval::execute`].
+pub struct Feeder<'e, 'w> {
+    eval: &'e Eval<'w>,
+    tx: SyncSender<Job>,
+    on_done: &'e (dyn Fn() + Sync),
+}
+
+impl std::fmt::Debug for Feeder<'_, '_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Feeder").finish_non_exhaustive()
+    }
+}
+
+impl Feeder<'_, '_> {
+    /// Queues every sample of `task` (read from input line `line`). Blocks while the
+    /// queue is full, so reading never runs far ahead of execution.
+    pub fn push(&mut self, line: usize, task: Task) {
+        let eval = self.eval;
+        self.probe_on_first_use(&task);
+        let index = {
+            let mut slots = lock(&eval.slots);
+            slots.push(Slot {
+                line,
+                prepared: None,
+                touched: BTreeSet::new(),
+            });
+            slots.len() - 1
+        };
+        if task.samples.is_empty() {
+            eval.settle(index, task, BTreeSet::new());
+            (self.on_done)();
+            return;
+        }
+        let n = task.samples.len();
+        let shell = Arc::new(Shell {
+            index,
+            task_id: task.task_id,
+            label: task.label,
+            samples: Mutex::new((0..n).map(|_| None).collect()),
+            remaining: AtomicUsize::new(n),
+            touched: Mutex::new(BTreeSet::new()),
+        });
+        for (i, body) in task.samples.into_iter().enumerate() {
+            let job = Job {
+                shell: shell.clone(),
+                sample: i,
+                body,
+            };
+            if self.tx.send(job).is_err() {
+                // Only when every worker died, which the scope reports as a panic.
+                return;
+            }
+        }
+    }
+
+    fn probe_on_first_use(&self, task: &Task) {
+        let eval = self.eval;
+        let mut pending = lock(&eval.unprobed);
+        if pending.is_empty() {
+            return;
+        }
+        for call in task.samples.iter().flat_map(|s| &s.calls) {
+            if !pending.contains(&call.tool) {
+                continue;
+            }
+            // Arguments with a `$from` depend on an execution; wait for a plain call.
+            let Arguments::Json(raw) = &call.arguments else {
+                continue;
+            };
+            let Ok(args) = substitute(raw, &[]) else {
+                continue;
+            };
+            pending.remove(&call.tool);
+            eval.probe(&call.tool, &[jcs::to_string(&args).into_bytes()]);
+        }
+    }
+}
+
+/// A task decided in phase two.
+#[derive(Debug, Clone)]
+pub struct Decided {
+    /// The input line it came from.
+    pub line: usize,
+    /// The decision.
+    pub decision: Decision,
+}
+
+/// Everything phase one learned: tool health, live checks, and every task prepared.
+pub struct Finished {
+    /// The epoch every call ran in.
+    pub epoch_id: String,
+    /// Tool health (`tool-health.json`).
+    pub health: HealthReport,
+    /// Tool states the tasks are classified with.
+    pub states: BTreeMap<String, ToolState>,
+    /// Live mounts, digested at epoch start and batch end.
+    pub live: Vec<LiveCheck>,
+    /// Counts.
+    pub stats: EvalStats,
+    slots: Vec<(usize, Prepared)>,
+    options: decide::Options,
+}
+
+impl std::fmt::Debug for Finished {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Finished")
+            .field("epoch_id", &self.epoch_id)
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Finished {
+    /// Every task's decision, in input order, classified as it is yielded.
+    pub fn decisions(&self) -> impl Iterator<Item = Decided> + '_ {
+        self.slots.iter().map(|(line, p)| Decided {
+            line: *line,
+            decision: decide::classify(p, &self.states, &self.options),
+        })
+    }
+
+    /// Names of quarantined tools.
+    pub fn quarantined(&self) -> Vec<&str> {
+        self.health.quarantined().collect()
+    }
+
+    /// Guest paths of live mounts that changed during the batch.
+    pub fn changed_live_mounts(&self) -> Vec<&str> {
+        self.live
+            .iter()
+            .filter(|c| c.changed())
+            .map(|c| c.guest.as_str())
+            .collect()
+    }
+}
+
+/// Reads the quarantine file for [`EvalOptions::quarantine`].
+pub fn read_quarantine(path: &Path) -> Result<(String, HealthReport), HarnessError> {
+    Ok((path.display().to_string(), HealthReport::read(path)?))
+}

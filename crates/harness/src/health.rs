@@ -1,0 +1,329 @@
+//! Tool health (design.md section 7): the evidence that a tool's `deterministic`
+//! declaration does not hold, kept as data a person can read (`tool-health.json`) and a
+//! later run can start from (`--quarantine`).
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use plangate_sandbox::CallRecord;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::error::HarnessError;
+use crate::probe::first_difference;
+
+/// Bytes of each output kept in evidence: enough to see the difference, small enough
+/// that a tool printing megabytes does not bloat the report.
+pub(crate) const EXCERPT_BYTES: usize = 512;
+
+/// One execution as evidence shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Output {
+    /// `exit`, `out_of_fuel`, `timeout`, ...
+    pub outcome: String,
+    /// The exit code, for `exit`.
+    pub exit_code: Option<i32>,
+    /// stdout as text (lossy), cut at [`EXCERPT_BYTES`].
+    pub stdout: String,
+    /// stdout's full length in bytes.
+    pub stdout_bytes: usize,
+}
+
+impl Output {
+    /// The evidence view of a call record.
+    pub fn of(r: &CallRecord) -> Output {
+        Output::excerpt(r, 0)
+    }
+
+    /// Like [`Output::of`], the excerpt starting a little before byte `around` so the
+    /// difference itself is in view.
+    pub fn excerpt(r: &CallRecord, around: usize) -> Output {
+        let start = around.saturating_sub(EXCERPT_BYTES / 4).min(r.stdout.len());
+        let end = (start + EXCERPT_BYTES).min(r.stdout.len());
+        let mut text = String::from_utf8_lossy(&r.stdout[start..end]).into_owned();
+        if start > 0 {
+            text.insert_str(0, "...");
+        }
+        if end < r.stdout.len() {
+            text.push_str("...");
+        }
+        Output {
+            outcome: r.outcome.as_str().to_string(),
+            exit_code: r.exit_code,
+            stdout: text,
+            stdout_bytes: r.stdout.len(),
+        }
+    }
+}
+
+/// Where two outputs first differ.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FirstDifference {
+    /// First differing byte offset in stdout (the shorter length when one is a prefix;
+    /// `None` when the bytes are equal and only the outcome differs).
+    pub byte_offset: Option<usize>,
+    /// The first JSON path whose values differ, when both outputs are JSON.
+    pub json_path: Option<String>,
+}
+
+/// Why a tool's declaration is doubted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Evidence {
+    /// The determinism probe: identical calls in fresh instances disagreed.
+    ProbeDrift {
+        /// The canonical arguments sent.
+        arguments: String,
+        /// Which runs (0-based) are compared.
+        runs: (usize, usize),
+        /// Where they differ.
+        difference: FirstDifference,
+        /// Both outputs.
+        outputs: Vec<Output>,
+    },
+    /// Two executions in the batch with byte-identical stdin and upstream context
+    /// returned different bytes.
+    Witness {
+        /// The canonical arguments sent.
+        arguments: String,
+        /// Steps before this call in the sample (the upstream context, identical in both).
+        upstream_steps: usize,
+        /// Where they differ.
+        difference: FirstDifference,
+        /// Both outputs.
+        outputs: Vec<Output>,
+    },
+    /// Stable within each epoch, different across epochs (`plangate probe --epochs`).
+    EpochSensitive {
+        /// The canonical arguments sent.
+        arguments: String,
+        /// The two epochs compared.
+        epochs: (String, String),
+        /// Where they differ.
+        difference: FirstDifference,
+        /// One output from each epoch.
+        outputs: Vec<Output>,
+    },
+    /// Quarantined by an earlier run's tool-health file.
+    EarlierRun {
+        /// The file.
+        file: String,
+        /// That run's epoch.
+        epoch_id: Option<String>,
+    },
+}
+
+impl Evidence {
+    /// The drift or witness evidence for two differing records.
+    pub(crate) fn pair(
+        kind: PairKind,
+        arguments: &[u8],
+        a: &CallRecord,
+        b: &CallRecord,
+    ) -> Evidence {
+        let difference = first_difference(a, b);
+        let at = difference.byte_offset.unwrap_or(0);
+        let outputs = vec![Output::excerpt(a, at), Output::excerpt(b, at)];
+        let arguments = String::from_utf8_lossy(arguments).into_owned();
+        match kind {
+            PairKind::Probe(i, j) => Evidence::ProbeDrift {
+                arguments,
+                runs: (i, j),
+                difference,
+                outputs,
+            },
+            PairKind::Witness(upstream_steps) => Evidence::Witness {
+                arguments,
+                upstream_steps,
+                difference,
+                outputs,
+            },
+            PairKind::Epochs(x, y) => Evidence::EpochSensitive {
+                arguments,
+                epochs: (x, y),
+                difference,
+                outputs,
+            },
+        }
+    }
+}
+
+/// Which kind of pair evidence to make.
+pub(crate) enum PairKind {
+    Probe(usize, usize),
+    Witness(usize),
+    Epochs(String, String),
+}
+
+/// One tool's health after a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolHealth {
+    /// The tool.
+    pub name: String,
+    /// The author's declaration.
+    pub declared_deterministic: bool,
+    /// The probe passed in this run's epoch.
+    pub verified: bool,
+    /// A probe failure, a witness or an earlier run contradicted the declaration.
+    pub quarantined: bool,
+    /// Whether the probe ran (a declared-deterministic tool with no `probe` arguments
+    /// that the batch never called cannot be probed).
+    #[serde(default)]
+    pub probed: bool,
+    /// Why it is quarantined.
+    #[serde(default)]
+    pub evidence: Vec<Evidence>,
+}
+
+/// `tool-health.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HealthReport {
+    /// The epoch the run used.
+    #[serde(default)]
+    pub epoch_id: Option<String>,
+    /// Every catalog tool, in catalog order.
+    pub tools: Vec<ToolHealth>,
+}
+
+impl HealthReport {
+    /// Reads a report written by an earlier run (the `--quarantine` file).
+    pub fn read(path: &Path) -> Result<HealthReport, HarnessError> {
+        let bad = |message: String| HarnessError::Quarantine {
+            path: path.to_owned(),
+            message,
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+        serde_json::from_str(&text).map_err(|e| bad(e.to_string()))
+    }
+
+    /// Names of quarantined tools.
+    pub fn quarantined(&self) -> impl Iterator<Item = &str> {
+        self.tools
+            .iter()
+            .filter(|t| t.quarantined)
+            .map(|t| t.name.as_str())
+    }
+}
+
+/// The first execution seen for each (tool, upstream context, stdin), to catch a second
+/// one that answers differently. Keyed by digest, so memory is a few dozen bytes per
+/// distinct call.
+#[derive(Default)]
+pub(crate) struct WitnessBook {
+    first: HashMap<[u8; 32], Seen>,
+}
+
+struct Seen {
+    digest: [u8; 32],
+    record: CallRecord,
+}
+
+/// The digest an execution is compared by: outcome, exit code and stdout bytes.
+fn output_digest(r: &CallRecord) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update(r.outcome.as_str());
+    h.update(r.exit_code.unwrap_or(i32::MIN).to_le_bytes());
+    h.update(&r.stdout);
+    h.finalize().into()
+}
+
+impl WitnessBook {
+    /// Records an execution; returns the first earlier execution with the same key and
+    /// different output, if any.
+    pub(crate) fn record(&mut self, key: [u8; 32], r: &CallRecord) -> Option<CallRecord> {
+        let digest = output_digest(r);
+        match self.first.get(&key) {
+            Some(seen) if seen.digest != digest => Some(seen.record.clone()),
+            Some(_) => None,
+            None => {
+                // Only the evidence view is ever needed; keep the record small.
+                let mut kept = r.clone();
+                kept.stdout.truncate(64 << 10);
+                kept.stderr.clear();
+                self.first.insert(
+                    key,
+                    Seen {
+                        digest,
+                        record: kept,
+                    },
+                );
+                None
+            }
+        }
+    }
+}
+
+/// The witness key of a call: the tool, the stdin of every earlier step of the sample
+/// (its upstream context) and its own stdin.
+pub(crate) fn witness_key(tool: &str, upstream: &[Vec<u8>], stdin: &[u8]) -> [u8; 32] {
+    let mut h = Sha256::new();
+    let mut part = |b: &[u8]| {
+        h.update((b.len() as u64).to_le_bytes());
+        h.update(b);
+    };
+    part(tool.as_bytes());
+    for u in upstream {
+        part(u);
+    }
+    part(stdin);
+    h.finalize().into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use plangate_sandbox::Outcome;
+    use std::time::Duration;
+
+    fn rec(stdout: &str) -> CallRecord {
+        CallRecord {
+            outcome: Outcome::Exit { code: 0 },
+            exit_code: Some(0),
+            stdout: stdout.as_bytes().to_vec(),
+            stderr: Vec::new(),
+            fuel_used: 1,
+            wall: Duration::from_millis(1),
+            detail: None,
+        }
+    }
+
+    #[test]
+    fn a_witness_needs_same_key_and_different_bytes() {
+        let mut book = WitnessBook::default();
+        let k = witness_key("t", &[], b"{}");
+        assert!(book.record(k, &rec(r#"{"v":1}"#)).is_none());
+        assert!(book.record(k, &rec(r#"{"v":1}"#)).is_none());
+        let first = book.record(k, &rec(r#"{"v":2}"#)).expect("a witness");
+        assert_eq!(first.stdout, br#"{"v":1}"#);
+        // Another upstream context is another call.
+        let k2 = witness_key("t", &[b"{\"a\":1}".to_vec()], b"{}");
+        assert!(book.record(k2, &rec(r#"{"v":3}"#)).is_none());
+        assert_ne!(
+            witness_key("t", &[b"ab".to_vec()], b"c"),
+            witness_key("t", &[b"a".to_vec()], b"bc")
+        );
+    }
+
+    #[test]
+    fn reports_round_trip() {
+        let a = rec(r#"{"hits":[{"doc":"kb_1"}]}"#);
+        let b = rec(r#"{"hits":[{"doc":"kb_2"}]}"#);
+        let report = HealthReport {
+            epoch_id: Some("e".into()),
+            tools: vec![ToolHealth {
+                name: "search_index".into(),
+                declared_deterministic: true,
+                verified: false,
+                quarantined: true,
+                probed: true,
+                evidence: vec![Evidence::pair(PairKind::Probe(0, 1), b"{}", &a, &b)],
+            }],
+        };
+        let text = serde_json::to_string(&report).unwrap();
+        assert!(text.contains(r#""kind":"probe_drift""#), "{text}");
+        assert!(text.contains(r#""json_path":"$.hits[0].doc""#), "{text}");
+        let back: HealthReport = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, report);
+        assert_eq!(back.quarantined().collect::<Vec<_>>(), ["search_index"]);
+    }
+}

@@ -1,0 +1,33 @@
+//! A whole plangate run (design.md sections 4, 6 and 7): the glue between the pure gate
+//! and the sandbox, so the CLI only parses flags and writes files.
+//!
+//! 1. [`World::build`] pins one epoch for a catalog: every tool's module and mounts
+//!    (host paths relative to the catalog file), or a recorded manifest replayed.
+//! 2. [`Eval::start`] probes every tool declared deterministic (its `probe` arguments,
+//!    run twice or more in fresh instances).
+//! 3. [`Eval::execute`] runs every call of every sample on a pool of plain threads,
+//!    sending canonical JSON with `$from` references substituted, resolves `id` hints
+//!    through their resolver tool, collects determinism witnesses, and keeps only a
+//!    [`plangate_gate::decide::Prepared`] per task.
+//! 4. [`Eval::finish`] rechecks live mounts, quarantines tools, and classifies every task
+//!    (phase two), yielding decisions in input order and the tool-health report.
+//!
+//! A verdict is a value: only setup (catalog, epoch, modules) returns [`HarnessError`].
+
+mod error;
+mod eval;
+mod health;
+mod observe;
+mod probe;
+mod refs;
+mod resolver;
+mod world;
+
+pub use error::HarnessError;
+pub use eval::{Decided, Eval, EvalOptions, EvalStats, Feeder, Finished, read_quarantine};
+pub use health::{Evidence, FirstDifference, HealthReport, Output, ToolHealth};
+pub use observe::observed;
+pub use probe::{ProbeRun, compare_runs, first_difference, probe_arguments};
+pub use refs::{pointer, substitute};
+pub use resolver::{SandboxResolver, resolver_answer};
+pub use world::{World, WorldOptions};
