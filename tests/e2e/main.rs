@@ -8,3 +8,8 @@ mod tools;
 mod call;
 // `plangate score --seed-compat` against the seed's own code, on 10,000 generated cases.
 mod seed_diff;
+// `plangate eval` over the seed world: formats, quarantine, chains, JUnit, exit codes,
+// replay (cases in tests/e2e/cases/eval/).
+mod eval;
+// `plangate probe`: verified, drift and epoch-sensitive declarations.
+mod probe;

@@ -22,20 +22,20 @@ const MISDECLARED: [&str; 3] = ["search_index", "read_config", "resolve_user"];
 /// The seed's two tools that are nondeterministic by contract.
 const NONDETERMINISTIC: [&str; 2] = ["get_current_time", "random_sample"];
 
-fn repo() -> PathBuf {
+pub(crate) fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../..")
         .canonicalize()
         .expect("the repository root exists")
 }
 
-fn world() -> PathBuf {
+pub(crate) fn world() -> PathBuf {
     repo().join("examples/seed-world")
 }
 
 /// Builds every guest from source once per test process, so a tool that stops
 /// compiling fails the suite instead of a stale .wasm passing it.
-fn build_tools() {
+pub(crate) fn build_tools() {
     static BUILT: OnceLock<()> = OnceLock::new();
     BUILT.get_or_init(|| {
         let out = Command::new(repo().join("scripts/build-tools"))
@@ -300,7 +300,7 @@ fn error_kind(run: &Run) -> Result<String, String> {
 
 /// A private copy of examples/seed-world/live/{index,config,cache}: the writer and the
 /// drift tests change it, never the committed tree.
-fn live_copy() -> tempfile::TempDir {
+pub(crate) fn live_copy() -> tempfile::TempDir {
     let tmp = tempfile::tempdir().expect("a temp dir");
     for sub in ["index", "config", "cache"] {
         let from = world().join("live").join(sub);
@@ -315,7 +315,7 @@ fn live_copy() -> tempfile::TempDir {
 }
 
 /// Runs examples/seed-world/writer against a live copy.
-fn writer(live: &Path, args: &[&str]) {
+pub(crate) fn writer(live: &Path, args: &[&str]) {
     let out = Command::new(world().join("writer"))
         .arg(args[0])
         .arg(live)
