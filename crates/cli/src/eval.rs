@@ -20,7 +20,7 @@ use serde_json::json;
 
 use crate::score::{
     Tally, ThresholdArgs, check_distinct, for_each_line, load_catalog, open_out, open_samples,
-    skip_line,
+    skip_line, source_name,
 };
 
 #[derive(Debug, Args)]
@@ -174,7 +174,7 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
     let eval = Eval::start(&world, &catalog, opts);
     let probed = started.elapsed();
 
-    let source = args.samples.display().to_string();
+    let source = source_name(&args.samples);
     let mut tally = Tally::default();
     let mut skipped: Vec<(usize, TaskError)> = Vec::new();
     let bar = progress();
