@@ -10,6 +10,9 @@ use std::process::{Command, Stdio};
 
 const CASES: usize = 10_000;
 
+/// One `plangate` run per (entry point, thresholds, min_samples): they are flags.
+type GroupKey = (bool, Option<[&'static str; 3]>, Option<usize>);
+
 /// A small deterministic generator: the cases must be the same on every run.
 struct Rng(u64);
 
@@ -212,8 +215,7 @@ fn seed_compat_matches_the_seed_code() {
         .map(|(n, d, v)| format!(r#"{{"name":"{n}","deterministic":{d},"verified":{v}}}"#))
         .collect();
     std::fs::write(&catalog, format!(r#"{{"tools":[{}]}}"#, tools.join(","))).unwrap();
-    let mut groups: BTreeMap<(bool, Option<[&str; 3]>, Option<usize>), Vec<usize>> =
-        BTreeMap::new();
+    let mut groups: BTreeMap<GroupKey, Vec<usize>> = BTreeMap::new();
     for (i, c) in cases.iter().enumerate() {
         groups
             .entry((c.gate_entry, c.options, c.min_samples))
