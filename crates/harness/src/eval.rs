@@ -364,7 +364,7 @@ impl<'w> Eval<'w> {
         if !declared {
             return;
         }
-        if let Some(first) = h.witnesses.record(key, record) {
+        if let Some((first, later)) = h.witnesses.record(key, record) {
             tracing::info!(tool, "determinism witness");
             let book = h.tools.get_mut(tool).expect("declared tools have a book");
             book.witnesses += 1;
@@ -373,7 +373,7 @@ impl<'w> Eval<'w> {
                     PairKind::Witness(upstream.len()),
                     stdin,
                     &first,
-                    record,
+                    &later,
                 ));
             }
         }

@@ -216,7 +216,11 @@ pub(crate) struct WitnessBook {
 struct Seen {
     digest: [u8; 32],
     record: CallRecord,
+    truncated: bool,
 }
+
+/// stdout bytes kept of each distinct call's first execution, for witness evidence.
+pub(crate) const WITNESS_KEEP_BYTES: usize = 2048;
 
 /// The digest an execution is compared by: outcome, exit code and stdout bytes.
 fn output_digest(r: &CallRecord) -> [u8; 32] {
@@ -228,23 +232,38 @@ fn output_digest(r: &CallRecord) -> [u8; 32] {
 }
 
 impl WitnessBook {
-    /// Records an execution; returns the first earlier execution with the same key and
-    /// different output, if any.
-    pub(crate) fn record(&mut self, key: [u8; 32], r: &CallRecord) -> Option<CallRecord> {
+    /// Records an execution; when an earlier one with the same key answered differently,
+    /// returns both as evidence sees them (the earlier one is kept only up to
+    /// [`WITNESS_KEEP_BYTES`], so the later one is cut alike for a fair comparison).
+    pub(crate) fn record(
+        &mut self,
+        key: [u8; 32],
+        r: &CallRecord,
+    ) -> Option<(CallRecord, CallRecord)> {
         let digest = output_digest(r);
         match self.first.get(&key) {
-            Some(seen) if seen.digest != digest => Some(seen.record.clone()),
+            Some(seen) if seen.digest != digest => {
+                let mut later = r.clone();
+                if seen.truncated {
+                    later.stdout.truncate(WITNESS_KEEP_BYTES);
+                }
+                Some((seen.record.clone(), later))
+            }
             Some(_) => None,
             None => {
-                // Only the evidence view is ever needed; keep the record small.
+                // Memory grows with distinct calls, not with their output sizes.
                 let mut kept = r.clone();
-                kept.stdout.truncate(64 << 10);
-                kept.stderr.clear();
+                let truncated = kept.stdout.len() > WITNESS_KEEP_BYTES;
+                kept.stdout.truncate(WITNESS_KEEP_BYTES);
+                kept.stdout.shrink_to_fit();
+                kept.stderr = Vec::new();
+                kept.detail = None;
                 self.first.insert(
                     key,
                     Seen {
                         digest,
                         record: kept,
+                        truncated,
                     },
                 );
                 None
@@ -293,8 +312,18 @@ mod tests {
         let k = witness_key("t", &[], b"{}");
         assert!(book.record(k, &rec(r#"{"v":1}"#)).is_none());
         assert!(book.record(k, &rec(r#"{"v":1}"#)).is_none());
-        let first = book.record(k, &rec(r#"{"v":2}"#)).expect("a witness");
+        let (first, later) = book.record(k, &rec(r#"{"v":2}"#)).expect("a witness");
         assert_eq!(first.stdout, br#"{"v":1}"#);
+        assert_eq!(later.stdout, br#"{"v":2}"#);
+        // A long first output is kept cut, and the later one is compared cut alike.
+        let long = |c: char| rec(&format!("{}{c}", "x".repeat(WITNESS_KEEP_BYTES)));
+        let k3 = witness_key("long", &[], b"{}");
+        assert!(book.record(k3, &long('a')).is_none());
+        let (a, b) = book.record(k3, &long('b')).expect("a witness");
+        assert_eq!(
+            (a.stdout.len(), b.stdout.len()),
+            (WITNESS_KEEP_BYTES, WITNESS_KEEP_BYTES)
+        );
         // Another upstream context is another call.
         let k2 = witness_key("t", &[b"{\"a\":1}".to_vec()], b"{}");
         assert!(book.record(k2, &rec(r#"{"v":3}"#)).is_none());
