@@ -522,3 +522,26 @@ fn a_live_source_that_changes_during_the_epoch_unfixes_it_for_its_tasks() {
         .collect();
     assert_eq!(changed, [&Value::String("/config".into())]);
 }
+
+#[test]
+fn a_tool_without_probe_arguments_is_probed_with_the_batchs_first_call() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let catalog = catalog_copy(dir.path(), |tools| {
+        let t = tools.get_mut("random_sample").expect("random_sample");
+        t["deterministic"] = Value::Bool(true);
+        t.as_object_mut().expect("entry").remove("probe");
+    });
+    let health = dir.path().join("health.json");
+    let run = eval(
+        &catalog,
+        "misdeclared.jsonl",
+        &["--tool-health".as_ref(), health.as_os_str()],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let r = tool(&read_json(&health), "random_sample").clone();
+    assert_eq!(r["probed"], true, "{r}");
+    let e = &r["evidence"][0];
+    assert_eq!(e["kind"], "probe_drift", "{e}");
+    // The first random_sample call in input order (task random-agreeing).
+    assert_eq!(e["arguments"], r#"{"collection":"users","k":5}"#);
+}
