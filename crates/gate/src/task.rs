@@ -444,9 +444,9 @@ impl Observed {
         use sha2::Digest;
         match self {
             Observed::Missing => None,
-            Observed::Result(_) | Observed::Error { .. } => {
-                Some(crate::jcs::to_string(&self.as_value()))
-            }
+            // Not through `as_value`: that deep-copies every result only to print it.
+            Observed::Result(v) => Some(crate::jcs::to_string(v)),
+            Observed::Error { .. } => Some(crate::jcs::to_string(&self.as_value())),
             Observed::Bytes(b) => Some(format!("bytes:{:x}", sha2::Sha256::digest(b))),
         }
     }
