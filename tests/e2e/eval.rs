@@ -341,8 +341,8 @@ fn from_chains_run_and_id_forms_agree_after_resolution() {
     let forms = &d["id-forms"];
     assert_eq!(forms["arg_agreement"]["count"], 5, "{forms}");
     assert_eq!(forms["modal_plan"][0]["arguments"]["user_id"], "u_0001");
-    // get_user itself takes only u_NNNN, so its results differ: never a reject.
-    assert_ne!(forms["decision"], "reject");
+    // get_user keeps its hint's promise (it takes every form), so results agree too.
+    assert_eq!(forms["decision"], "accept", "{forms}");
     // A value that does not resolve stays apart from the rest.
     assert_eq!(
         d["id-unresolved"]["arg_agreement"]["count"], 4,
@@ -393,7 +393,7 @@ fn junit_parses_and_exit_codes_follow_design_section_8() {
     let junit2 = dir.path().join("junit2.xml");
     let ok = eval(
         &seed_catalog(),
-        "chains.jsonl",
+        "defers.jsonl",
         &["--junit".as_ref(), junit2.as_os_str()],
     );
     assert_eq!(ok.code, 0, "{}", ok.stderr);

@@ -189,3 +189,84 @@ mod tests {
         }
     }
 }
+
+/// Merge chains are short; a cycle in bad data must not loop forever.
+const MAX_MERGE_HOPS: usize = 8;
+
+/// Which kind of user reference `input` (trimmed, lower case) is: `id`, `email` or
+/// `handle`, and its lookup key (`@handle` for handles).
+pub fn classify_reference(input: &str) -> Result<(&'static str, String), ToolError> {
+    if input.is_empty() {
+        return Err(ToolError::bad_argument("user is empty"));
+    }
+    if check_id("user", input, "u_").is_ok() {
+        return Ok(("id", input.to_owned()));
+    }
+    if let Some(handle) = input.strip_prefix('@') {
+        return handle_key(handle);
+    }
+    if let Some((local, domain)) = input.split_once('@') {
+        if local.is_empty() || !domain.contains('.') || domain.contains('@') {
+            return Err(ToolError::bad_argument(format!(
+                "{input:?} is not an email address"
+            )));
+        }
+        return Ok(("email", input.to_owned()));
+    }
+    handle_key(input)
+}
+
+fn handle_key(handle: &str) -> Result<(&'static str, String), ToolError> {
+    let ok = !handle.is_empty()
+        && handle
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'.');
+    if ok {
+        Ok(("handle", format!("@{handle}")))
+    } else {
+        Err(ToolError::bad_argument(format!(
+            "{handle:?} is not an email, a handle or a u_NNNN id"
+        )))
+    }
+}
+
+/// The id an account ends at after following `merged_into`.
+pub fn follow_merges<'a>(directory: &'a [User], mut user: &'a User) -> Result<String, ToolError> {
+    for _ in 0..MAX_MERGE_HOPS {
+        let Some(into) = &user.merged_into else {
+            return Ok(user.id.clone());
+        };
+        user = directory.iter().find(|u| &u.id == into).ok_or_else(|| {
+            ToolError::invalid_data(format!("{} is merged into unknown user {into}", user.id))
+        })?;
+    }
+    Err(ToolError::invalid_data(format!(
+        "merge chain from {} is too long",
+        user.id
+    )))
+}
+
+/// The directory entry for a classified reference (see [`classify_reference`]).
+pub fn lookup<'a>(directory: &'a [User], matched: &str, key: &str) -> Option<&'a User> {
+    directory.iter().find(|u| match matched {
+        "id" => u.id == key,
+        "email" => u.email == key,
+        _ => format!("@{}", u.handle) == key,
+    })
+}
+
+/// The account a reference (id, email, `@handle` or handle; any case, blanks trimmed)
+/// names in the directory, following merges: the answer `resolve_user` gives from the
+/// directory, so `get_user` keeps the catalog's `id` hint promise.
+pub fn find_user(directory: &[User], reference: &str) -> Result<User, ToolError> {
+    let input = reference.trim().to_lowercase();
+    let (matched, key) = classify_reference(&input)?;
+    let user = lookup(directory, matched, &key)
+        .ok_or_else(|| ToolError::not_found(format!("no user matches {reference:?}")))?;
+    let id = follow_merges(directory, user)?;
+    directory
+        .iter()
+        .find(|u| u.id == id)
+        .cloned()
+        .ok_or_else(|| ToolError::invalid_data(format!("merged into unknown user {id}")))
+}

@@ -1,8 +1,10 @@
-//! `get_user`: one account by canonical user id. Honest and deterministic: it reads only
-//! the pinned `/world/users.json`.
+//! `get_user`: one account, by any reference the catalog's `id` hint treats as the same
+//! user (a `u_NNNN` id, an email or a handle; merges followed, as `resolve_user` answers
+//! from its directory). Honest and deterministic: it reads only the pinned
+//! `/world/users.json`.
 
-use plangate_guest::{ToolError, run};
-use seed_world_tools::{check_id, users};
+use plangate_guest::run;
+use seed_world_tools::{find_user, users};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -12,11 +14,5 @@ struct Args {
 }
 
 fn main() {
-    run(|args: Args| {
-        check_id("user_id", &args.user_id, "u_")?;
-        users()?
-            .into_iter()
-            .find(|u| u.id == args.user_id)
-            .ok_or_else(|| ToolError::not_found(format!("no user with id {:?}", args.user_id)))
-    })
+    run(|args: Args| find_user(&users()?, &args.user_id))
 }

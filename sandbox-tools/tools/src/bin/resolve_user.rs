@@ -7,15 +7,13 @@
 use std::collections::BTreeMap;
 
 use plangate_guest::{ToolError, now, read_json, run};
-use seed_world_tools::{User, users};
+use seed_world_tools::{classify_reference, follow_merges, lookup, users};
 use serde::{Deserialize, Serialize};
 
 /// Where the catalog mounts `examples/seed-world/live/cache` (live).
 const CACHE: &str = "/cache/identity.json";
 /// The seed's TTL; a cache file may state its own.
 const DEFAULT_TTL_S: u64 = 60;
-/// Merge chains are short; a cycle in bad data must not loop forever.
-const MAX_MERGE_HOPS: usize = 8;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -51,7 +49,7 @@ struct Resolved {
 fn main() {
     run(|args: Args| {
         let input = args.user.trim().to_lowercase();
-        let (matched, key) = classify(&input)?;
+        let (matched, key) = classify_reference(&input)?;
 
         let cache = match read_json::<Cache>(CACHE) {
             Ok(cache) => Some(cache),
@@ -73,11 +71,7 @@ fn main() {
         }
 
         let directory = users()?;
-        let found = directory.iter().find(|u| match matched {
-            "id" => u.id == key,
-            "email" => u.email == key,
-            _ => format!("@{}", u.handle) == key,
-        });
+        let found = lookup(&directory, matched, &key);
         let user = found
             .ok_or_else(|| ToolError::not_found(format!("no user matches {:?}", args.user)))?;
         Ok(Resolved {
@@ -86,55 +80,4 @@ fn main() {
             source: "directory",
         })
     })
-}
-
-/// Which kind of reference `input` is, and its cache key.
-fn classify(input: &str) -> Result<(&'static str, String), ToolError> {
-    if input.is_empty() {
-        return Err(ToolError::bad_argument("user is empty"));
-    }
-    if seed_world_tools::check_id("user", input, "u_").is_ok() {
-        return Ok(("id", input.to_owned()));
-    }
-    if let Some(handle) = input.strip_prefix('@') {
-        return handle_key(handle);
-    }
-    if let Some((local, domain)) = input.split_once('@') {
-        if local.is_empty() || !domain.contains('.') || domain.contains('@') {
-            return Err(ToolError::bad_argument(format!(
-                "{input:?} is not an email address"
-            )));
-        }
-        return Ok(("email", input.to_owned()));
-    }
-    handle_key(input)
-}
-
-fn handle_key(handle: &str) -> Result<(&'static str, String), ToolError> {
-    let ok = !handle.is_empty()
-        && handle
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'.');
-    if ok {
-        Ok(("handle", format!("@{handle}")))
-    } else {
-        Err(ToolError::bad_argument(format!(
-            "{handle:?} is not an email, a handle or a u_NNNN id"
-        )))
-    }
-}
-
-fn follow_merges<'a>(directory: &'a [User], mut user: &'a User) -> Result<String, ToolError> {
-    for _ in 0..MAX_MERGE_HOPS {
-        let Some(into) = &user.merged_into else {
-            return Ok(user.id.clone());
-        };
-        user = directory.iter().find(|u| &u.id == into).ok_or_else(|| {
-            ToolError::invalid_data(format!("{} is merged into unknown user {into}", user.id))
-        })?;
-    }
-    Err(ToolError::invalid_data(format!(
-        "merge chain from {} is too long",
-        user.id
-    )))
 }
