@@ -13,3 +13,5 @@ mod seed_diff;
 mod eval;
 // `plangate probe`: verified, drift and epoch-sensitive declarations.
 mod probe;
+// `plangate demo`: the seed's experiment on the seed world, with the world driver.
+mod demo;

@@ -178,7 +178,7 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
     let mut tally = Tally::default();
     let mut skipped: Vec<(usize, TaskError)> = Vec::new();
     let bar = progress();
-    let on_done = || bar.inc(1);
+    let on_done = |_: &plangate_gate::task::Task| bar.inc(1);
     eval.execute(&on_done, |feeder| {
         for_each_line(input, &mut tally, |number, line, _| {
             match parse_task_line(line) {

@@ -2,9 +2,11 @@
 //! place that prints results or picks an exit code.
 
 mod call;
+mod demo;
 mod eval;
 mod exit;
 mod probe;
+mod scenario;
 mod score;
 
 use std::process::ExitCode;
@@ -32,6 +34,8 @@ enum Command {
     Eval(eval::EvalArgs),
     /// Check each tool's `deterministic` declaration across runs and epochs.
     Probe(probe::ProbeArgs),
+    /// Reproduce the seed's experiment: a naive scorer and the gate on one batch.
+    Demo(demo::DemoArgs),
 }
 
 fn main() -> ExitCode {
@@ -63,6 +67,7 @@ fn main() -> ExitCode {
         Command::Call(args) => call::run(args),
         Command::Eval(args) => eval::run(args),
         Command::Probe(args) => probe::run(args),
+        Command::Demo(args) => demo::run(args),
     };
     match outcome {
         Ok(code) => ExitCode::from(code),

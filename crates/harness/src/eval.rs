@@ -224,10 +224,11 @@ impl<'w> Eval<'w> {
 
     /// Runs `feed` on this thread while a pool of `opts.jobs` plain threads executes the
     /// tasks it pushes; returns what `feed` returns once every pushed task is executed.
-    /// `on_done` is called (from a worker) as each task finishes.
+    /// `on_done` is called (from a worker) with each task as it finishes executing, its
+    /// calls carrying what they returned (for progress, recording, or another scorer).
     pub fn execute<R>(
         &self,
-        on_done: &(dyn Fn() + Sync),
+        on_done: &(dyn Fn(&Task) + Sync),
         feed: impl FnOnce(&mut Feeder<'_, 'w>) -> R,
     ) -> R {
         let jobs = self.opts.jobs.max(1);
@@ -251,7 +252,7 @@ impl<'w> Eval<'w> {
         })
     }
 
-    fn work(&self, rx: &Mutex<Receiver<Job>>, on_done: &(dyn Fn() + Sync)) {
+    fn work(&self, rx: &Mutex<Receiver<Job>>, on_done: &(dyn Fn(&Task) + Sync)) {
         loop {
             let job = lock(rx).recv();
             let Ok(mut job) = job else { return };
@@ -271,8 +272,8 @@ impl<'w> Eval<'w> {
                     label: shell.label,
                     epoch_fixed: None,
                 };
+                on_done(&task);
                 self.settle(shell.index, task, touched);
-                on_done();
             }
         }
     }
@@ -461,7 +462,7 @@ impl<'w> Eval<'w> {
 pub struct Feeder<'e, 'w> {
     eval: &'e Eval<'w>,
     tx: SyncSender<Job>,
-    on_done: &'e (dyn Fn() + Sync),
+    on_done: &'e (dyn Fn(&Task) + Sync),
 }
 
 impl std::fmt::Debug for Feeder<'_, '_> {
@@ -486,8 +487,8 @@ impl Feeder<'_, '_> {
             slots.len() - 1
         };
         if task.samples.is_empty() {
+            (self.on_done)(&task);
             eval.settle(index, task, BTreeSet::new());
-            (self.on_done)();
             return;
         }
         let n = task.samples.len();
