@@ -53,7 +53,7 @@ impl Default for EvalOptions {
 }
 
 /// Counts of what the run did.
-#[derive(Debug, Clone, Copy, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct EvalStats {
     /// Tasks executed.
     pub tasks: usize,
@@ -67,6 +67,20 @@ pub struct EvalStats {
     pub probe_calls: usize,
     /// Determinism witnesses found.
     pub witnesses: usize,
+    /// How the executed calls ended, per tool: outcome (`exit:0`, `exit:7`, `out_of_fuel`,
+    /// `timeout`, `memory_limit`, `output_limit`, `trap:stack_overflow`, ...) -> calls.
+    /// Decisions hold no results, so this is where a run shows what its tools did.
+    pub outcomes: BTreeMap<String, BTreeMap<String, usize>>,
+}
+
+/// The name [`EvalStats::outcomes`] counts a call under: the exit code and trap kind
+/// are kept, since `exit:7` and `exit:0` are different stories.
+fn outcome_name(o: &Outcome) -> String {
+    match o {
+        Outcome::Exit { code } => format!("exit:{code}"),
+        Outcome::Trap { kind } => format!("trap:{}", kind.as_str()),
+        other => other.as_str().to_string(),
+    }
 }
 
 #[derive(Default)]
@@ -76,6 +90,7 @@ struct Counters {
     executed: AtomicUsize,
     not_executed: AtomicUsize,
     probe_calls: AtomicUsize,
+    outcomes: Mutex<BTreeMap<String, BTreeMap<String, usize>>>,
 }
 
 #[derive(Debug, Default)]
@@ -332,6 +347,11 @@ impl<'w> Eval<'w> {
                             .call(&call.tool, &stdin)
                             .expect("the world has every catalog tool");
                         self.counters.executed.fetch_add(1, Ordering::Relaxed);
+                        *lock(&self.counters.outcomes)
+                            .entry(call.tool.clone())
+                            .or_default()
+                            .entry(outcome_name(&record.outcome))
+                            .or_default() += 1;
                         touched.insert(call.tool.clone());
                         self.witness(&call.tool, &upstream, &stdin, &record);
                         (stdin, observed(&record))
@@ -434,7 +454,7 @@ impl<'w> Eval<'w> {
                 (s.line, p)
             })
             .collect();
-        let c = &self.counters;
+        let c = self.counters;
         let stats = EvalStats {
             tasks: c.tasks.load(Ordering::Relaxed),
             samples: c.samples.load(Ordering::Relaxed),
@@ -442,6 +462,7 @@ impl<'w> Eval<'w> {
             calls_not_executed: c.not_executed.load(Ordering::Relaxed),
             probe_calls: c.probe_calls.load(Ordering::Relaxed),
             witnesses: health.tools.values().map(|b| b.witnesses).sum(),
+            outcomes: c.outcomes.into_inner().unwrap_or_else(|e| e.into_inner()),
         };
         Ok(Finished {
             epoch_id: world.epoch().id().to_string(),
