@@ -21,6 +21,7 @@ use plangate_gate::task::{Label, Task, parse_task_line};
 use plangate_harness::{Eval, EvalOptions, World, WorldOptions};
 use serde::Serialize;
 
+use crate::report::{self, TaskPoint};
 use crate::scenario::{self, Config};
 use crate::score::ThresholdArgs;
 
@@ -53,6 +54,9 @@ pub(crate) struct DemoArgs {
     /// Write the results as JSON here.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
+    /// Write a self-contained HTML report (table, agreement plots) here.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
     #[command(flatten)]
     thresholds: ThresholdArgs,
 }
@@ -216,8 +220,16 @@ pub(crate) fn run(args: DemoArgs) -> Result<u8> {
     let mut reasons = BTreeMap::new();
     let mut by_tool: BTreeMap<String, BTreeMap<&'static str, usize>> = BTreeMap::new();
     let labels: Vec<bool> = batch.iter().map(|g| g.hallucinated).collect();
+    let mut points = Vec::with_capacity(total);
     for d in finished.decisions() {
         let dec: &Decision = &d.decision;
+        points.push(TaskPoint {
+            tool: batch[d.line - 1].tool,
+            hallucinated: labels[d.line - 1],
+            arg_count: dec.arg_agreement.count,
+            arg_n: dec.arg_agreement.n,
+            result_agreement: dec.result_agreement.map(|r| r.value),
+        });
         *by_tool
             .entry(batch[d.line - 1].tool.to_string())
             .or_default()
@@ -278,6 +290,10 @@ pub(crate) fn run(args: DemoArgs) -> Result<u8> {
     print_table(&report);
     if let Some(path) = &args.json {
         std::fs::write(path, serde_json::to_string_pretty(&report)? + "\n")
+            .with_context(|| format!("failed to write {}", path.display()))?;
+    }
+    if let Some(path) = &args.html {
+        std::fs::write(path, report::render(&report, &points))
             .with_context(|| format!("failed to write {}", path.display()))?;
     }
     Ok(crate::exit::OK)

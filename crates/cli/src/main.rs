@@ -6,6 +6,7 @@ mod demo;
 mod eval;
 mod exit;
 mod probe;
+mod report;
 mod scenario;
 mod score;
 
