@@ -35,10 +35,16 @@ pub fn fd_filestat(file: &std::fs::File) -> Result<Filestat, i32> {
 /// `random_get`: what the host's random source hands out.
 pub fn random_bytes(n: usize) -> Vec<u8> {
     let mut buf = vec![0u8; n];
-    // SAFETY: `buf` is valid for `n` writable bytes.
-    let errno = unsafe { wasi_random_get(buf.as_mut_ptr(), n) };
-    assert_eq!(errno, 0, "random_get failed");
+    random_fill(&mut buf);
     buf
+}
+
+/// `random_get` into an existing buffer, so a loop of draws spends no guest fuel on
+/// allocating and zeroing.
+pub fn random_fill(buf: &mut [u8]) {
+    // SAFETY: `buf` is valid for `buf.len()` writable bytes.
+    let errno = unsafe { wasi_random_get(buf.as_mut_ptr(), buf.len()) };
+    assert_eq!(errno, 0, "random_get failed");
 }
 
 /// Lowercase hex, for printing bytes unambiguously.
