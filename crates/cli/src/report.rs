@@ -68,27 +68,26 @@ pub(crate) fn histogram(samples: usize, points: &[TaskPoint]) -> Histogram {
     h
 }
 
-/// One row of the per-tool result-agreement plot.
+/// One row of the per-tool result-agreement plot. Correct and hallucinated plans are
+/// kept apart: a made-up argument gives a different result per sample, so a mean over
+/// both would mostly measure the share of hallucinations, not the tool.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct ToolResults {
     pub(crate) tool: String,
     pub(crate) tasks: usize,
-    /// Result agreements of the tasks that have one.
-    pub(crate) values: Vec<f64>,
+    /// Result agreements of the correct plans' tasks that have one.
+    pub(crate) correct: Vec<f64>,
+    /// The same for hallucinated plans.
+    pub(crate) hallucinated: Vec<f64>,
     pub(crate) quarantined: bool,
 }
 
-impl ToolResults {
-    fn mean(&self) -> Option<f64> {
-        (!self.values.is_empty())
-            .then(|| self.values.iter().sum::<f64>() / self.values.len() as f64)
-    }
-    fn min(&self) -> Option<f64> {
-        self.values.iter().copied().reduce(f64::min)
-    }
-    fn max(&self) -> Option<f64> {
-        self.values.iter().copied().reduce(f64::max)
-    }
+fn mean(v: &[f64]) -> Option<f64> {
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+fn min(v: &[f64]) -> Option<f64> {
+    v.iter().copied().reduce(f64::min)
 }
 
 pub(crate) fn tool_results(quarantined: &[String], points: &[TaskPoint]) -> Vec<ToolResults> {
@@ -97,7 +96,8 @@ pub(crate) fn tool_results(quarantined: &[String], points: &[TaskPoint]) -> Vec<
         let row = by.entry(p.tool).or_insert_with(|| ToolResults {
             tool: p.tool.to_string(),
             tasks: 0,
-            values: Vec::new(),
+            correct: Vec::new(),
+            hallucinated: Vec::new(),
             // A chain is marked when any of its tools is: its results carry that tool's drift.
             quarantined: p
                 .tool
@@ -108,7 +108,11 @@ pub(crate) fn tool_results(quarantined: &[String], points: &[TaskPoint]) -> Vec<
         // NaN would poison the mean and the axis; a count ratio never gives one, but a
         // plot is no place to find out.
         if let Some(v) = p.result_agreement.filter(|v| v.is_finite()) {
-            row.values.push(v);
+            if p.hallucinated {
+                row.hallucinated.push(v);
+            } else {
+                row.correct.push(v);
+            }
         }
     }
     by.into_values().collect()
@@ -116,8 +120,8 @@ pub(crate) fn tool_results(quarantined: &[String], points: &[TaskPoint]) -> Vec<
 
 const CORRECT: &str = "#2f7ed8";
 const HALLUCINATED: &str = "#e4572e";
-const HONEST: &str = "#4a9d5b";
 const QUARANTINED: &str = "#c0392b";
+const QUARANTINED_BAND: &str = "#fbe4e1";
 
 const CSS: &str = "\
 body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,'DejaVu Sans',sans-serif;\
@@ -168,8 +172,9 @@ pub(crate) fn render(r: &DemoReport, points: &[TaskPoint]) -> String {
     let _ = writeln!(
         h,
         "<p>Mean share of samples whose deterministic steps returned the modal result, over \
-         the tool&#39;s tasks that have one (the line spans min to max). Quarantined tools \
-         are declared deterministic and drifted under live state.</p>"
+         the tasks whose plans were drawn for the tool, correct and hallucinated plans apart \
+         (a made-up argument changes the result too). Quarantined tools are declared \
+         deterministic but drifted with live state, so their results are not trusted.</p>"
     );
     h.push_str(&tools_svg(&tool_results(&r.quarantined, points)));
 
@@ -496,8 +501,9 @@ fn legend(s: &mut String, x: f64, y: f64, items: &[(&str, &str, usize)]) {
 }
 
 fn tools_svg(rows: &[ToolResults]) -> String {
-    let row_h = 28.0;
-    let (left, right, top, bottom) = (230.0, 250.0, 50.0, 50.0);
+    let row_h = 36.0;
+    let bar_h = 12.0;
+    let (left, right, top, bottom) = (230.0, 270.0, 64.0, 50.0);
     let w = 1000.0;
     let pw = w - left - right;
     let ht = top + bottom + row_h * rows.len().max(1) as f64;
@@ -516,24 +522,41 @@ fn tools_svg(rows: &[ToolResults]) -> String {
         s,
         "<text class=\"title\" x=\"16\" y=\"22\">Result agreement per tool</text>"
     );
+    let count = |f: fn(&ToolResults) -> &Vec<f64>| rows.iter().map(|r| f(r).len()).sum();
     legend(
         &mut s,
-        w - right + 20.0,
-        10.0,
-        &[
-            (
-                HONEST,
-                "verified tools",
-                rows.iter().filter(|r| !r.quarantined).count(),
-            ),
-            (
-                QUARANTINED,
-                "quarantined",
-                rows.iter().filter(|r| r.quarantined).count(),
-            ),
-        ],
+        left,
+        34.0,
+        &[(CORRECT, "correct plans", count(|r| &r.correct))],
+    );
+    legend(
+        &mut s,
+        left + 200.0,
+        34.0,
+        &[(
+            HALLUCINATED,
+            "hallucinated plans",
+            count(|r| &r.hallucinated),
+        )],
+    );
+    let _ = writeln!(
+        s,
+        "<rect x=\"{:.1}\" y=\"34\" width=\"12\" height=\"12\" fill=\"{QUARANTINED_BAND}\" stroke=\"{QUARANTINED}\"/><text x=\"{:.1}\" y=\"44.5\">quarantined tool ({})</text>",
+        left + 420.0,
+        left + 438.0,
+        rows.iter().filter(|r| r.quarantined).count()
     );
     let bottom_y = top + row_h * rows.len() as f64;
+    for (i, r) in rows.iter().enumerate() {
+        if r.quarantined {
+            let _ = writeln!(
+                s,
+                "<rect x=\"8\" y=\"{:.1}\" width=\"{:.1}\" height=\"{row_h}\" fill=\"{QUARANTINED_BAND}\"/>",
+                top + row_h * i as f64,
+                w - 16.0
+            );
+        }
+    }
     for i in 0..=10 {
         let v = i as f64 / 10.0;
         let xx = x(v);
@@ -546,13 +569,11 @@ fn tools_svg(rows: &[ToolResults]) -> String {
     }
     for (i, r) in rows.iter().enumerate() {
         let y0 = top + row_h * i as f64;
-        let mid = y0 + row_h / 2.0;
-        let color = if r.quarantined { QUARANTINED } else { HONEST };
         let _ = writeln!(
             s,
             "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\"{}>{}{}</text>",
             left - 8.0,
-            mid + 4.0,
+            y0 + row_h / 2.0 + 4.0,
             if r.quarantined {
                 " font-weight=\"600\" fill=\"#c0392b\""
             } else {
@@ -561,51 +582,43 @@ fn tools_svg(rows: &[ToolResults]) -> String {
             escape(&r.tool),
             if r.quarantined { " (quarantined)" } else { "" }
         );
-        match (r.mean(), r.min(), r.max()) {
-            (Some(mean), Some(lo), Some(hi)) => {
-                let _ = writeln!(
-                    s,
-                    "<rect x=\"{left}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"{color}\" fill-opacity=\"0.85\"><title>{}: mean {mean:.3} over {} of {} tasks</title></rect>",
-                    y0 + 6.0,
-                    x(mean) - left,
-                    row_h - 12.0,
-                    escape(&r.tool),
-                    r.values.len(),
-                    r.tasks
-                );
-                let _ = writeln!(
-                    s,
-                    "<line x1=\"{:.1}\" y1=\"{mid:.1}\" x2=\"{:.1}\" y2=\"{mid:.1}\" stroke=\"#1d2430\" stroke-width=\"1.5\"/><line x1=\"{:.1}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" stroke=\"#1d2430\"/><line x1=\"{:.1}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" stroke=\"#1d2430\"/>",
-                    x(lo),
-                    x(hi),
-                    x(lo),
-                    mid - 5.0,
-                    x(lo),
-                    mid + 5.0,
-                    x(hi),
-                    mid - 5.0,
-                    x(hi),
-                    mid + 5.0
-                );
-                let _ = writeln!(
-                    s,
-                    "<text x=\"{:.1}\" y=\"{:.1}\">mean {mean:.3} (min {}) over {} of {} tasks</text>",
-                    left + pw + 10.0,
-                    mid + 4.0,
-                    tick(lo),
-                    r.values.len(),
-                    r.tasks
-                );
-            }
-            _ => {
-                let _ = writeln!(
-                    s,
-                    "<text class=\"muted\" x=\"{:.1}\" y=\"{:.1}\">no deterministic step ({} tasks)</text>",
-                    left + 8.0,
-                    mid + 4.0,
-                    r.tasks
-                );
-            }
+        if r.correct.is_empty() && r.hallucinated.is_empty() {
+            let _ = writeln!(
+                s,
+                "<text class=\"muted\" x=\"{:.1}\" y=\"{:.1}\">no deterministic step in any of its {} tasks</text>",
+                left + 8.0,
+                y0 + row_h / 2.0 + 4.0,
+                r.tasks
+            );
+            continue;
+        }
+        for (j, (values, color, label)) in [
+            (&r.correct, CORRECT, "correct"),
+            (&r.hallucinated, HALLUCINATED, "hallucinated"),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let by = y0 + 5.0 + (bar_h + 2.0) * j as f64;
+            let note = match (mean(values), min(values)) {
+                (Some(m), Some(lo)) => {
+                    let _ = writeln!(
+                        s,
+                        "<rect x=\"{left}\" y=\"{by:.1}\" width=\"{:.1}\" height=\"{bar_h}\" fill=\"{color}\"><title>{}, {label} plans: mean {m:.3}, min {lo:.3}, over {} tasks</title></rect>",
+                        x(m) - left,
+                        escape(&r.tool),
+                        values.len()
+                    );
+                    format!("{m:.3}, min {}, {} tasks", tick(lo), values.len())
+                }
+                _ => "no tasks".to_string(),
+            };
+            let _ = writeln!(
+                s,
+                "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" fill=\"{color}\">{label}: {note}</text>",
+                left + pw + 10.0,
+                by + bar_h - 2.0
+            );
         }
     }
     let _ = writeln!(
@@ -615,7 +628,7 @@ fn tools_svg(rows: &[ToolResults]) -> String {
     );
     let _ = writeln!(
         s,
-        "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">result agreement (share of samples with the modal result)</text>",
+        "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">mean result agreement (share of samples with the modal result)</text>",
         left + pw / 2.0,
         ht - 12.0
     );
@@ -735,12 +748,16 @@ mod tests {
             .unwrap();
         assert!(chain.quarantined);
         assert_eq!(chain.tasks, 2);
-        assert!((chain.mean().unwrap() - 0.95).abs() < 1e-9);
+        assert!((mean(&chain.correct).unwrap() - 0.95).abs() < 1e-9);
+        assert_eq!(min(&chain.correct), Some(0.9));
         let search = rows.iter().find(|r| r.tool == "search<index>").unwrap();
         assert!(!search.quarantined);
-        assert_eq!((search.tasks, search.values.clone()), (2, vec![0.4]));
+        assert_eq!(
+            (search.tasks, &search.correct, &search.hallucinated),
+            (2, &vec![], &vec![0.4])
+        );
         let read = rows.iter().find(|r| r.tool == "read_file").unwrap();
-        assert_eq!(read.mean(), None);
+        assert_eq!(mean(&read.hallucinated), None);
     }
 
     #[test]
