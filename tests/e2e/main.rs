@@ -15,3 +15,6 @@ mod eval;
 mod probe;
 // `plangate demo`: the seed's experiment on the seed world, with the world driver.
 mod demo;
+// Hostile guests (loops, bombs, floods, traps, escapes) as one `plangate eval` batch
+// (cases in tests/e2e/cases/hostile/).
+mod hostile;

@@ -1,0 +1,299 @@
+//! Hostile tools through `plangate eval`, as one batch: every test guest that loops,
+//! allocates, recurses, floods stdout or stderr, stalls, sleeps, traps, exits 7, prints
+//! non-JSON or non-UTF-8, writes into its mount, climbs out of it, follows a symlink to a
+//! host file or reads the host's environment. The batch must finish, decide every task,
+//! account for every line, record how every call ended, and let nothing of the host out.
+//!
+//! The catalog, samples and expected outcomes are files in tests/e2e/cases/hostile/; the
+//! mount with its escaping symlinks is made here, in a temp dir, at test time.
+
+use std::collections::BTreeMap;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::tools::{build_tools, repo};
+
+/// What one bounded run of the binary left behind.
+pub(crate) struct Run {
+    pub(crate) code: i32,
+    pub(crate) stdout: Vec<u8>,
+    pub(crate) stderr: String,
+}
+
+/// Runs `plangate <args>` with `env` set, killed after `limit`: a hang fails the test
+/// (exit 124 from coreutils `timeout`) instead of stalling the suite.
+pub(crate) fn bounded<S: AsRef<OsStr>>(args: &[S], env: &[(&str, &str)], limit: Duration) -> Run {
+    build_tools();
+    let out = Command::new("timeout")
+        .arg("--kill-after=5")
+        .arg(limit.as_secs().max(1).to_string())
+        .arg(env!("CARGO_BIN_EXE_plangate"))
+        .args(args)
+        .envs(env.iter().copied())
+        .output()
+        .expect("timeout(1) runs plangate");
+    let code = out.status.code().unwrap_or(-1);
+    assert_ne!(code, 124, "plangate hung (killed after {limit:?})");
+    assert_ne!(
+        code,
+        101,
+        "plangate panicked:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Run {
+        code,
+        stdout: out.stdout,
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn cases() -> PathBuf {
+    repo().join("tests/e2e/cases/hostile")
+}
+
+fn read_json(p: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(p).expect("file written"))
+        .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// Everything under `dir` (symlinks as their targets, not followed), to show the guests
+/// changed nothing on the host.
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, String> {
+    let mut seen = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).expect("read fixture dir") {
+            let p = e.expect("dir entry").path();
+            let meta = std::fs::symlink_metadata(&p).expect("lstat");
+            let what = if meta.file_type().is_symlink() {
+                format!(
+                    "link {}",
+                    std::fs::read_link(&p).expect("readlink").display()
+                )
+            } else if meta.is_dir() {
+                stack.push(p.clone());
+                "dir".to_string()
+            } else {
+                String::from_utf8_lossy(&std::fs::read(&p).expect("read")).into_owned()
+            };
+            seen.insert(p, what);
+        }
+    }
+    seen
+}
+
+/// The hostile catalog copied into `dir` with module paths made absolute (they are
+/// relative to cases/hostile/), its mount `world` left relative so it lands in `dir`, and
+/// that mount made: a plain file, and symlinks to a host file by absolute path, by `..`,
+/// and to the parent directory.
+fn fixture(dir: &Path, secret: &str) -> PathBuf {
+    let mut doc = read_json(&cases().join("catalog.json"));
+    for t in doc["tools"].as_array_mut().expect("tools") {
+        let module = cases().join(t["module"].as_str().expect("module"));
+        let module = module.canonicalize().unwrap_or_else(|e| {
+            panic!("{}: {e} (is the guest built?)", module.display());
+        });
+        t["module"] = Value::String(module.display().to_string());
+    }
+    let catalog = dir.join("catalog.json");
+    std::fs::write(&catalog, doc.to_string()).expect("write catalog");
+    let world = dir.join("world");
+    std::fs::create_dir(&world).expect("mkdir world");
+    std::fs::write(world.join("data.txt"), "hello\n").expect("write data.txt");
+    std::fs::write(dir.join("secret.txt"), format!("{secret}\n")).expect("write secret");
+    std::os::unix::fs::symlink(dir.join("secret.txt"), world.join("link-abs")).expect("symlink");
+    std::os::unix::fs::symlink("../secret.txt", world.join("link-up")).expect("symlink");
+    std::os::unix::fs::symlink("..", world.join("link-dir")).expect("symlink");
+    catalog
+}
+
+#[test]
+fn a_batch_of_hostile_tools_finishes_records_every_ending_and_leaks_nothing() {
+    build_tools();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let stamp = format!(
+        "{}-{}",
+        std::process::id(),
+        Instant::now().elapsed().as_nanos()
+    );
+    let file_secret = format!("host-file-secret-{stamp}");
+    let env_secret = format!("host-env-secret-{stamp}");
+    let catalog = fixture(dir.path(), &file_secret);
+    let before = snapshot(dir.path());
+    let samples = cases().join("samples.jsonl");
+    let (out, health, summary) = (
+        dir.path().join("decisions.jsonl"),
+        dir.path().join("tool-health.json"),
+        dir.path().join("summary.json"),
+    );
+    let started = Instant::now();
+    let run = bounded(
+        &[
+            "eval".as_ref(),
+            "--catalog".as_ref(),
+            catalog.as_os_str(),
+            "--samples".as_ref(),
+            samples.as_os_str(),
+            "--out".as_ref(),
+            out.as_os_str(),
+            "--tool-health".as_ref(),
+            health.as_os_str(),
+            "--summary-json".as_ref(),
+            summary.as_os_str(),
+            // Enough fuel for membomb to reach the 256 MiB memory limit first (it zeroes
+            // every page: ~250M fuel, ~0.3 s); spin still runs out of fuel well inside
+            // the wall-time net. The net is 1 s because at 0.4 s a loaded 2-core box
+            // timed membomb out before its memory ran out: each stall call costs this
+            // much wall time, so it is not set higher.
+            "--fuel".as_ref(),
+            "300000000".as_ref(),
+            "--timeout-ms".as_ref(),
+            "1000".as_ref(),
+        ],
+        &[("PLANGATE_HOST_SECRET", env_secret.as_str())],
+        Duration::from_secs(120),
+    );
+    let took = started.elapsed();
+    assert_eq!(
+        run.code, 0,
+        "nothing rejected, no bad line:\n{}",
+        run.stderr
+    );
+    // sleepy asks for 30 s; a real sleep would take 30 s per call.
+    assert!(
+        took < Duration::from_secs(30),
+        "sleep was not virtual: {took:?}"
+    );
+
+    // The input, as data: task IDs in order and how many calls each tool gets.
+    let text = std::fs::read_to_string(&samples).expect("samples");
+    let mut want_ids = Vec::new();
+    let mut want_calls: BTreeMap<String, usize> = BTreeMap::new();
+    for line in text.lines() {
+        let t: Value = serde_json::from_str(line).expect("samples line is JSON");
+        want_ids.push(t["task_id"].as_str().expect("task_id").to_string());
+        for s in t["samples"].as_array().expect("samples") {
+            for c in s["calls"].as_array().expect("calls") {
+                *want_calls
+                    .entry(c["tool"].as_str().expect("tool").into())
+                    .or_default() += 1;
+            }
+        }
+    }
+    let expect = read_json(&cases().join("expect.json"));
+    let expect = expect.as_object().expect("tool -> expectation");
+    let expected: std::collections::BTreeSet<&String> = expect.keys().collect();
+    assert_eq!(
+        want_calls.keys().collect::<std::collections::BTreeSet<_>>(),
+        expected,
+        "every guest in samples.jsonl has an expectation, and no other"
+    );
+
+    // Every task has a decision record, in input order, naming the epoch.
+    let decisions: Vec<Value> = std::fs::read_to_string(&out)
+        .expect("decisions written")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("decision is JSON"))
+        .collect();
+    let got_ids: Vec<&str> = decisions
+        .iter()
+        .map(|d| d["task_id"].as_str().expect("task_id"))
+        .collect();
+    assert_eq!(got_ids, want_ids);
+    for d in &decisions {
+        let tool = d["tools"][0].as_str().expect("one tool per task");
+        assert_eq!(
+            d["decision"], expect[tool]["decision"],
+            "{tool}: {}",
+            d["explanation"]
+        );
+        assert_eq!(d["epoch_id"].as_str().map(str::len), Some(64), "{d}");
+    }
+
+    // The summary accounts for every line and records how every call ended.
+    let s = read_json(&summary);
+    let lines = &s["lines"];
+    assert_eq!(lines["total"], want_ids.len(), "{lines}");
+    let accounted: u64 = ["accept", "reject", "defer", "skipped", "blank"]
+        .iter()
+        .map(|k| lines[k].as_u64().expect("a count"))
+        .sum();
+    assert_eq!(accounted, want_ids.len() as u64, "{lines}");
+    let stats = &s["stats"];
+    assert_eq!(stats["calls_executed"], want_calls.values().sum::<usize>());
+    assert_eq!(stats["calls_not_executed"], 0);
+    for (tool, n) in &want_calls {
+        let outcome = expect[tool]["outcome"].as_str().expect("outcome");
+        let mut want = serde_json::Map::new();
+        want.insert(outcome.to_string(), (*n).into());
+        assert_eq!(
+            stats["outcomes"][tool],
+            Value::Object(want),
+            "{tool}: every call ended as {outcome}"
+        );
+    }
+
+    // leaky drifts on purpose: it is quarantined and its whole output is the evidence,
+    // so guest output does reach tool-health.json, and what it saw is on record.
+    let h = read_json(&health);
+    let leaky = h["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .find(|t| t["name"] == "leaky")
+        .expect("leaky in tool health");
+    assert_eq!(leaky["quarantined"], true, "{leaky}");
+    let evidence = leaky["evidence"].to_string();
+    for seen in [
+        "env=unset",
+        "vars=0",
+        "link_abs=denied",
+        "link_up=denied",
+        "parent=denied",
+    ] {
+        assert!(evidence.contains(seen), "leaky saw something: {evidence}");
+    }
+    let quarantined: Vec<&str> = s["quarantined"]
+        .as_array()
+        .expect("quarantined")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(quarantined, ["leaky"], "only the drifting tool");
+
+    // Nothing of the host reaches any output.
+    let outputs = [
+        ("stdout", run.stdout.clone()),
+        ("stderr", run.stderr.clone().into_bytes()),
+        ("decisions", std::fs::read(&out).expect("decisions")),
+        ("tool health", std::fs::read(&health).expect("health")),
+        ("summary", std::fs::read(&summary).expect("summary")),
+    ];
+    for (name, bytes) in &outputs {
+        let text = String::from_utf8_lossy(bytes);
+        for secret in [&file_secret, &env_secret] {
+            assert!(!text.contains(secret.as_str()), "{name} leaks {secret}");
+        }
+        assert!(!text.contains("root:x:0:0"), "{name} leaks /etc/passwd");
+    }
+    // escape tried to create, overwrite, remove and mkdir in its mount.
+    assert_eq!(
+        snapshot(dir.path())
+            .into_iter()
+            .filter(|(p, _)| !outputs_file(p))
+            .collect::<BTreeMap<_, _>>(),
+        before
+    );
+}
+
+/// The files plangate was asked to write into the fixture dir.
+fn outputs_file(p: &Path) -> bool {
+    matches!(
+        p.file_name().and_then(OsStr::to_str),
+        Some("decisions.jsonl" | "tool-health.json" | "summary.json")
+    )
+}
