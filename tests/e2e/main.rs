@@ -18,3 +18,5 @@ mod demo;
 // Hostile guests (loops, bombs, floods, traps, escapes) as one `plangate eval` batch
 // (cases in tests/e2e/cases/hostile/).
 mod hostile;
+// `plangate demo --html`: the report renders in headless Chromium (scripts/setup).
+mod report;
