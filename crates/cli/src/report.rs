@@ -164,7 +164,8 @@ pub(crate) fn render(r: &DemoReport, points: &[TaskPoint]) -> String {
     let _ = writeln!(
         h,
         "<p>Share of a task&#39;s samples whose arguments equal the most common plan&#39;s. \
-         Correct plans should sit at 1.0, hallucinated ones spread below.</p>"
+         Correct plans should sit near 1.0 (a sample that slips an argument costs one bin) and \
+         hallucinated ones far below, where each sample made up its own argument.</p>"
     );
     h.push_str(&histogram_svg(r.samples, &histogram(r.samples, points)));
 
