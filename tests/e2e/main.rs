@@ -20,3 +20,6 @@ mod demo;
 mod hostile;
 // `plangate demo --html`: the report renders in headless Chromium (scripts/setup).
 mod report;
+// Malformed input (JSONTestSuite), broken catalogs and manifests, and the exit codes of
+// docs/errors.md, through the CLI.
+mod malformed;
