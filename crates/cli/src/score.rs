@@ -73,6 +73,9 @@ pub(crate) struct ScoreArgs {
     /// Reproduce the seed's code exactly, errors included (default entry point: gate).
     #[arg(long, value_name = "ENTRY", num_args = 0..=1, default_missing_value = "gate")]
     seed_compat: Option<SeedEntry>,
+    /// Threads deciding lines (default: one per core); output keeps input order.
+    #[arg(long, value_name = "N")]
+    jobs: Option<usize>,
     #[command(flatten)]
     thresholds: ThresholdArgs,
 }
@@ -216,46 +219,126 @@ pub(crate) fn skip_line(
     writeln!(out, "{record}").context("failed to write decisions")
 }
 
+/// Lines decided per parallel round: large enough to keep every core busy, small enough
+/// that memory stays flat however long the file is.
+const CHUNK: usize = 1024;
+
+/// What deciding one line produced, before it is written (in input order).
+enum Scored {
+    /// A record to write, and the verdict it carries (None: the seed's gate refused).
+    Record(String, Option<Verdict>),
+    /// The line is not a task.
+    Bad(plangate_gate::task::TaskError),
+}
+
+/// Everything a line is decided against; shared read-only by the workers.
+struct Scorer<'a> {
+    catalog: &'a Catalog,
+    states: std::collections::BTreeMap<String, decide::ToolState>,
+    opts: Options,
+    args: &'a ScoreArgs,
+}
+
+impl Scorer<'_> {
+    fn score(&self, line: &[u8]) -> Scored {
+        let task = match parse_task_line(line) {
+            Ok(t) => t,
+            Err(e) => return Scored::Bad(e),
+        };
+        if let Some(entry) = self.args.seed_compat {
+            let record = seed_record(&task, self.catalog, entry, &self.args.thresholds);
+            let verdict = match record.get("decision").and_then(serde_json::Value::as_str) {
+                Some("accept") => Some(Verdict::Accept),
+                Some("reject") => Some(Verdict::Reject),
+                Some(_) => Some(Verdict::Defer),
+                None => None,
+            };
+            return Scored::Record(record.to_string(), verdict);
+        }
+        if let Some(bad) = missing_result(&task) {
+            return Scored::Bad(plangate_gate::task::TaskError {
+                field: bad,
+                message: "no result or error: plangate score decides observed results; \
+                          use plangate eval to execute calls"
+                    .into(),
+                task_id: Some(task.task_id.clone()),
+            });
+        }
+        let prepared = decide::prepare(&task, self.catalog, None);
+        let d = decide::classify(&prepared, &self.states, &self.opts);
+        match serde_json::to_string(&d) {
+            Ok(json) => Scored::Record(json, Some(d.decision)),
+            // A decision always serializes; if it ever did not, say so for that line.
+            Err(e) => Scored::Bad(plangate_gate::task::TaskError {
+                field: String::new(),
+                message: format!("failed to write the decision: {e}"),
+                task_id: Some(task.task_id),
+            }),
+        }
+    }
+
+    /// Decides a chunk of lines on every core; results come back in input order.
+    fn score_chunk(&self, chunk: &[(usize, Vec<u8>)], jobs: usize) -> Vec<Scored> {
+        if jobs <= 1 || chunk.len() < 2 {
+            return chunk.iter().map(|(_, l)| self.score(l)).collect();
+        }
+        let per = chunk.len().div_ceil(jobs);
+        std::thread::scope(|s| {
+            let handles: Vec<_> = chunk
+                .chunks(per)
+                .map(|part| {
+                    s.spawn(move || part.iter().map(|(_, l)| self.score(l)).collect::<Vec<_>>())
+                })
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        })
+    }
+}
+
 pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
     check_distinct(args.out.as_deref(), &[&args.catalog, &args.samples])?;
     let catalog = load_catalog(&args.catalog)?;
     let input = open_samples(&args.samples)?;
     let mut out = open_out(args.out.as_deref())?;
     let source = source_name(&args.samples);
-    let opts = args.thresholds.options();
-    let states = decide::tool_states(&catalog);
+    let scorer = Scorer {
+        catalog: &catalog,
+        states: decide::tool_states(&catalog),
+        opts: args.thresholds.options(),
+        args: &args,
+    };
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let mut tally = Tally::default();
-    for_each_line(input, &mut tally, |number, line, tally| {
-        let task = match parse_task_line(line) {
-            Ok(t) => t,
-            Err(e) => return skip_line(&mut out, &source, number, &e, tally),
-        };
-        if let Some(entry) = args.seed_compat {
-            let record = seed_record(&task, &catalog, entry, &args.thresholds);
-            match record.get("decision").and_then(serde_json::Value::as_str) {
-                Some("accept") => tally.accept += 1,
-                Some("reject") => tally.reject += 1,
-                Some(_) => tally.defer += 1,
-                None => tally.refused += 1,
+    let mut chunk: Vec<(usize, Vec<u8>)> = Vec::with_capacity(CHUNK);
+    let mut flush = |chunk: &mut Vec<(usize, Vec<u8>)>, tally: &mut Tally| -> Result<()> {
+        for ((number, _), scored) in chunk.iter().zip(scorer.score_chunk(chunk, jobs)) {
+            match scored {
+                Scored::Record(json, verdict) => {
+                    match verdict {
+                        Some(v) => tally.count(v),
+                        None => tally.refused += 1,
+                    }
+                    writeln!(out, "{json}").context("failed to write decisions")?;
+                }
+                Scored::Bad(e) => skip_line(&mut out, &source, *number, &e, tally)?,
             }
-            return writeln!(out, "{record}").context("failed to write decisions");
         }
-        if let Some(bad) = missing_result(&task) {
-            let e = plangate_gate::task::TaskError {
-                field: bad,
-                message: "no result or error: plangate score decides observed results; \
-                          use plangate eval to execute calls"
-                    .into(),
-                task_id: Some(task.task_id.clone()),
-            };
-            return skip_line(&mut out, &source, number, &e, tally);
+        chunk.clear();
+        Ok(())
+    };
+    for_each_line(input, &mut tally, |number, line, tally| {
+        chunk.push((number, line.to_vec()));
+        if chunk.len() == CHUNK {
+            flush(&mut chunk, tally)?;
         }
-        let prepared = decide::prepare(&task, &catalog, None);
-        let d = decide::classify(&prepared, &states, &opts);
-        tally.count(d.decision);
-        serde_json::to_writer(&mut out, &d).context("failed to write decisions")?;
-        writeln!(out).context("failed to write decisions")
+        Ok(())
     })?;
+    flush(&mut chunk, &mut tally)?;
     out.flush().context("failed to write decisions")?;
     eprintln!("plangate: {}", tally.summary(&source));
     Ok(tally.exit_code())
