@@ -779,7 +779,7 @@ fn diff(path: &str, values: &[Option<&Value>], out: &mut Vec<DivergentPath>) {
         let names: BTreeSet<&String> = objs.iter().flat_map(|o| o.keys()).collect();
         for name in names {
             let sub: Vec<Option<&Value>> = objs.iter().map(|o| o.get(name)).collect();
-            diff(&format!("{path}{}", member(name)), &sub, out);
+            diff(&format!("{path}{}", path_member(name)), &sub, out);
         }
         return;
     }
@@ -804,7 +804,9 @@ fn diff(path: &str, values: &[Option<&Value>], out: &mut Vec<DivergentPath>) {
     });
 }
 
-fn member(name: &str) -> String {
+/// One step of a `$.a.b["odd key"]` path: `.name` for plain identifiers, else a
+/// bracketed JSON string, so every path plangate prints reads the same way.
+pub fn path_member(name: &str) -> String {
     let plain = !name.is_empty()
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
         && !name.starts_with(|c: char| c.is_ascii_digit());

@@ -3,6 +3,7 @@
 //! the declaration, anything else is drift, reported with where the outputs part.
 
 use plangate_gate::catalog::ToolSpec;
+use plangate_gate::decide::path_member as member;
 use plangate_gate::jcs;
 use plangate_gate::json::{Duplicates, Value, parse_with};
 use plangate_sandbox::CallRecord;
@@ -135,20 +136,6 @@ fn json_path(a: &Value, b: &Value, at: String) -> Option<String> {
             (x.len() != y.len()).then(|| format!("{at}[{}]", x.len().min(y.len())))
         }
         _ => (jcs::to_string(a) != jcs::to_string(b)).then_some(at),
-    }
-}
-
-fn member(name: &str) -> String {
-    let plain = !name.is_empty()
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        && !name.starts_with(|c: char| c.is_ascii_digit());
-    if plain {
-        format!(".{name}")
-    } else {
-        let mut s = String::from("[");
-        jcs::write_string(name, &mut s);
-        s.push(']');
-        s
     }
 }
 
