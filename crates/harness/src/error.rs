@@ -12,6 +12,18 @@ pub enum HarnessError {
         /// The tool.
         tool: String,
     },
+    /// A catalog tool's module file is not there (not built yet, or a wrong path).
+    #[error(
+        "tools[{index}].module: {path} does not exist (tool {tool:?}; build it first, e.g. scripts/build-tools)"
+    )]
+    ModuleMissing {
+        /// The tool's position in the catalog.
+        index: usize,
+        /// The tool.
+        tool: String,
+        /// The module path, resolved against the catalog's folder.
+        path: PathBuf,
+    },
     /// Two tools mount different folders (or modes) at one guest path; an epoch has one
     /// mount per guest path.
     #[error(

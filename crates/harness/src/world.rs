@@ -75,11 +75,20 @@ impl World {
         // One mount per guest path, in catalog order, so two runs declare them alike.
         let mut mounts: Vec<(MountSpec, String)> = Vec::new();
         let mut modules = Vec::new();
-        for t in catalog.tools() {
+        for (index, t) in catalog.tools().iter().enumerate() {
             let module = t.module.as_ref().ok_or_else(|| HarnessError::NoModule {
                 tool: t.name.clone(),
             })?;
-            modules.push(base_dir.join(module));
+            let path = base_dir.join(module);
+            // Said here with its catalog field, before the sandbox fails to hash it.
+            if !path.is_file() {
+                return Err(HarnessError::ModuleMissing {
+                    index,
+                    tool: t.name.clone(),
+                    path,
+                });
+            }
+            modules.push(path);
             for m in &t.mounts {
                 let spec = MountSpec {
                     host: base_dir.join(&m.host),
