@@ -329,7 +329,7 @@ pub fn prepare(
                 tool: call.tool.clone(),
                 args,
                 key,
-                result: call.observed.key().map(compact_key),
+                result: call.observed.key(),
             });
         }
         let plan_key = if bad {
@@ -347,23 +347,6 @@ pub fn prepare(
         samples,
         malformed,
     }
-}
-
-/// Result keys are only compared for equality, and a batch keeps one per call until
-/// phase two: a long one is kept as its SHA-256, so memory follows the number of calls,
-/// not the size of what tools print.
-fn compact_key(key: String) -> String {
-    use sha2::Digest;
-    if key.len() <= 64 {
-        return key;
-    }
-    let digest = sha2::Sha256::digest(key.as_bytes());
-    let mut out = String::with_capacity(71);
-    out.push_str("sha256:");
-    for b in digest {
-        out.push_str(&format!("{b:02x}"));
-    }
-    out
 }
 
 /// The modal key: (index of its first occurrence, count). Ties go to the first seen,
