@@ -356,7 +356,11 @@ fn broken_catalogs_and_manifests_exit_2_naming_the_file_and_the_field() {
         LIMIT,
     );
     assert_eq!(run.code, 2, "{}", run.stderr);
-    for w in ["missing-module.json", "tools[0].module", "nowhere/echo.wasm"] {
+    for w in [
+        "missing-module.json",
+        "tools[0].module",
+        "nowhere/echo.wasm",
+    ] {
         assert!(run.stderr.contains(w), "no {w:?}: {}", run.stderr);
     }
     let run = score(&missing, &samples, &[]);
