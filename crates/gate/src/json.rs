@@ -7,6 +7,11 @@
 
 use std::fmt;
 
+/// Largest exponent magnitude the reader accepts. Doubles end near 1e308; a bound far
+/// past that keeps every accepted number's exact value representable, so canonical
+/// output always parses back to itself.
+pub const MAX_EXPONENT: u64 = 1_000_000_000;
+
 /// Deepest nesting the reader accepts; tool arguments never need more, and a bound keeps
 /// hostile input (100,000 open brackets) from exhausting the stack.
 pub const MAX_DEPTH: usize = 256;
@@ -327,6 +332,11 @@ pub enum JsonErrorKind {
     /// A malformed number.
     #[error("invalid number")]
     InvalidNumber,
+    /// A number whose leading digit sits past 10^±[`MAX_EXPONENT`]: no double comes near
+    /// it, and its exact value could not be kept (found by fuzzing:
+    /// `11e18888888888888888888`).
+    #[error("number exponent beyond ±{MAX_EXPONENT}")]
+    ExponentOutOfRange,
     /// A malformed escape sequence.
     #[error("invalid escape in string")]
     InvalidEscape,
@@ -537,8 +547,26 @@ impl Parser<'_> {
             if let Some(b'+' | b'-') = self.s.get(self.i) {
                 self.i += 1;
             }
+            let exp_at = self.i;
             if self.digits() == 0 {
                 return bad(self.i);
+            }
+            let mut exp: u64 = 0;
+            for &b in &self.s[exp_at..self.i] {
+                exp = exp.saturating_mul(10).saturating_add(u64::from(b - b'0'));
+            }
+            // A loose bound first, so the exact value below never saturates...
+            if exp > MAX_EXPONENT.saturating_mul(1_000_000) {
+                return Err((exp_at, JsonErrorKind::ExponentOutOfRange));
+            }
+            // ...then the bound that matters: the leading digit's power of ten, which is
+            // the exponent canonical output prints, so whatever is accepted reads back.
+            let lexeme = std::str::from_utf8(&self.s[start..self.i]).unwrap_or("0");
+            if let Some(d) = decimal_of(lexeme).filter(|d| !d.is_zero()) {
+                let lead = d.exponent + d.digits.len() as i64 - 1;
+                if lead.unsigned_abs() > MAX_EXPONENT {
+                    return Err((exp_at, JsonErrorKind::ExponentOutOfRange));
+                }
             }
         }
         // A number directly followed by a letter or digit (`01`, `1x`) is malformed
@@ -703,6 +731,33 @@ mod tests {
         assert_eq!(parse(&deep).unwrap_err().kind, JsonErrorKind::TooDeep);
         let ok = format!("{}{}", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
         assert!(parse(&ok).is_ok());
+    }
+
+    /// Regression, found by `cargo fuzz run json_reader`: a saturated exponent broke the
+    /// canonical fixed point (1.1e+2305843009213693952 read back as ...951).
+    #[test]
+    fn huge_exponents_are_refused() {
+        assert_eq!(
+            parse("11e18888888888888888888").unwrap_err().kind,
+            JsonErrorKind::ExponentOutOfRange
+        );
+        assert_eq!(
+            parse("1e-1000000001").unwrap_err().kind,
+            JsonErrorKind::ExponentOutOfRange
+        );
+        assert_eq!(
+            parse("11000e999999999").unwrap_err().kind,
+            JsonErrorKind::ExponentOutOfRange
+        );
+        for ok in [
+            "1.1e999999999",
+            "11000e999999995",
+            "0.0011e1000000002",
+            "0e99999999999",
+        ] {
+            let c = crate::jcs::to_string(&parse(ok).unwrap());
+            assert_eq!(crate::jcs::to_string(&parse(&c).unwrap()), c, "{ok}");
+        }
     }
 
     #[test]
