@@ -6,7 +6,11 @@ use libfuzzer_sys::fuzz_target;
 use plangate_gate::{jcs, json};
 
 fuzz_target!(|data: &[u8]| {
-    for mode in [json::Duplicates::Refuse, json::Duplicates::LastWins, json::Duplicates::Flag] {
+    for mode in [
+        json::Duplicates::Refuse,
+        json::Duplicates::LastWins,
+        json::Duplicates::Flag,
+    ] {
         match json::parse_with(data, mode) {
             Ok(v) => {
                 let c = jcs::to_string(&v);

@@ -19,22 +19,14 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::score::{
-    Tally, ThresholdArgs, check_distinct, for_each_line, load_catalog, open_out, open_samples,
-    skip_line, source_name,
+    IoArgs, Tally, ThresholdArgs, check_distinct, for_each_line, load_catalog, open_out,
+    open_samples, skip_line, source_name,
 };
 
 #[derive(Debug, Args)]
 pub(crate) struct EvalArgs {
-    /// Tool catalog (JSON: native, MCP tools/list, or OpenAI tools array); module and
-    /// mount paths are relative to it.
-    #[arg(long, value_name = "FILE")]
-    catalog: PathBuf,
-    /// Samples, one task per line (JSONL); `-` reads standard input.
-    #[arg(long, value_name = "FILE")]
-    samples: PathBuf,
-    /// Write decisions here instead of standard output.
-    #[arg(long, value_name = "FILE")]
-    out: Option<PathBuf>,
+    #[command(flatten)]
+    io: IoArgs,
     /// Replay this epoch manifest instead of pinning a new epoch.
     #[arg(long, value_name = "FILE")]
     epoch: Option<PathBuf>,
@@ -122,29 +114,29 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
         &args.tool_health,
         &args.junit,
         &args.summary_json,
-        &args.out,
+        &args.io.out,
     ]
     .into_iter()
     .flatten()
     .map(PathBuf::as_path)
     .collect();
-    let mut inputs: Vec<&Path> = vec![&args.catalog, &args.samples];
+    let mut inputs: Vec<&Path> = vec![&args.io.catalog, &args.io.samples];
     inputs.extend(args.epoch.as_deref());
     inputs.extend(args.quarantine.as_deref());
     for o in &outputs {
         check_distinct(Some(o), &inputs)?;
     }
-    let catalog = load_catalog(&args.catalog)?;
+    let catalog = load_catalog(&args.io.catalog)?;
     let manifest = args.epoch.as_deref().map(read_manifest).transpose()?;
     let quarantine = args
         .quarantine
         .as_deref()
         .map(read_quarantine)
         .transpose()?;
-    let input = open_samples(&args.samples)?;
+    let input = open_samples(&args.io.samples)?;
     let world = World::build(
         &catalog,
-        &catalog_dir(&args.catalog),
+        &catalog_dir(&args.io.catalog),
         WorldOptions {
             manifest,
             seed: args.seed,
@@ -156,7 +148,7 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
             ..WorldOptions::default()
         },
     )
-    .with_context(|| format!("failed to pin an epoch for {}", args.catalog.display()))?;
+    .with_context(|| format!("failed to pin an epoch for {}", args.io.catalog.display()))?;
     if let Some(file) = &args.write_epoch {
         write_json(file, world.epoch().manifest())?;
     }
@@ -174,7 +166,7 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
     let eval = Eval::start(&world, &catalog, opts);
     let probed = started.elapsed();
 
-    let source = source_name(&args.samples);
+    let source = source_name(&args.io.samples);
     let mut tally = Tally::default();
     let mut skipped: Vec<(usize, TaskError)> = Vec::new();
     let bar = progress();
@@ -195,7 +187,7 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
     let executed = started.elapsed();
 
     let finished = eval.finish()?;
-    let mut out = open_out(args.out.as_deref())?;
+    let mut out = open_out(args.io.out.as_deref())?;
     let mut junit = args.junit.as_ref().map(|_| TestSuite::new("plangate eval"));
     let mut skipped = skipped.into_iter().peekable();
     let mut labels: std::collections::BTreeMap<String, [usize; 3]> = Default::default();

@@ -59,17 +59,25 @@ impl ThresholdArgs {
     }
 }
 
-#[derive(Debug, Args)]
-pub(crate) struct ScoreArgs {
-    /// Tool catalog (JSON: native, MCP tools/list, or OpenAI tools array).
+/// The files every deciding command reads and writes.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct IoArgs {
+    /// Tool catalog (JSON: native, MCP tools/list, or OpenAI tools array); module and
+    /// mount paths are relative to it.
     #[arg(long, value_name = "FILE")]
-    catalog: PathBuf,
+    pub(crate) catalog: PathBuf,
     /// Samples, one task per line (JSONL); `-` reads standard input.
     #[arg(long, value_name = "FILE")]
-    samples: PathBuf,
+    pub(crate) samples: PathBuf,
     /// Write decisions here instead of standard output.
     #[arg(long, value_name = "FILE")]
-    out: Option<PathBuf>,
+    pub(crate) out: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ScoreArgs {
+    #[command(flatten)]
+    io: IoArgs,
     /// Reproduce the seed's code exactly, errors included (default entry point: gate).
     #[arg(long, value_name = "ENTRY", num_args = 0..=1, default_missing_value = "gate")]
     seed_compat: Option<SeedEntry>,
@@ -299,11 +307,14 @@ impl Scorer<'_> {
 }
 
 pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
-    check_distinct(args.out.as_deref(), &[&args.catalog, &args.samples])?;
-    let catalog = load_catalog(&args.catalog)?;
-    let input = open_samples(&args.samples)?;
-    let mut out = open_out(args.out.as_deref())?;
-    let source = source_name(&args.samples);
+    check_distinct(
+        args.io.out.as_deref(),
+        &[&args.io.catalog, &args.io.samples],
+    )?;
+    let catalog = load_catalog(&args.io.catalog)?;
+    let input = open_samples(&args.io.samples)?;
+    let mut out = open_out(args.io.out.as_deref())?;
+    let source = source_name(&args.io.samples);
     let scorer = Scorer {
         catalog: &catalog,
         states: decide::tool_states(&catalog),
