@@ -23,3 +23,5 @@ mod report;
 // Malformed input (JSONTestSuite), broken catalogs and manifests, and the exit codes of
 // docs/errors.md, through the CLI.
 mod malformed;
+// `plangate score` on the README example, with the naive baseline in its summary.
+mod score;

@@ -8,15 +8,23 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
+use plangate_gate::baseline::naive;
 use plangate_gate::catalog::Catalog;
 use plangate_gate::decide::{self, Options, Verdict};
 use plangate_gate::json::{self, Value};
 use plangate_gate::seed::{self, SeedOptions, SeedTool};
 use plangate_gate::stats::Ratio;
-use plangate_gate::task::{Arguments, Task, parse_task_line};
+use plangate_gate::task::{Arguments, Label, Task, parse_task_line};
 use serde_json::json;
 
 use crate::exit;
+
+/// A scorer to compare the gate against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Baseline {
+    /// One agreement over raw arguments and results together, reject below 0.80.
+    Naive,
+}
 
 /// Which of the seed's two entry points `--seed-compat` reproduces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -78,6 +86,11 @@ pub(crate) struct IoArgs {
 pub(crate) struct ScoreArgs {
     #[command(flatten)]
     io: IoArgs,
+    /// Also score every task the naive way (one raw agreement over arguments and results,
+    /// reject below --arg-accept) and compare in the summary; on by itself for labelled
+    /// tasks.
+    #[arg(long, value_enum, value_name = "SCORER")]
+    baseline: Option<Baseline>,
     /// Reproduce the seed's code exactly, errors included (default entry point: gate).
     #[arg(long, value_name = "ENTRY", num_args = 0..=1, default_missing_value = "gate")]
     seed_compat: Option<SeedEntry>,
@@ -138,6 +151,64 @@ pub(crate) struct Tally {
     pub(crate) refused: usize,
     /// Lines that could not be read as a task.
     pub(crate) skipped: usize,
+    /// The naive scorer beside the gate, when asked for or when tasks carry labels.
+    pub(crate) baseline: BaselineTally,
+}
+
+/// Rejections by the gate and by the naive scorer (design.md section 8), and how many
+/// of them were labelled correct: the false-positive share of each.
+#[derive(Debug, Default)]
+pub(crate) struct BaselineTally {
+    tasks: usize,
+    labelled: usize,
+    gate_rejected: usize,
+    gate_rejected_correct: usize,
+    naive_rejected: usize,
+    naive_rejected_correct: usize,
+}
+
+impl BaselineTally {
+    fn count(&mut self, gate: Verdict, naive: Verdict, label: Option<Label>) {
+        self.tasks += 1;
+        self.labelled += usize::from(label.is_some());
+        let correct = label == Some(Label::Correct);
+        if gate == Verdict::Reject {
+            self.gate_rejected += 1;
+            self.gate_rejected_correct += usize::from(correct);
+        }
+        if naive == Verdict::Reject {
+            self.naive_rejected += 1;
+            self.naive_rejected_correct += usize::from(correct);
+        }
+    }
+
+    /// One line for the summary, or None when no task was compared.
+    pub(crate) fn line(&self) -> Option<String> {
+        if self.tasks == 0 {
+            return None;
+        }
+        let side = |rejected: usize, correct: usize| {
+            if self.labelled == 0 {
+                format!("rejected {rejected}")
+            } else {
+                let share = if rejected == 0 {
+                    0.0
+                } else {
+                    100.0 * correct as f64 / rejected as f64
+                };
+                format!(
+                    "rejected {rejected}, {correct} of them labelled correct ({share:.1}% false positives)"
+                )
+            }
+        };
+        Some(format!(
+            "{} tasks ({} labelled): gate {}; naive scorer {}",
+            self.tasks,
+            self.labelled,
+            side(self.gate_rejected, self.gate_rejected_correct),
+            side(self.naive_rejected, self.naive_rejected_correct)
+        ))
+    }
 }
 
 impl Tally {
@@ -233,8 +304,9 @@ const CHUNK: usize = 1024;
 
 /// What deciding one line produced, before it is written (in input order).
 enum Scored {
-    /// A record to write, and the verdict it carries (None: the seed's gate refused).
-    Record(String, Option<Verdict>),
+    /// A record to write, the verdict it carries (None: the seed's gate refused), and
+    /// the naive scorer's verdict with the task's label when they are compared.
+    Record(String, Option<Verdict>, Option<(Verdict, Option<Label>)>),
     /// The line is not a task.
     Bad(plangate_gate::task::TaskError),
 }
@@ -261,7 +333,7 @@ impl Scorer<'_> {
                 Some(_) => Some(Verdict::Defer),
                 None => None,
             };
-            return Scored::Record(record.to_string(), verdict);
+            return Scored::Record(record.to_string(), verdict, None);
         }
         if let Some(bad) = missing_result(&task) {
             return Scored::Bad(plangate_gate::task::TaskError {
@@ -274,8 +346,10 @@ impl Scorer<'_> {
         }
         let prepared = decide::prepare(&task, self.catalog, None);
         let d = decide::classify(&prepared, &self.states, &self.opts);
+        let compared = (self.args.baseline.is_some() || task.label.is_some())
+            .then(|| (naive(&task, self.opts.arg_accept).decision, task.label));
         match serde_json::to_string(&d) {
-            Ok(json) => Scored::Record(json, Some(d.decision)),
+            Ok(json) => Scored::Record(json, Some(d.decision), compared),
             // A decision always serializes; if it ever did not, say so for that line.
             Err(e) => Scored::Bad(plangate_gate::task::TaskError {
                 field: String::new(),
@@ -329,10 +403,13 @@ pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
     let mut flush = |chunk: &mut Vec<(usize, Vec<u8>)>, tally: &mut Tally| -> Result<()> {
         for ((number, _), scored) in chunk.iter().zip(scorer.score_chunk(chunk, jobs)) {
             match scored {
-                Scored::Record(json, verdict) => {
+                Scored::Record(json, verdict, compared) => {
                     match verdict {
                         Some(v) => tally.count(v),
                         None => tally.refused += 1,
+                    }
+                    if let (Some(gate), Some((naive, label))) = (verdict, compared) {
+                        tally.baseline.count(gate, naive, label);
                     }
                     writeln!(out, "{json}").context("failed to write decisions")?;
                 }
@@ -352,6 +429,9 @@ pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
     flush(&mut chunk, &mut tally)?;
     out.flush().context("failed to write decisions")?;
     eprintln!("plangate: {}", tally.summary(&source));
+    if let Some(line) = tally.baseline.line() {
+        eprintln!("plangate: {line}");
+    }
     Ok(tally.exit_code())
 }
 
