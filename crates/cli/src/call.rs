@@ -45,18 +45,36 @@ pub(crate) struct CallArgs {
     /// The epoch's random seed (a new epoch only).
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Fuel: the deterministic CPU budget.
+    #[command(flatten)]
+    limits: LimitArgs,
+}
+
+/// Per-call limits, shared by every command that runs tools.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct LimitArgs {
+    /// Fuel per call: the deterministic CPU budget.
     #[arg(long, default_value_t = Limits::default().fuel)]
     fuel: u64,
-    /// Linear memory limit, MiB.
+    /// Linear memory limit per call, MiB.
     #[arg(long, default_value_t = Limits::default().memory_mb)]
     memory_mb: u64,
-    /// Wall-time limit, ms.
+    /// Wall-time limit per call, ms (a safety net; fuel is the deterministic bound).
     #[arg(long, default_value_t = Limits::default().wall_ms)]
     timeout_ms: u64,
-    /// Bytes of stdout (and of stderr) kept before the call ends as `output_limit`.
+    /// Bytes of stdout (and of stderr) kept before a call ends as `output_limit`.
     #[arg(long, default_value_t = Limits::default().output_bytes)]
     output_bytes: usize,
+}
+
+impl LimitArgs {
+    pub(crate) fn limits(&self) -> Limits {
+        Limits {
+            fuel: self.fuel,
+            memory_mb: self.memory_mb,
+            wall_ms: self.timeout_ms,
+            output_bytes: self.output_bytes,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -170,12 +188,7 @@ pub(crate) fn run(args: CallArgs) -> Result<u8> {
     }
     let sandbox = Sandbox::new(SandboxConfig::default(), epoch)?;
     let tool = sandbox.load_tool(&spec)?;
-    let limits = Limits {
-        fuel: args.fuel,
-        memory_mb: args.memory_mb,
-        wall_ms: args.timeout_ms,
-        output_bytes: args.output_bytes,
-    };
+    let limits = args.limits.limits();
     let record = sandbox.call(&tool, args.args.as_bytes(), &limits);
 
     let mut out = Map::new();

@@ -13,11 +13,12 @@ use indicatif::{ProgressBar, ProgressStyle};
 use plangate_gate::decide::{Decision, Verdict};
 use plangate_gate::task::{TaskError, parse_task_line};
 use plangate_harness::{Eval, EvalOptions, Finished, World, WorldOptions, read_quarantine};
-use plangate_sandbox::{EpochManifest, Limits};
+use plangate_sandbox::EpochManifest;
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 use serde::Serialize;
 use serde_json::json;
 
+use crate::call::LimitArgs;
 use crate::score::{
     IoArgs, Tally, ThresholdArgs, check_distinct, for_each_line, load_catalog, open_out,
     open_samples, skip_line, source_name,
@@ -55,12 +56,8 @@ pub(crate) struct EvalArgs {
     /// Worker threads executing calls (default: one per core).
     #[arg(long, value_name = "N")]
     jobs: Option<usize>,
-    /// Fuel per call: the deterministic CPU budget.
-    #[arg(long, default_value_t = Limits::default().fuel)]
-    fuel: u64,
-    /// Wall-time limit per call, ms.
-    #[arg(long, default_value_t = Limits::default().wall_ms)]
-    timeout_ms: u64,
+    #[command(flatten)]
+    limits: LimitArgs,
     #[command(flatten)]
     thresholds: ThresholdArgs,
 }
@@ -140,11 +137,7 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
         WorldOptions {
             manifest,
             seed: args.seed,
-            limits: Limits {
-                fuel: args.fuel,
-                wall_ms: args.timeout_ms,
-                ..Limits::default()
-            },
+            limits: args.limits.limits(),
             ..WorldOptions::default()
         },
     )
