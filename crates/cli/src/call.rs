@@ -8,7 +8,8 @@ use anyhow::{Context, Result, bail};
 use base64::Engine as _;
 use clap::{Args, ValueEnum};
 use plangate_sandbox::{
-    Epoch, EpochManifest, Limits, Mode, MountSpec, Outcome, Sandbox, SandboxConfig, ToolSpec,
+    Epoch, EpochManifest, Limits, Mode, MountMismatch, MountSpec, Outcome, Sandbox, SandboxConfig,
+    ToolSpec,
 };
 use serde_json::{Map, Value, json};
 
@@ -89,13 +90,7 @@ enum ModeArg {
     Live,
 }
 
-struct MountArg {
-    host: PathBuf,
-    guest: String,
-    mode: Mode,
-}
-
-fn parse_mount(spec: &str) -> Result<MountArg> {
+fn parse_mount(spec: &str) -> Result<MountSpec> {
     let (rest, mode) = if let Some(r) = spec.strip_suffix(":live") {
         (r, Mode::Live)
     } else if let Some(r) = spec.strip_suffix(":pinned") {
@@ -110,7 +105,7 @@ fn parse_mount(spec: &str) -> Result<MountArg> {
     if host.is_empty() || !guest.starts_with('/') {
         bail!("--mount `{spec}`: the host path is empty or the guest path is not absolute");
     }
-    Ok(MountArg {
+    Ok(MountSpec {
         host: PathBuf::from(host),
         guest: guest.to_owned(),
         mode,
@@ -129,41 +124,21 @@ pub(crate) fn run(args: CallArgs) -> Result<u8> {
                 .with_context(|| format!("failed to read epoch manifest `{}`", file.display()))?;
             let manifest: EpochManifest = serde_json::from_str(&text)
                 .with_context(|| format!("failed to parse epoch manifest `{}`", file.display()))?;
-            let hosts = manifest
-                .mounts
-                .iter()
-                .map(|rec| {
-                    mounts
-                        .iter()
-                        .find(|m| m.guest == rec.guest)
-                        .map(|m| m.host.clone())
-                        .with_context(|| {
-                            format!(
-                                "the epoch manifest mounts `{}`: give it with --mount HOST:{}",
-                                rec.guest, rec.guest
-                            )
-                        })
-                })
-                .collect::<Result<Vec<_>>>()?;
-            if let Some(extra) = mounts
-                .iter()
-                .find(|m| !manifest.mounts.iter().any(|r| r.guest == m.guest))
-            {
-                bail!(
+            let hosts = manifest.mount_hosts(&mounts).map_err(|m| match m {
+                MountMismatch::NotGiven { guest } => anyhow::anyhow!(
+                    "the epoch manifest mounts `{guest}`: give it with --mount HOST:{guest}"
+                ),
+                MountMismatch::NotRecorded { index } => anyhow::anyhow!(
                     "--mount at `{}` is not one of the epoch manifest's mounts",
-                    extra.guest
-                );
-            }
+                    mounts[index].guest
+                ),
+            })?;
             Epoch::from_manifest(manifest, &hosts, None)?
         }
         None => {
             let mut b = Epoch::builder().seed(args.seed).module(&args.module);
             for m in &mounts {
-                b = b.mount(MountSpec {
-                    host: m.host.clone(),
-                    guest: m.guest.clone(),
-                    mode: m.mode,
-                });
+                b = b.mount(m.clone());
             }
             b.build()?
         }

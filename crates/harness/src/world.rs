@@ -3,12 +3,12 @@
 //! and every decision can name one epoch id.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use plangate_gate::catalog::{Catalog, SourceMode};
 use plangate_sandbox::{
-    CallRecord, Epoch, EpochManifest, Limits, Mode, MountSpec, Sandbox, SandboxConfig, Tool,
-    ToolSpec,
+    CallRecord, Epoch, EpochManifest, Limits, Mode, MountMismatch, MountSpec, Sandbox,
+    SandboxConfig, Tool, ToolSpec,
 };
 
 use crate::error::HarnessError;
@@ -110,31 +110,18 @@ impl World {
         }
         let epoch = match opts.manifest {
             Some(manifest) => {
-                let hosts = manifest
-                    .mounts
-                    .iter()
-                    .map(|rec| {
-                        mounts
-                            .iter()
-                            .find(|(s, _)| s.guest == rec.guest)
-                            .map(|(s, _)| s.host.clone())
-                            .ok_or_else(|| {
-                                HarnessError::ManifestMismatch(format!(
-                                    "it mounts {} and no catalog tool does",
-                                    rec.guest
-                                ))
-                            })
+                let specs: Vec<MountSpec> = mounts.iter().map(|(s, _)| s.clone()).collect();
+                let hosts = manifest.mount_hosts(&specs).map_err(|m| {
+                    HarnessError::ManifestMismatch(match m {
+                        MountMismatch::NotGiven { guest } => {
+                            format!("it mounts {guest} and no catalog tool does")
+                        }
+                        MountMismatch::NotRecorded { index } => format!(
+                            "tool {:?} mounts {} and the manifest does not",
+                            mounts[index].1, mounts[index].0.guest
+                        ),
                     })
-                    .collect::<Result<Vec<PathBuf>, _>>()?;
-                if let Some((s, tool)) = mounts
-                    .iter()
-                    .find(|(s, _)| !manifest.mounts.iter().any(|r| r.guest == s.guest))
-                {
-                    return Err(HarnessError::ManifestMismatch(format!(
-                        "tool {tool:?} mounts {} and the manifest does not",
-                        s.guest
-                    )));
-                }
+                })?;
                 Epoch::from_manifest(manifest, &hosts, None)?
             }
             None => {

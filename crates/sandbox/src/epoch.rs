@@ -83,11 +83,56 @@ pub struct EpochManifest {
     pub wasmtime_version: String,
 }
 
+/// How the mounts given for a replay fail to match a manifest's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MountMismatch {
+    /// The manifest records a mount at `guest` and none was given.
+    NotGiven {
+        /// The recorded guest path.
+        guest: String,
+    },
+    /// The given mount at this index is not one the manifest records.
+    NotRecorded {
+        /// Index into the given mounts.
+        index: usize,
+    },
+}
+
 impl EpochManifest {
     /// The manifest as canonical JSON (sorted keys, no whitespace).
     pub fn canonical_json(&self) -> String {
         let value = serde_json::to_value(self).expect("a manifest always serializes");
         to_canonical_string(&value)
+    }
+
+    /// The host folder for each of this manifest's mounts, in manifest order, taken from
+    /// `mounts` by guest path: what [`Epoch::from_manifest`] needs to replay it. Every
+    /// recorded mount must be given and nothing else, or the replay would not be this
+    /// epoch.
+    pub fn mount_hosts(
+        &self,
+        mounts: &[MountSpec],
+    ) -> std::result::Result<Vec<PathBuf>, MountMismatch> {
+        let hosts = self
+            .mounts
+            .iter()
+            .map(|rec| {
+                mounts
+                    .iter()
+                    .find(|m| m.guest == rec.guest)
+                    .map(|m| m.host.clone())
+                    .ok_or_else(|| MountMismatch::NotGiven {
+                        guest: rec.guest.clone(),
+                    })
+            })
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        match mounts
+            .iter()
+            .position(|m| !self.mounts.iter().any(|r| r.guest == m.guest))
+        {
+            Some(index) => Err(MountMismatch::NotRecorded { index }),
+            None => Ok(hosts),
+        }
     }
 
     /// The epoch id: the sha256 hex of [`Self::canonical_json`].
@@ -697,6 +742,45 @@ mod tests {
         m2.clock_step_ns = 1;
         assert_ne!(m.id(), m2.id());
         assert_eq!(m.id().len(), 64);
+    }
+
+    #[test]
+    fn replay_mounts_match_by_guest_path_both_ways() {
+        let rec = |g: &str| MountRecord {
+            guest: g.into(),
+            mode: Mode::Pinned,
+            digest: "sha256:0".into(),
+        };
+        let spec = |h: &str, g: &str| MountSpec {
+            host: h.into(),
+            guest: g.into(),
+            mode: Mode::Pinned,
+        };
+        let m = EpochManifest {
+            format: 1,
+            instant_unix_ns: "5".into(),
+            clock_step_ns: 0,
+            seed: "0".into(),
+            env: BTreeMap::new(),
+            argv: vec![],
+            mounts: vec![rec("/a"), rec("/b")],
+            modules: vec![],
+            plangate_version: "0".into(),
+            wasmtime_version: "48".into(),
+        };
+        // Given in another order, returned in the manifest's.
+        let hosts = m
+            .mount_hosts(&[spec("hb", "/b"), spec("ha", "/a")])
+            .unwrap();
+        assert_eq!(hosts, vec![PathBuf::from("ha"), PathBuf::from("hb")]);
+        assert_eq!(
+            m.mount_hosts(&[spec("ha", "/a")]),
+            Err(MountMismatch::NotGiven { guest: "/b".into() })
+        );
+        assert_eq!(
+            m.mount_hosts(&[spec("ha", "/a"), spec("hb", "/b"), spec("hc", "/c")]),
+            Err(MountMismatch::NotRecorded { index: 2 })
+        );
     }
 
     #[test]

@@ -72,7 +72,8 @@ mod scrub;
 
 pub use epoch::{
     DEFAULT_CLOCK_STEP_NS, DEFAULT_INSTANT_UNIX_NS, Epoch, EpochBuilder, EpochManifest, LiveCheck,
-    MANIFEST_FORMAT, Mode, MountRecord, MountSpec, PLANGATE_VERSION, WASMTIME_VERSION, digest_tree,
+    MANIFEST_FORMAT, Mode, MountMismatch, MountRecord, MountSpec, PLANGATE_VERSION,
+    WASMTIME_VERSION, digest_tree,
 };
 pub use error::{Error, Result};
 pub use sandbox::{
