@@ -336,11 +336,7 @@ fn parse_anthropic_message(o: &Object, field: &str) -> Result<Sample, TaskError>
         }
         no_duplicates(b, &at)?;
         let tool = tool_name(b, "name", &at)?;
-        let arguments = Arguments::Json(
-            b.get("input")
-                .cloned()
-                .unwrap_or_else(|| Value::Object(Object::new())),
-        );
+        let arguments = json_arguments(b, "input");
         calls.push(foreign_call(tool, arguments));
     }
     Ok(Sample {
@@ -362,17 +358,22 @@ fn parse_mcp_calls(items: &[Value], field: &str) -> Result<Sample, TaskError> {
         })?;
         known_fields(o, &at, &["name", "arguments", "_meta"])?;
         let tool = tool_name(o, "name", &at)?;
-        let arguments = Arguments::Json(
-            o.get("arguments")
-                .cloned()
-                .unwrap_or_else(|| Value::Object(Object::new())),
-        );
+        let arguments = json_arguments(o, "arguments");
         calls.push(foreign_call(tool, arguments));
     }
     Ok(Sample {
         calls,
         malformed: None,
     })
+}
+
+/// The arguments under `key` as written; a call that gives none passes `{}`.
+fn json_arguments(o: &Object, key: &str) -> Arguments {
+    Arguments::Json(
+        o.get(key)
+            .cloned()
+            .unwrap_or_else(|| Value::Object(Object::new())),
+    )
 }
 
 fn parse_call(c: &Value, field: &str) -> Result<Call, TaskError> {
@@ -386,10 +387,7 @@ fn parse_call(c: &Value, field: &str) -> Result<Call, TaskError> {
     };
     // Arguments that are not an object are the model's mistake, not the file's: the
     // sample becomes malformed (canonicalization says so), the task is still decided.
-    let arguments = match o.get("arguments") {
-        Some(v) => Arguments::Json(v.clone()),
-        None => Arguments::Json(Value::Object(Object::new())),
-    };
+    let arguments = json_arguments(o, "arguments");
     let observed = match (o.get("result"), o.get("error")) {
         (Some(_), Some(_)) => {
             return Err(err(field, "a call has a result or an error, not both"));
