@@ -70,26 +70,30 @@ fn excerpt(b: &[u8]) -> String {
     String::from_utf8_lossy(cut).trim().to_string()
 }
 
+/// A call record as the tests of this crate need one: the outcome and stdout set, the
+/// rest plain.
+#[cfg(test)]
+pub(crate) fn test_record(outcome: Outcome, stdout: &str) -> CallRecord {
+    CallRecord {
+        outcome,
+        exit_code: match outcome {
+            Outcome::Exit { code } => Some(code),
+            _ => None,
+        },
+        stdout: stdout.as_bytes().to_vec(),
+        stderr: Vec::new(),
+        fuel_used: 7,
+        wall: std::time::Duration::from_millis(3),
+        detail: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use plangate_sandbox::TrapKind;
-    use std::time::Duration;
 
-    fn rec(outcome: Outcome, stdout: &str) -> CallRecord {
-        CallRecord {
-            outcome,
-            exit_code: match outcome {
-                Outcome::Exit { code } => Some(code),
-                _ => None,
-            },
-            stdout: stdout.as_bytes().to_vec(),
-            stderr: Vec::new(),
-            fuel_used: 7,
-            wall: Duration::from_millis(3),
-            detail: None,
-        }
-    }
+    use test_record as rec;
 
     #[test]
     fn records_map_to_observations() {

@@ -143,18 +143,9 @@ fn json_path(a: &Value, b: &Value, at: String) -> Option<String> {
 mod tests {
     use super::*;
     use plangate_sandbox::Outcome;
-    use std::time::Duration;
 
     fn rec(stdout: &str) -> CallRecord {
-        CallRecord {
-            outcome: Outcome::Exit { code: 0 },
-            exit_code: Some(0),
-            stdout: stdout.as_bytes().to_vec(),
-            stderr: Vec::new(),
-            fuel_used: 1,
-            wall: Duration::from_millis(1),
-            detail: None,
-        }
+        crate::observe::test_record(Outcome::Exit { code: 0 }, stdout)
     }
 
     #[test]
