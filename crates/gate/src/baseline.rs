@@ -3,7 +3,7 @@
 //! `json.dumps` equality), reject below 0.80. It conflates a fabricated argument with a
 //! flaky tool, which is the whole point of comparing against it.
 
-use crate::decide::{Agreement, Verdict};
+use crate::decide::{Agreement, Verdict, modal};
 use crate::seed::dumps_key;
 use crate::stats::Ratio;
 use crate::task::{Arguments, Task};
@@ -42,15 +42,7 @@ pub fn naive(task: &Task, threshold: Ratio) -> NaiveDecision {
         })
         .collect();
     let n = keys.len();
-    let mut sorted = keys;
-    sorted.sort_unstable();
-    let mut best = 0;
-    let mut i = 0;
-    while i < sorted.len() {
-        let run = sorted[i..].iter().take_while(|k| **k == sorted[i]).count();
-        best = best.max(run);
-        i += run;
-    }
+    let best = modal(keys.iter().map(String::as_str)).map_or(0, |(_, count)| count);
     let agreement = Agreement::new(best, n);
     let decision = if n > 0 && threshold.met_by(best, n) {
         Verdict::Accept

@@ -351,7 +351,7 @@ pub fn prepare(
 
 /// The modal key: (index of its first occurrence, count). Ties go to the first seen,
 /// so the choice is reproducible.
-fn modal<'a>(keys: impl Iterator<Item = &'a str>) -> Option<(usize, usize)> {
+pub(crate) fn modal<'a>(keys: impl Iterator<Item = &'a str>) -> Option<(usize, usize)> {
     let mut counts: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
     for (i, k) in keys.enumerate() {
         counts.entry(k).or_insert((i, 0)).1 += 1;

@@ -4,6 +4,7 @@
 //! equality: `1` and `1.0` differ, no schema, no path or ID normalization; float
 //! thresholds). Use [`crate::decide`] for decisions.
 
+use crate::decide::modal;
 use crate::json::{Number, Value};
 
 /// `ToolSchema` of the seed.
@@ -122,15 +123,7 @@ pub fn agreements(samples: &[(Value, Value)]) -> (f64, f64) {
         return (0.0, 0.0);
     }
     let share = |keys: Vec<String>| {
-        let mut sorted = keys;
-        sorted.sort();
-        let mut best = 0;
-        let mut i = 0;
-        while i < sorted.len() {
-            let j = sorted[i..].iter().take_while(|k| **k == sorted[i]).count();
-            best = best.max(j);
-            i += j;
-        }
+        let best = modal(keys.iter().map(String::as_str)).map_or(0, |(_, count)| count);
         best as f64 / n as f64
     };
     (
