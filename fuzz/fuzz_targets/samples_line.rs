@@ -1,5 +1,6 @@
 //! Fuzzes the samples-line parser and the decision on whatever it reads: a line is a task
-//! or an error naming its field; a task always gets a decision.
+//! or an error naming its field, the same through both readers; a task always gets a
+//! decision.
 #![no_main]
 
 #[path = "seed_catalog.rs"]
@@ -10,7 +11,10 @@ use plangate_gate::{decide, task};
 use seed_catalog::catalog;
 
 fuzz_target!(|data: &[u8]| {
-    match task::parse_task_line(data) {
+    let line = task::parse_task_line(data);
+    // The one-pass reader for native lines must read exactly what the general one does.
+    assert_eq!(line, task::parse_task_line_general(data));
+    match line {
         Ok(t) => {
             let states = decide::tool_states(catalog());
             let d = decide::classify(

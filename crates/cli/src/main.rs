@@ -14,6 +14,12 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// `score` allocates a small tree per JSON value and frees it a line later; glibc's
+/// malloc spent about a third of its time there, mimalloc a fraction of that
+/// (docs/benchmarks.md).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Tell a fabricated tool-call argument from a flaky tool.
 #[derive(Debug, Parser)]
 #[command(name = "plangate", version, about, long_about = None)]

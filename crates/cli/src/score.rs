@@ -130,12 +130,14 @@ pub(crate) fn source_name(path: &Path) -> String {
 }
 
 /// Opens the decisions output, or standard output.
-pub(crate) fn open_out(path: Option<&Path>) -> Result<Box<dyn Write>> {
+/// Sendable, so `score` can write from its own thread.
+pub(crate) fn open_out(path: Option<&Path>) -> Result<Box<dyn Write + Send>> {
     Ok(match path {
-        Some(p) => Box::new(BufWriter::new(
+        Some(p) => Box::new(BufWriter::with_capacity(
+            1 << 16,
             File::create(p).with_context(|| format!("failed to create {}", p.display()))?,
         )),
-        None => Box::new(BufWriter::new(io::stdout().lock())),
+        None => Box::new(BufWriter::with_capacity(1 << 16, io::stdout())),
     })
 }
 
@@ -298,9 +300,16 @@ pub(crate) fn skip_line(
     writeln!(out, "{record}").context("failed to write decisions")
 }
 
-/// Lines decided per parallel round: large enough to keep every core busy, small enough
-/// that memory stays flat however long the file is.
-const CHUNK: usize = 1024;
+/// Lines handed to a worker at a time: enough to make the hand-over cheap, few enough
+/// that the lines in flight stay a few megabytes however long the file is.
+const CHUNK: usize = 256;
+
+/// Consecutive lines of the input, in one buffer: (line number, byte range) each.
+#[derive(Default)]
+struct Chunk {
+    data: Vec<u8>,
+    lines: Vec<(usize, std::ops::Range<usize>)>,
+}
 
 /// What deciding one line produced, before it is written (in input order).
 enum Scored {
@@ -359,49 +368,27 @@ impl Scorer<'_> {
         }
     }
 
-    /// Decides a chunk of lines on every core; results come back in input order.
-    fn score_chunk(&self, chunk: &[(usize, Vec<u8>)], jobs: usize) -> Vec<Scored> {
-        if jobs <= 1 || chunk.len() < 2 {
-            return chunk.iter().map(|(_, l)| self.score(l)).collect();
-        }
-        let per = chunk.len().div_ceil(jobs);
-        std::thread::scope(|s| {
-            let handles: Vec<_> = chunk
-                .chunks(per)
-                .map(|part| {
-                    s.spawn(move || part.iter().map(|(_, l)| self.score(l)).collect::<Vec<_>>())
-                })
-                .collect();
-            handles
-                .into_iter()
-                .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                .collect()
-        })
+    fn score_chunk(&self, chunk: &Chunk) -> Vec<(usize, Scored)> {
+        chunk
+            .lines
+            .iter()
+            .map(|(number, range)| (*number, self.score(&chunk.data[range.clone()])))
+            .collect()
     }
 }
 
-pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
-    check_distinct(
-        args.io.out.as_deref(),
-        &[&args.io.catalog, &args.io.samples],
-    )?;
-    let catalog = load_catalog(&args.io.catalog)?;
-    let input = open_samples(&args.io.samples)?;
-    let mut out = open_out(args.io.out.as_deref())?;
-    let source = source_name(&args.io.samples);
-    let scorer = Scorer {
-        catalog: &catalog,
-        states: decide::tool_states(&catalog),
-        opts: args.thresholds.options(),
-        args: &args,
-    };
-    let jobs = args
-        .jobs
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let mut tally = Tally::default();
-    let mut chunk: Vec<(usize, Vec<u8>)> = Vec::with_capacity(CHUNK);
-    let mut flush = |chunk: &mut Vec<(usize, Vec<u8>)>, tally: &mut Tally| -> Result<()> {
-        for ((number, _), scored) in chunk.iter().zip(scorer.score_chunk(chunk, jobs)) {
+/// Writes decided chunks in input order as they come back from the workers, and
+/// counts what they hold.
+struct Writer<'a> {
+    out: Box<dyn Write + Send>,
+    source: &'a str,
+    tally: Tally,
+}
+
+impl Writer<'_> {
+    fn write(&mut self, scored: Vec<(usize, Scored)>) -> Result<()> {
+        let tally = &mut self.tally;
+        for (number, scored) in scored {
             match scored {
                 Scored::Record(json, verdict, compared) => {
                     match verdict {
@@ -411,23 +398,128 @@ pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
                     if let (Some(gate), Some((naive, label))) = (verdict, compared) {
                         tally.baseline.count(gate, naive, label);
                     }
-                    writeln!(out, "{json}").context("failed to write decisions")?;
+                    writeln!(self.out, "{json}").context("failed to write decisions")?;
                 }
-                Scored::Bad(e) => skip_line(&mut out, &source, *number, &e, tally)?,
+                Scored::Bad(e) => skip_line(&mut self.out, self.source, number, &e, tally)?,
             }
         }
-        chunk.clear();
         Ok(())
-    };
-    for_each_line(input, &mut tally, |number, line, tally| {
-        chunk.push((number, line.to_vec()));
-        if chunk.len() == CHUNK {
-            flush(&mut chunk, tally)?;
+    }
+}
+
+/// Reads, decides and writes as a pipeline: this thread reads lines into chunks,
+/// `jobs` workers decide them, a writer puts them back in input order. At most
+/// `4 * jobs` chunks are in flight, so memory stays flat.
+fn pipeline(
+    scorer: &Scorer<'_>,
+    input: Box<dyn BufRead>,
+    writer: &mut Writer<'_>,
+    jobs: usize,
+) -> Result<Tally> {
+    use std::sync::{Mutex, mpsc};
+    let in_flight = 4 * jobs;
+    let (work_tx, work_rx) = mpsc::sync_channel::<(usize, Chunk)>(in_flight);
+    let work_rx = Mutex::new(work_rx);
+    let (done_tx, done_rx) = mpsc::sync_channel::<(usize, Vec<(usize, Scored)>)>(in_flight);
+    // A credit per chunk in flight: reading waits for writing, not only for deciding.
+    let (credit_tx, credit_rx) = mpsc::sync_channel::<()>(in_flight);
+    for _ in 0..in_flight {
+        credit_tx.send(()).ok();
+    }
+    std::thread::scope(|s| {
+        for _ in 0..jobs {
+            let (work_rx, done_tx) = (&work_rx, done_tx.clone());
+            s.spawn(move || {
+                loop {
+                    // The lock is held only to take the next chunk, not to decide it.
+                    let next = work_rx
+                        .lock()
+                        .map_err(drop)
+                        .and_then(|rx| rx.recv().map_err(drop));
+                    let Ok((seq, chunk)) = next else { return };
+                    if done_tx.send((seq, scorer.score_chunk(&chunk))).is_err() {
+                        return;
+                    }
+                }
+            });
         }
-        Ok(())
-    })?;
-    flush(&mut chunk, &mut tally)?;
-    out.flush().context("failed to write decisions")?;
+        drop(done_tx);
+        let written = s.spawn(move || -> Result<()> {
+            let mut waiting = std::collections::BTreeMap::new();
+            let mut next = 0;
+            for (seq, scored) in done_rx {
+                waiting.insert(seq, scored);
+                while let Some(scored) = waiting.remove(&next) {
+                    writer.write(scored)?;
+                    next += 1;
+                    credit_tx.send(()).ok();
+                }
+            }
+            Ok(())
+        });
+        let mut read_tally = Tally::default();
+        let mut seq = 0;
+        let mut chunk = Chunk::default();
+        let send = |chunk: &mut Chunk, seq: &mut usize| -> Result<()> {
+            if chunk.lines.is_empty() {
+                return Ok(());
+            }
+            // No credit or no worker: the writer stopped (it failed); its error is
+            // the one reported below.
+            if credit_rx.recv().is_ok() && work_tx.send((*seq, std::mem::take(chunk))).is_ok() {
+                *seq += 1;
+                return Ok(());
+            }
+            bail!("decisions could not be written")
+        };
+        let read = for_each_line(input, &mut read_tally, |number, line, _| {
+            let start = chunk.data.len();
+            chunk.data.extend_from_slice(line);
+            chunk.lines.push((number, start..chunk.data.len()));
+            if chunk.lines.len() == CHUNK {
+                send(&mut chunk, &mut seq)?;
+            }
+            Ok(())
+        })
+        .and_then(|()| send(&mut chunk, &mut seq));
+        drop(work_tx);
+        let written = written
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
+        written?;
+        read?;
+        Ok(read_tally)
+    })
+}
+
+pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
+    check_distinct(
+        args.io.out.as_deref(),
+        &[&args.io.catalog, &args.io.samples],
+    )?;
+    let catalog = load_catalog(&args.io.catalog)?;
+    let input = open_samples(&args.io.samples)?;
+    let source = source_name(&args.io.samples);
+    let mut writer = Writer {
+        out: open_out(args.io.out.as_deref())?,
+        source: &source,
+        tally: Tally::default(),
+    };
+    let scorer = Scorer {
+        catalog: &catalog,
+        states: decide::tool_states(&catalog),
+        opts: args.thresholds.options(),
+        args: &args,
+    };
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1);
+    let read = pipeline(&scorer, input, &mut writer, jobs)?;
+    writer.out.flush().context("failed to write decisions")?;
+    let mut tally = writer.tally;
+    tally.lines = read.lines;
+    tally.blank = read.blank;
     eprintln!("plangate: {}", tally.summary(&source));
     if let Some(line) = tally.baseline.line() {
         eprintln!("plangate: {line}");

@@ -6,7 +6,7 @@
 use crate::decide::{Agreement, Verdict, modal};
 use crate::seed::dumps_key;
 use crate::stats::Ratio;
-use crate::task::{Arguments, Task};
+use crate::task::{Arguments, Observed, PayloadKeys, Task};
 
 /// What the naive scorer decides: accept or reject, never defer.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -19,6 +19,7 @@ pub struct NaiveDecision {
 
 /// Scores `task` the naive way. Calls without an observed result count as `null`.
 pub fn naive(task: &Task, threshold: Ratio) -> NaiveDecision {
+    let mut results = PayloadKeys::new(dumps_key);
     let keys: Vec<String> = task
         .samples
         .iter()
@@ -31,11 +32,11 @@ pub fn naive(task: &Task, threshold: Ratio) -> NaiveDecision {
                         Arguments::Json(v) => dumps_key(v),
                         Arguments::Malformed(raw) => format!("raw:{raw}"),
                     };
-                    format!(
-                        "[{:?},{args},{}]",
-                        c.tool,
-                        dumps_key(&c.observed.as_value())
-                    )
+                    let result = match &c.observed {
+                        Observed::Result(p) => results.of(p),
+                        other => dumps_key(&other.as_value()),
+                    };
+                    format!("[{:?},{args},{result}]", c.tool)
                 })
                 .collect();
             parts.join(",")

@@ -16,7 +16,7 @@ use crate::convert::raw;
 use crate::jcs;
 use crate::json::Value;
 use crate::stats::{Ratio, wilson};
-use crate::task::{Arguments, Label, Task};
+use crate::task::{Arguments, Label, PayloadKeys, Task};
 
 /// The thresholds of design.md section 6.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -267,6 +267,9 @@ impl Prepared {
     }
 }
 
+/// Canonical arguments, or why the sample is malformed.
+type Canonical = Result<Value, Vec<String>>;
+
 /// Canonicalizes every call of every sample. `resolver` answers `id` hints (None: IDs
 /// are compared as written).
 pub fn prepare(
@@ -276,6 +279,10 @@ pub fn prepare(
 ) -> Prepared {
     let mut samples = Vec::with_capacity(task.samples.len());
     let mut malformed = Vec::new();
+    let mut results = PayloadKeys::new(jcs::to_string);
+    // Samples mostly repeat each other's calls: canonicalize each distinct (tool, step,
+    // arguments) once. The step matters because `$from` may only name earlier steps.
+    let mut canonical: Vec<((&str, usize, &Value), Canonical)> = Vec::new();
     for (i, sample) in task.samples.iter().enumerate() {
         let mut steps = Vec::with_capacity(sample.calls.len());
         let mut bad = sample.malformed.is_some();
@@ -290,7 +297,15 @@ pub fn prepare(
             let canon = match (&call.arguments, catalog.get(&call.tool)) {
                 (Arguments::Malformed(why), _) => Err(vec![why.clone()]),
                 (Arguments::Json(v), Some(spec)) => {
-                    canonicalize_arguments(spec, v, j, resolver.as_deref_mut())
+                    let id = (call.tool.as_str(), j, v);
+                    match canonical.iter().find(|(seen, _)| *seen == id) {
+                        Some((_, done)) => done.clone(),
+                        None => {
+                            let done = canonicalize_arguments(spec, v, j, resolver.as_deref_mut());
+                            canonical.push((id, done.clone()));
+                            done
+                        }
+                    }
                 }
                 // No schema for an unknown tool: compare as written (the gate rejects
                 // such a plan anyway when it is the modal one).
@@ -329,7 +344,7 @@ pub fn prepare(
                 tool: call.tool.clone(),
                 args,
                 key,
-                result: call.observed.key(),
+                result: call.observed.key_with(&mut results),
             });
         }
         let plan_key = if bad {

@@ -525,6 +525,14 @@ impl Parser<'_> {
 
     fn number(&mut self) -> PResult<Value> {
         let start = self.i;
+        self.check_number()?;
+        let lexeme = std::str::from_utf8(&self.s[start..self.i]).unwrap_or("0");
+        Ok(Value::Number(Number::from_lexeme(lexeme)))
+    }
+
+    /// Moves past one number, checking it against the grammar and the exponent bound.
+    fn check_number(&mut self) -> PResult<()> {
+        let start = self.i;
         let bad = |i| Err((i, JsonErrorKind::InvalidNumber));
         if self.s.get(self.i) == Some(&b'-') {
             self.i += 1;
@@ -574,8 +582,57 @@ impl Parser<'_> {
         if self.s.get(self.i).is_some_and(u8::is_ascii_alphanumeric) {
             return bad(self.i);
         }
-        let lexeme = std::str::from_utf8(&self.s[start..self.i]).unwrap_or("0");
-        Ok(Value::Number(Number::from_lexeme(lexeme)))
+        Ok(())
+    }
+
+    /// Moves past one value, checking everything [`Parser::value`] checks except
+    /// duplicate keys, and building nothing. Only for [`Duplicates::Flag`] or
+    /// [`Duplicates::LastWins`] documents, where a repeated key is not an error.
+    fn skip(&mut self, depth: usize) -> PResult<()> {
+        let close = match self.s.get(self.i) {
+            Some(b'n') => return self.literal(b"null", Value::Null).map(drop),
+            Some(b't') => return self.literal(b"true", Value::Null).map(drop),
+            Some(b'f') => return self.literal(b"false", Value::Null).map(drop),
+            Some(b'"') => return self.string_into(&mut Discard),
+            Some(b'-' | b'0'..=b'9') => return self.check_number(),
+            Some(b'[') => b']',
+            Some(b'{') => b'}',
+            _ => return Err(self.unexpected()),
+        };
+        if depth >= MAX_DEPTH {
+            return Err((self.i, JsonErrorKind::TooDeep));
+        }
+        self.i += 1;
+        self.ws();
+        if self.s.get(self.i) == Some(&close) {
+            self.i += 1;
+            return Ok(());
+        }
+        loop {
+            self.ws();
+            if close == b'}' {
+                if self.s.get(self.i) != Some(&b'"') {
+                    return Err(self.unexpected());
+                }
+                self.string_into(&mut Discard)?;
+                self.ws();
+                if self.s.get(self.i) != Some(&b':') {
+                    return Err(self.unexpected());
+                }
+                self.i += 1;
+                self.ws();
+            }
+            self.skip(depth + 1)?;
+            self.ws();
+            match self.s.get(self.i) {
+                Some(b',') => self.i += 1,
+                Some(&b) if b == close => {
+                    self.i += 1;
+                    return Ok(());
+                }
+                _ => return Err(self.unexpected()),
+            }
+        }
     }
 
     fn hex4(&mut self) -> PResult<u32> {
@@ -592,8 +649,14 @@ impl Parser<'_> {
     }
 
     fn string(&mut self) -> PResult<String> {
-        self.i += 1; // opening quote
         let mut out = String::new();
+        self.string_into(&mut out)?;
+        Ok(out)
+    }
+
+    /// Reads a string into `out`; with [`Discard`] it only checks it, allocating nothing.
+    fn string_into(&mut self, out: &mut impl Text) -> PResult<()> {
+        self.i += 1; // opening quote
         loop {
             let run_start = self.i;
             while let Some(&b) = self.s.get(self.i) {
@@ -604,12 +667,12 @@ impl Parser<'_> {
             }
             // Input was checked as UTF-8 and we stopped on ASCII bytes, so this slice is
             // on character boundaries.
-            out.push_str(std::str::from_utf8(&self.s[run_start..self.i]).unwrap_or(""));
+            out.push_run(&self.s[run_start..self.i]);
             match self.s.get(self.i) {
                 None => return Err((self.i, JsonErrorKind::UnexpectedEnd)),
                 Some(b'"') => {
                     self.i += 1;
-                    return Ok(out);
+                    return Ok(());
                 }
                 Some(&b) if b < 0x20 => {
                     return Err((self.i, JsonErrorKind::ControlCharacter(u32::from(b))));
@@ -660,6 +723,91 @@ impl Parser<'_> {
                 }
             }
         }
+    }
+}
+
+/// Where [`Parser::string_into`] puts decoded text.
+trait Text {
+    /// A run of input bytes without escapes; the input is UTF-8 and the run starts and
+    /// ends on ASCII, so the run is UTF-8 too.
+    fn push_run(&mut self, run: &[u8]);
+    fn push(&mut self, c: char);
+}
+
+impl Text for String {
+    fn push_run(&mut self, run: &[u8]) {
+        self.push_str(std::str::from_utf8(run).unwrap_or(""));
+    }
+    fn push(&mut self, c: char) {
+        String::push(self, c);
+    }
+}
+
+/// A [`Text`] that keeps nothing: the string is checked, not built (nor its runs
+/// checked as UTF-8 again).
+struct Discard;
+
+impl Text for Discard {
+    fn push_run(&mut self, _: &[u8]) {}
+    fn push(&mut self, _: char) {}
+}
+
+/// A reader walking a document of known shape, for callers that build only the parts
+/// they need and keep the rest as checked text (a task line keeps each call's result
+/// unparsed: most results are equal byte for byte, and one parse serves them all).
+///
+/// Every method answers None on anything unexpected; such a caller then reads the
+/// document with [`parse_with`] for the precise error.
+pub(crate) struct Cursor<'a>(Parser<'a>);
+
+impl<'a> Cursor<'a> {
+    /// A cursor at the start of `input`, or None when it is not UTF-8.
+    pub(crate) fn new(input: &'a [u8], duplicates: Duplicates) -> Option<Self> {
+        std::str::from_utf8(input).ok()?;
+        Some(Cursor(Parser {
+            s: input,
+            i: 0,
+            duplicates,
+        }))
+    }
+
+    /// Skips whitespace, then consumes `b` if it comes next.
+    pub(crate) fn eat(&mut self, b: u8) -> bool {
+        self.0.ws();
+        let hit = self.0.s.get(self.0.i) == Some(&b);
+        self.0.i += usize::from(hit);
+        hit
+    }
+
+    /// An object key and its colon.
+    pub(crate) fn key(&mut self) -> Option<String> {
+        self.0.ws();
+        if self.0.s.get(self.0.i) != Some(&b'"') {
+            return None;
+        }
+        let k = self.0.string().ok()?;
+        self.eat(b':').then_some(k)
+    }
+
+    /// The next value, built, at nesting `depth` of the whole document.
+    pub(crate) fn value(&mut self, depth: usize) -> Option<Value> {
+        self.0.ws();
+        self.0.value(depth).ok()
+    }
+
+    /// The next value as the text it was written with, checked but not built.
+    pub(crate) fn raw(&mut self, depth: usize) -> Option<&'a str> {
+        self.0.ws();
+        let start = self.0.i;
+        self.0.skip(depth).ok()?;
+        // Checked as UTF-8 at the start, and a value begins and ends on ASCII.
+        std::str::from_utf8(&self.0.s[start..self.0.i]).ok()
+    }
+
+    /// Whether only whitespace is left.
+    pub(crate) fn at_end(&mut self) -> bool {
+        self.0.ws();
+        self.0.i == self.0.s.len()
     }
 }
 
@@ -758,6 +906,42 @@ mod tests {
             let c = crate::jcs::to_string(&parse(ok).unwrap());
             assert_eq!(crate::jcs::to_string(&parse(&c).unwrap()), c, "{ok}");
         }
+    }
+
+    /// `Cursor::raw` must accept exactly what the building reader accepts under
+    /// `Flag`, or a task line would read differently through its fast path.
+    fn skip_agrees(input: &[u8]) {
+        let built = parse_with(input, Duplicates::Flag);
+        let skipped = Cursor::new(input, Duplicates::Flag)
+            .and_then(|mut c| c.raw(0).map(str::len).filter(|_| c.at_end()));
+        assert_eq!(
+            built.is_ok(),
+            skipped.is_some(),
+            "{:?}: {built:?}",
+            String::from_utf8_lossy(input)
+        );
+    }
+
+    /// JSONTestSuite goes through the same check in `tests/readers.rs`, as task lines.
+    #[test]
+    fn skipping_checks_what_building_checks() {
+        let deep = |n| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        for s in [
+            deep(MAX_DEPTH),
+            deep(MAX_DEPTH + 1),
+            r#"{"a":1,"a":2}"#.into(),
+            "1e999999999".into(),
+            "11e18888888888888888888".into(),
+            r#""\ud800""#.into(),
+            r#"{"a":[1,{"b":"\u00e9\ud83d\ude00"}],"c":-0.5e-3}"#.into(),
+            "[1,]".into(),
+            "{\"a\" 1}".into(),
+        ] {
+            skip_agrees(s.as_bytes());
+        }
+        // The text handed back is the value exactly, whitespace around it excluded.
+        let mut c = Cursor::new(b" [1, {\"a\": true}] ", Duplicates::Flag).unwrap();
+        assert_eq!(c.raw(0), Some(r#"[1, {"a": true}]"#));
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //! tool calls with what each call returned. Parsing a samples line lives here, pure, so
 //! `score` and `eval` read lines identically and report bad ones the same way.
 
-use crate::json::{Duplicates, Object, Value, parse_with};
+use std::sync::OnceLock;
+
+use crate::json::{Cursor, Duplicates, Object, Value, parse_with};
 
 /// Ground truth attached to a task by an eval team.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -15,7 +17,7 @@ pub enum Label {
 }
 
 /// One task: N samples of a plan.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Task {
     /// The caller's ID.
     pub task_id: String,
@@ -28,7 +30,7 @@ pub struct Task {
 }
 
 /// One sampled plan.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Sample {
     /// Tool calls in order.
     pub calls: Vec<Call>,
@@ -37,7 +39,7 @@ pub struct Sample {
 }
 
 /// One tool call of a plan.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Call {
     /// The tool the model named.
     pub tool: String,
@@ -48,7 +50,7 @@ pub struct Call {
 }
 
 /// A call's arguments as written.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Arguments {
     /// A JSON value (canonicalization checks it further).
     Json(Value),
@@ -62,7 +64,7 @@ pub enum Observed {
     /// Not known (not executed yet).
     Missing,
     /// A JSON result payload.
-    Result(Value),
+    Result(Payload),
     /// The tool failed; `kind` is machine-readable.
     Error {
         /// Failure class, e.g. `not_found`, `timeout`, `trap`.
@@ -72,6 +74,95 @@ pub enum Observed {
     },
     /// The tool succeeded but printed bytes that are not JSON.
     Bytes(Vec<u8>),
+}
+
+/// A call's JSON result: built, or kept as the checked text of the samples line and
+/// built only when a caller needs the value. Most results of one task are the same
+/// bytes, so `decide::prepare` keys each distinct text once instead of building and
+/// printing every copy (docs/benchmarks.md).
+#[derive(Debug, Clone)]
+pub struct Payload(PayloadRepr);
+
+#[derive(Debug, Clone)]
+enum PayloadRepr {
+    Value(Value),
+    /// JSON text the strict reader checked (duplicate keys flagged, last one kept), and
+    /// its value once a caller asked for it.
+    Text(Box<str>, OnceLock<Value>),
+}
+
+impl Payload {
+    /// Keeps JSON text the reader has checked ([`Cursor::raw`]).
+    fn checked_text(text: &str) -> Self {
+        Payload(PayloadRepr::Text(text.into(), OnceLock::new()))
+    }
+
+    /// The result as a value, built from its text the first time it is asked for.
+    pub fn value(&self) -> &Value {
+        match &self.0 {
+            PayloadRepr::Value(v) => v,
+            PayloadRepr::Text(t, v) => v.get_or_init(|| {
+                // The text passed the same reader when the line was read, so this
+                // cannot fail; were it to, the text stays a distinct value.
+                parse_with(t.as_bytes(), Duplicates::Flag)
+                    .unwrap_or_else(|_| Value::String(t.to_string()))
+            }),
+        }
+    }
+
+    /// The text the result was written with, when it was kept unparsed. Equal texts
+    /// are equal values (not conversely: spacing and key order may differ).
+    pub fn text(&self) -> Option<&str> {
+        match &self.0 {
+            PayloadRepr::Value(_) => None,
+            PayloadRepr::Text(t, _) => Some(t),
+        }
+    }
+}
+
+/// Keys of a task's result payloads, each distinct text keyed once: the copies of one
+/// result in N samples cost one parse and one print, not N.
+pub(crate) struct PayloadKeys<'a, F> {
+    seen: Vec<(&'a str, String)>,
+    key: F,
+}
+
+impl<'a, F: Fn(&Value) -> String> PayloadKeys<'a, F> {
+    /// Keys payloads with `key`.
+    pub(crate) fn new(key: F) -> Self {
+        PayloadKeys {
+            seen: Vec::new(),
+            key,
+        }
+    }
+
+    /// The key of `p`, from an earlier copy of its text when there is one.
+    pub(crate) fn of(&mut self, p: &'a Payload) -> String {
+        let Some(text) = p.text() else {
+            return (self.key)(p.value());
+        };
+        if let Some((_, k)) = self.seen.iter().find(|(t, _)| *t == text) {
+            return k.clone();
+        }
+        let k = (self.key)(p.value());
+        self.seen.push((text, k.clone()));
+        k
+    }
+}
+
+impl From<Value> for Payload {
+    fn from(v: Value) -> Self {
+        Payload(PayloadRepr::Value(v))
+    }
+}
+
+impl PartialEq for Payload {
+    fn eq(&self, other: &Self) -> bool {
+        match (self.text(), other.text()) {
+            (Some(a), Some(b)) if a == b => true,
+            _ => self.value() == other.value(),
+        }
+    }
 }
 
 /// Why a samples line was refused: a field path such as `samples[2].calls[0].tool`.
@@ -96,6 +187,17 @@ fn err(field: impl Into<String>, message: impl Into<String>) -> TaskError {
 
 /// Parses one samples line.
 pub fn parse_task_line(line: &[u8]) -> Result<Task, TaskError> {
+    match read_native(line) {
+        Some(task) => Ok(task),
+        None => parse_task_line_general(line),
+    }
+}
+
+/// [`parse_task_line`] without its one-pass reader for native lines: every line through
+/// the general reader. Both give the same task or error; public so the fuzz target
+/// `samples_line` can hold them to that.
+#[doc(hidden)]
+pub fn parse_task_line_general(line: &[u8]) -> Result<Task, TaskError> {
     // Flag, not Refuse: a duplicate key inside one sample's arguments spoils that sample,
     // not the task; structural duplicates are refused below.
     // A samples line holds no newline, so its column is the whole position.
@@ -147,12 +249,7 @@ pub fn task_from_value(doc: &Value) -> Result<Task, TaskError> {
         "",
         &["task_id", "samples", "label", "epoch_fixed", "meta"],
     )?;
-    let task_id = match o.get("task_id") {
-        Some(Value::String(s)) if !s.is_empty() => s.clone(),
-        Some(Value::Number(n)) => n.lexeme().to_string(),
-        Some(_) => return Err(err("task_id", "expected a non-empty string")),
-        None => return Err(err("task_id", "missing")),
-    };
+    let task_id = task_id_of(o.get("task_id"))?;
     let samples = match o.get("samples") {
         Some(Value::Array(items)) => items
             .iter()
@@ -162,23 +259,148 @@ pub fn task_from_value(doc: &Value) -> Result<Task, TaskError> {
         Some(_) => return Err(err("samples", "expected an array of samples")),
         None => return Err(err("samples", "missing")),
     };
-    let label = match o.get("label") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) if s == "correct" => Some(Label::Correct),
-        Some(Value::String(s)) if s == "hallucinated" => Some(Label::Hallucinated),
-        Some(_) => return Err(err("label", "expected \"correct\" or \"hallucinated\"")),
-    };
-    let epoch_fixed = match o.get("epoch_fixed") {
-        None => None,
-        Some(Value::Bool(b)) => Some(*b),
-        Some(_) => return Err(err("epoch_fixed", "expected true or false")),
-    };
     Ok(Task {
         task_id,
         samples,
-        label,
-        epoch_fixed,
+        label: label_of(o.get("label"))?,
+        epoch_fixed: epoch_fixed_of(o.get("epoch_fixed"))?,
     })
+}
+
+fn task_id_of(v: Option<&Value>) -> Result<String, TaskError> {
+    match v {
+        Some(Value::String(s)) if !s.is_empty() => Ok(s.clone()),
+        Some(Value::Number(n)) => Ok(n.lexeme().to_string()),
+        Some(_) => Err(err("task_id", "expected a non-empty string")),
+        None => Err(err("task_id", "missing")),
+    }
+}
+
+fn label_of(v: Option<&Value>) -> Result<Option<Label>, TaskError> {
+    match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if s == "correct" => Ok(Some(Label::Correct)),
+        Some(Value::String(s)) if s == "hallucinated" => Ok(Some(Label::Hallucinated)),
+        Some(_) => Err(err("label", "expected \"correct\" or \"hallucinated\"")),
+    }
+}
+
+fn epoch_fixed_of(v: Option<&Value>) -> Result<Option<bool>, TaskError> {
+    match v {
+        None => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(_) => Err(err("epoch_fixed", "expected true or false")),
+    }
+}
+
+/// The common line, read in one pass: native samples (`{"calls": [...]}` only), each
+/// call's result kept as checked text. Anything else (another shape, a field out of
+/// place, any error) answers None and [`task_from_value`] reads the line instead, which
+/// words the errors; for a line this reads, both give the same task (tested below).
+fn read_native(line: &[u8]) -> Option<Task> {
+    let mut c = Cursor::new(line, Duplicates::Flag)?;
+    let (mut task_id, mut samples, mut label, mut epoch, mut meta) =
+        (None, None, None, None, false);
+    members(&mut c, |c, key| {
+        // Depths are the whole document's, so nesting limits match the general reader.
+        match key {
+            "task_id" if task_id.is_none() => task_id = Some(c.value(1)?),
+            "samples" if samples.is_none() => samples = Some(native_samples(c)?),
+            "label" if label.is_none() => label = Some(c.value(1)?),
+            "epoch_fixed" if epoch.is_none() => epoch = Some(c.value(1)?),
+            "meta" if !meta => {
+                c.raw(1)?;
+                meta = true;
+            }
+            _ => return None,
+        }
+        Some(())
+    })?;
+    if !c.at_end() {
+        return None;
+    }
+    Some(Task {
+        task_id: task_id_of(task_id.as_ref()).ok()?,
+        samples: samples?,
+        label: label_of(label.as_ref()).ok()?,
+        epoch_fixed: epoch_fixed_of(epoch.as_ref()).ok()?,
+    })
+}
+
+/// Reads `{ "key": value, ... }`, handing each key to `member` to read its value.
+fn members(
+    c: &mut Cursor<'_>,
+    mut member: impl FnMut(&mut Cursor<'_>, &str) -> Option<()>,
+) -> Option<()> {
+    if !c.eat(b'{') {
+        return None;
+    }
+    if c.eat(b'}') {
+        return Some(());
+    }
+    loop {
+        let key = c.key()?;
+        member(c, &key)?;
+        if c.eat(b'}') {
+            return Some(());
+        }
+        if !c.eat(b',') {
+            return None;
+        }
+    }
+}
+
+/// Reads `[ item, ... ]`, each item by `item`.
+fn elements<T>(
+    c: &mut Cursor<'_>,
+    mut item: impl FnMut(&mut Cursor<'_>) -> Option<T>,
+) -> Option<Vec<T>> {
+    if !c.eat(b'[') {
+        return None;
+    }
+    let mut out = Vec::new();
+    if c.eat(b']') {
+        return Some(out);
+    }
+    loop {
+        out.push(item(c)?);
+        if c.eat(b']') {
+            return Some(out);
+        }
+        if !c.eat(b',') {
+            return None;
+        }
+    }
+}
+
+fn native_samples(c: &mut Cursor<'_>) -> Option<Vec<Sample>> {
+    elements(c, |c| {
+        let mut calls = None;
+        members(c, |c, key| {
+            (key == "calls" && calls.is_none()).then_some(())?;
+            calls = Some(elements(c, native_call)?);
+            Some(())
+        })?;
+        Some(Sample {
+            calls: calls?,
+            malformed: None,
+        })
+    })
+}
+
+fn native_call(c: &mut Cursor<'_>) -> Option<Call> {
+    let (mut tool, mut arguments, mut result, mut error) = (None, None, None, None);
+    members(c, |c, key| {
+        match key {
+            "tool" if tool.is_none() => tool = Some(c.value(5)?),
+            "arguments" if arguments.is_none() => arguments = Some(c.value(5)?),
+            "result" if result.is_none() => result = Some(Payload::checked_text(c.raw(5)?)),
+            "error" if error.is_none() => error = Some(c.value(5)?),
+            _ => return None,
+        }
+        Some(())
+    })?;
+    call_of(tool.as_ref(), arguments, result, error.as_ref(), "").ok()
 }
 
 /// Reads one sample in whichever shape it comes: native `{"calls": [...]}`, an OpenAI
@@ -369,11 +591,11 @@ fn parse_mcp_calls(items: &[Value], field: &str) -> Result<Sample, TaskError> {
 
 /// The arguments under `key` as written; a call that gives none passes `{}`.
 fn json_arguments(o: &Object, key: &str) -> Arguments {
-    Arguments::Json(
-        o.get(key)
-            .cloned()
-            .unwrap_or_else(|| Value::Object(Object::new())),
-    )
+    arguments_or_empty(o.get(key).cloned())
+}
+
+fn arguments_or_empty(v: Option<Value>) -> Arguments {
+    Arguments::Json(v.unwrap_or_else(|| Value::Object(Object::new())))
 }
 
 fn parse_call(c: &Value, field: &str) -> Result<Call, TaskError> {
@@ -381,24 +603,40 @@ fn parse_call(c: &Value, field: &str) -> Result<Call, TaskError> {
         .as_object()
         .ok_or_else(|| err(field, format!("expected a call object, found {}", c.kind())))?;
     known_fields(o, field, &["tool", "arguments", "result", "error"])?;
-    let tool = match o.get("tool") {
+    call_of(
+        o.get("tool"),
+        o.get("arguments").cloned(),
+        o.get("result").cloned().map(Payload::from),
+        o.get("error"),
+        field,
+    )
+}
+
+/// A native call from its fields, however they were read.
+fn call_of(
+    tool: Option<&Value>,
+    arguments: Option<Value>,
+    result: Option<Payload>,
+    error: Option<&Value>,
+    field: &str,
+) -> Result<Call, TaskError> {
+    let tool = match tool {
         Some(Value::String(s)) => s.clone(),
         _ => return Err(err(format!("{field}.tool"), "expected the tool's name")),
     };
-    // Arguments that are not an object are the model's mistake, not the file's: the
-    // sample becomes malformed (canonicalization says so), the task is still decided.
-    let arguments = json_arguments(o, "arguments");
-    let observed = match (o.get("result"), o.get("error")) {
+    let observed = match (result, error) {
         (Some(_), Some(_)) => {
             return Err(err(field, "a call has a result or an error, not both"));
         }
-        (Some(r), None) => Observed::Result(r.clone()),
+        (Some(r), None) => Observed::Result(r),
         (None, Some(e)) => parse_error(e, &format!("{field}.error"))?,
         (None, None) => Observed::Missing,
     };
     Ok(Call {
         tool,
-        arguments,
+        // Arguments that are not an object are the model's mistake, not the file's:
+        // the sample becomes malformed (canonicalization says so), the task is decided.
+        arguments: arguments_or_empty(arguments),
         observed,
     })
 }
@@ -425,7 +663,7 @@ impl Observed {
     pub fn as_value(&self) -> Value {
         match self {
             Observed::Missing => Value::Null,
-            Observed::Result(v) => v.clone(),
+            Observed::Result(p) => p.value().clone(),
             Observed::Error { kind, message } => Value::Object(Object::from_iter([(
                 "error".to_string(),
                 Value::Object(Object::from_iter([
@@ -439,11 +677,19 @@ impl Observed {
 
     /// The key results are compared by: canonical JSON, or a digest of raw bytes.
     pub fn key(&self) -> Option<String> {
+        self.key_with(&mut PayloadKeys::new(crate::jcs::to_string))
+    }
+
+    /// [`Observed::key`], sharing the key of equal result texts through `payloads`.
+    pub(crate) fn key_with<'a>(
+        &'a self,
+        payloads: &mut PayloadKeys<'a, impl Fn(&Value) -> String>,
+    ) -> Option<String> {
         use sha2::Digest;
         match self {
             Observed::Missing => None,
             // Not through `as_value`: that deep-copies every result only to print it.
-            Observed::Result(v) => Some(crate::jcs::to_string(v)),
+            Observed::Result(p) => Some(payloads.of(p)),
             Observed::Error { .. } => Some(crate::jcs::to_string(&self.as_value())),
             Observed::Bytes(b) => Some(format!("bytes:{:x}", sha2::Sha256::digest(b))),
         }
@@ -549,6 +795,81 @@ mod tests {
         )
         .unwrap();
         assert!(t.samples[0].calls.is_empty());
+    }
+
+    /// The one-pass reader either declines a line or reads it exactly as the general
+    /// reader does, results kept as text included.
+    fn same_either_way(line: &[u8]) {
+        let general = parse_task_line_general(line);
+        if let Some(fast) = read_native(line) {
+            assert_eq!(
+                Ok(&fast),
+                general.as_ref(),
+                "{}",
+                String::from_utf8_lossy(line)
+            );
+            for c in fast.samples.iter().flat_map(|s| &s.calls) {
+                if let Observed::Result(p) = &c.observed {
+                    assert!(p.text().is_some(), "results stay text");
+                }
+            }
+        }
+        assert_eq!(parse_task_line(line), general);
+    }
+
+    /// Case files and eval lines go through the same check in `tests/readers.rs`.
+    #[test]
+    fn one_pass_reader_agrees_with_the_general_reader() {
+        let deep = format!(
+            r#"{{"task_id":"t","samples":[{{"calls":[{{"tool":"a","result":{}1{}}}]}}]}}"#,
+            "[".repeat(250),
+            "]".repeat(250)
+        );
+        let deeper = deep.replace("[1]", "[[1]]");
+        let call = r#""tool":"get_user","arguments":{"user_id":"u_1"}"#;
+        for line in [
+            deep.clone(),
+            deeper,
+            format!(
+                r#"{{"task_id":"t","samples":[{{"calls":[{{{call},"result":{{"a":1,"a":2}}}}]}}]}}"#
+            ),
+            format!(
+                r#"{{"task_id":"t","samples":[{{"calls":[{{{call},"result":1,"error":{{"kind":"x"}}}}]}}]}}"#
+            ),
+            format!(r#"{{"task_id":"t","samples":[{{"calls":[{{{call},"result":[1,}}]}}]}}"#),
+            r#"{"task_id":"t","meta":[1,},"samples":[]}"#.to_string(),
+            format!(
+                r#"{{"task_id":"t","samples":[{{"calls":[{{{call},"result":1}}],"calls":[]}}]}}"#
+            ),
+            format!(
+                r#"{{"task_id":"t","samples":[{{"calls":[{{{call},"tool":"b","result":1}}]}}]}}"#
+            ),
+            format!(
+                r#"{{"task_id":"t","samples":[{{"calls":[{{{call},"error":{{"kind":7}}}}]}}]}}"#
+            ),
+            format!(r#"{{"task_id":"t","samples":[{{"calls":[{{{call},"result":"\ud800"}}]}}]}}"#),
+            format!(
+                r#"{{"task_id":"t","samples":[{{"calls":[{{{call},"result":1e9999999999}}]}}]}}"#
+            ),
+            format!(
+                r#" {{ "task_id" : 7 , "label" : "correct" , "epoch_fixed" : false , "samples" : [ {{ "calls" : [ {{ {call} , "result" : {{ "b" : [ 1 , 2.50 ] }} }} ] }} ] }} "#
+            ),
+            format!(r#"{{"task_id":"t","samples":[{{"calls":[{{{call},"result":1}}]}}]}} x"#),
+            format!(
+                r#"{{"task_id":"t","samples":[{{"calls":[{{{call},"result":1}}]}}],"task_id":"u"}}"#
+            ),
+            r#"{"task_id":"","samples":[]}"#.to_string(),
+            r#"{"task_id":"t","label":"maybe","samples":[]}"#.to_string(),
+            r#"{"task_id":"t"}"#.to_string(),
+            r#"{"task_id":"t","samples":[{}]}"#.to_string(),
+            r#"{"task_id":"t","samples":[{"calls":[{"arguments":{},"result":1}]}]}"#.to_string(),
+        ] {
+            same_either_way(line.as_bytes());
+        }
+        assert!(
+            read_native(deep.as_bytes()).is_some(),
+            "nesting within the limit reads"
+        );
     }
 
     #[test]

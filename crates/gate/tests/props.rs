@@ -155,7 +155,7 @@ fn task() -> impl Strategy<Value = Task> {
         arguments: Arguments::Json(Value::Object(
             [("x".to_string(), num(arg))].into_iter().collect(),
         )),
-        observed: Observed::Result(num(res)),
+        observed: Observed::Result(num(res).into()),
     });
     let sample = proptest::collection::vec(call, 1..3).prop_map(|calls| Sample {
         calls,
@@ -218,7 +218,7 @@ proptest! {
             for (i, smp) in t.samples.iter_mut().enumerate() {
                 let mut calls = first.calls.clone();
                 for c in &mut calls {
-                    c.observed = Observed::Result(num(i as u64));
+                    c.observed = Observed::Result(num(i as u64).into());
                 }
                 smp.calls = calls;
             }

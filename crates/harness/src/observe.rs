@@ -15,7 +15,7 @@ use plangate_sandbox::{CallRecord, Outcome};
 pub fn observed(r: &CallRecord) -> Observed {
     match r.outcome {
         Outcome::Exit { code: 0 } => match parse_with(&r.stdout, Duplicates::Refuse) {
-            Ok(v) => Observed::Result(v),
+            Ok(v) => Observed::Result(v.into()),
             Err(_) => Observed::Bytes(r.stdout.clone()),
         },
         Outcome::Exit { code } => {
@@ -98,7 +98,7 @@ mod tests {
     #[test]
     fn records_map_to_observations() {
         let ok = observed(&rec(Outcome::Exit { code: 0 }, r#"{"a":1}"#));
-        assert!(matches!(ok, Observed::Result(Value::Object(_))));
+        assert!(matches!(&ok, Observed::Result(p) if matches!(*p.value(), Value::Object(_))));
         let bytes = observed(&rec(Outcome::Exit { code: 0 }, "plain text"));
         assert_eq!(bytes, Observed::Bytes(b"plain text".to_vec()));
         let typed = observed(&rec(

@@ -65,7 +65,7 @@ pub fn substitute(args: &Value, earlier: &[Observed]) -> Result<Value, String> {
             .and_then(|s| earlier.get(s))
             .ok_or_else(|| format!("$from.step {step} is not an earlier step"))?;
         return match source {
-            Observed::Result(v) => pointer(v, ptr).cloned(),
+            Observed::Result(p) => pointer(p.value(), ptr).cloned(),
             Observed::Error { kind, .. } => Err(format!("step {step} failed ({kind})")),
             Observed::Bytes(_) => Err(format!("step {step} returned no JSON")),
             Observed::Missing => Err(format!("step {step} has no result")),
@@ -112,7 +112,7 @@ mod tests {
     #[test]
     fn references_take_the_earlier_result() {
         let earlier = vec![
-            Observed::Result(parse(r#"{"user_id":"u_0001","n":[1,2]}"#).unwrap()),
+            Observed::Result(parse(r#"{"user_id":"u_0001","n":[1,2]}"#).unwrap().into()),
             Observed::Error {
                 kind: "not_found".into(),
                 message: String::new(),

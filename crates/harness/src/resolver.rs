@@ -22,7 +22,10 @@ use crate::world::World;
 
 /// The canonical answer in a resolver's result, per the convention above.
 pub fn resolver_answer(o: &Observed) -> Option<Value> {
-    let Observed::Result(Value::Object(obj)) = o else {
+    let Observed::Result(p) = o else {
+        return None;
+    };
+    let Value::Object(obj) = p.value() else {
         return None;
     };
     obj.iter()
@@ -125,7 +128,7 @@ mod tests {
 
     #[test]
     fn the_answer_is_the_first_id_member() {
-        let r = |s: &str| resolver_answer(&Observed::Result(parse(s).unwrap()));
+        let r = |s: &str| resolver_answer(&Observed::Result(parse(s).unwrap().into()));
         assert_eq!(
             r(r#"{"matched":"email","user_id":"u_0001","source":"x"}"#),
             Some(Value::String("u_0001".into()))
