@@ -409,7 +409,8 @@ impl Writer<'_> {
 
 /// Reads, decides and writes as a pipeline: this thread reads lines into chunks,
 /// `jobs` workers decide them, a writer puts them back in input order. At most
-/// `4 * jobs` chunks are in flight, so memory stays flat.
+/// `4 * jobs` chunks are in flight, so memory stays flat, and their buffers go round
+/// (a fresh half-megabyte buffer per chunk cost page faults the profile showed).
 fn pipeline(
     scorer: &Scorer<'_>,
     input: Box<dyn BufRead>,
@@ -420,11 +421,12 @@ fn pipeline(
     let in_flight = 4 * jobs;
     let (work_tx, work_rx) = mpsc::sync_channel::<(usize, Chunk)>(in_flight);
     let work_rx = Mutex::new(work_rx);
-    let (done_tx, done_rx) = mpsc::sync_channel::<(usize, Vec<(usize, Scored)>)>(in_flight);
-    // A credit per chunk in flight: reading waits for writing, not only for deciding.
-    let (credit_tx, credit_rx) = mpsc::sync_channel::<()>(in_flight);
+    let (done_tx, done_rx) = mpsc::sync_channel::<(usize, Chunk, Vec<(usize, Scored)>)>(in_flight);
+    // A credit per chunk in flight, carrying an emptied buffer: reading waits for
+    // writing, not only for deciding.
+    let (credit_tx, credit_rx) = mpsc::sync_channel::<Chunk>(in_flight);
     for _ in 0..in_flight {
-        credit_tx.send(()).ok();
+        credit_tx.send(Chunk::default()).ok();
     }
     std::thread::scope(|s| {
         for _ in 0..jobs {
@@ -437,7 +439,8 @@ fn pipeline(
                         .map_err(drop)
                         .and_then(|rx| rx.recv().map_err(drop));
                     let Ok((seq, chunk)) = next else { return };
-                    if done_tx.send((seq, scorer.score_chunk(&chunk))).is_err() {
+                    let scored = scorer.score_chunk(&chunk);
+                    if done_tx.send((seq, chunk, scored)).is_err() {
                         return;
                     }
                 }
@@ -447,12 +450,14 @@ fn pipeline(
         let written = s.spawn(move || -> Result<()> {
             let mut waiting = std::collections::BTreeMap::new();
             let mut next = 0;
-            for (seq, scored) in done_rx {
-                waiting.insert(seq, scored);
-                while let Some(scored) = waiting.remove(&next) {
+            for (seq, chunk, scored) in done_rx {
+                waiting.insert(seq, (chunk, scored));
+                while let Some((mut chunk, scored)) = waiting.remove(&next) {
                     writer.write(scored)?;
                     next += 1;
-                    credit_tx.send(()).ok();
+                    chunk.data.clear();
+                    chunk.lines.clear();
+                    credit_tx.send(chunk).ok();
                 }
             }
             Ok(())
@@ -466,7 +471,11 @@ fn pipeline(
             }
             // No credit or no worker: the writer stopped (it failed); its error is
             // the one reported below.
-            if credit_rx.recv().is_ok() && work_tx.send((*seq, std::mem::take(chunk))).is_ok() {
+            if let Ok(empty) = credit_rx.recv()
+                && work_tx
+                    .send((*seq, std::mem::replace(chunk, empty)))
+                    .is_ok()
+            {
                 *seq += 1;
                 return Ok(());
             }

@@ -6,7 +6,7 @@
 use crate::decide::{Agreement, Verdict, modal};
 use crate::seed::dumps_key;
 use crate::stats::Ratio;
-use crate::task::{Arguments, Observed, PayloadKeys, Task};
+use crate::task::{Arguments, Keys, Observed, Task};
 
 /// What the naive scorer decides: accept or reject, never defer.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -19,7 +19,7 @@ pub struct NaiveDecision {
 
 /// Scores `task` the naive way. Calls without an observed result count as `null`.
 pub fn naive(task: &Task, threshold: Ratio) -> NaiveDecision {
-    let mut results = PayloadKeys::new(dumps_key);
+    let mut results = Keys::new(dumps_key);
     let keys: Vec<String> = task
         .samples
         .iter()
@@ -32,18 +32,19 @@ pub fn naive(task: &Task, threshold: Ratio) -> NaiveDecision {
                         Arguments::Json(v) => dumps_key(v),
                         Arguments::Malformed(raw) => format!("raw:{raw}"),
                     };
+                    // A result by the id of its key: equal ids, equal dumps.
                     let result = match &c.observed {
-                        Observed::Result(p) => results.of(p),
-                        other => dumps_key(&other.as_value()),
+                        Observed::Result(p) => results.payload(p),
+                        other => results.id(dumps_key(&other.as_value())),
                     };
-                    format!("[{:?},{args},{result}]", c.tool)
+                    format!("[{:?},{args},#{result}]", c.tool)
                 })
                 .collect();
             parts.join(",")
         })
         .collect();
     let n = keys.len();
-    let best = modal(keys.iter().map(String::as_str)).map_or(0, |(_, count)| count);
+    let best = modal(keys.iter()).map_or(0, |(_, count)| count);
     let agreement = Agreement::new(best, n);
     let decision = if n > 0 && threshold.met_by(best, n) {
         Verdict::Accept

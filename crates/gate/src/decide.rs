@@ -16,7 +16,7 @@ use crate::convert::raw;
 use crate::jcs;
 use crate::json::Value;
 use crate::stats::{Ratio, wilson};
-use crate::task::{Arguments, Label, PayloadKeys, Task};
+use crate::task::{Arguments, Keys, Label, Task};
 
 /// The thresholds of design.md section 6.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -243,8 +243,16 @@ pub struct Prepared {
 
 #[derive(Debug, Clone)]
 struct PreparedSample {
-    plan_key: String,
+    plan: PlanKey,
     steps: Vec<PreparedStep>,
+}
+
+/// What samples agree on: the key ids of every step, or a malformed sample, which
+/// agrees with nothing.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum PlanKey {
+    Steps(Vec<u32>),
+    Malformed(usize),
 }
 
 #[derive(Debug, Clone)]
@@ -252,8 +260,10 @@ struct PreparedStep {
     tool: String,
     /// Canonical arguments; None when malformed.
     args: Option<Value>,
-    key: String,
-    result: Option<String>,
+    /// Id of the canonical (tool, arguments) key, task-local.
+    key: u32,
+    /// Id of the result's key, task-local; None when nothing was observed.
+    result: Option<u32>,
 }
 
 impl Prepared {
@@ -279,7 +289,8 @@ pub fn prepare(
 ) -> Prepared {
     let mut samples = Vec::with_capacity(task.samples.len());
     let mut malformed = Vec::new();
-    let mut results = PayloadKeys::new(jcs::to_string);
+    let mut results = Keys::new(jcs::to_string);
+    let mut calls = Keys::new(jcs::to_string);
     // Samples mostly repeat each other's calls: canonicalize each distinct (tool, step,
     // arguments) once. The step matters because `$from` may only name earlier steps.
     let mut canonical: Vec<((&str, usize, &Value), Canonical)> = Vec::new();
@@ -328,7 +339,7 @@ pub fn prepare(
                     key.push_str(",\"tool\":");
                     jcs::write_string(&call.tool, &mut key);
                     key.push('}');
-                    (Some(v), key)
+                    (Some(v), calls.id(key))
                 }
                 Err(problems) => {
                     bad = true;
@@ -337,23 +348,22 @@ pub fn prepare(
                         step: Some(j),
                         problems,
                     });
-                    (None, format!("\u{0}malformed:{i}:{j}"))
+                    (None, calls.id(format!("\u{0}malformed:{i}:{j}")))
                 }
             };
             steps.push(PreparedStep {
                 tool: call.tool.clone(),
                 args,
                 key,
-                result: call.observed.key_with(&mut results),
+                result: call.observed.key_id(&mut results),
             });
         }
-        let plan_key = if bad {
-            format!("\u{0}malformed:{i}")
+        let plan = if bad {
+            PlanKey::Malformed(i)
         } else {
-            let keys: Vec<&str> = steps.iter().map(|s| s.key.as_str()).collect();
-            format!("[{}]", keys.join(","))
+            PlanKey::Steps(steps.iter().map(|s| s.key).collect())
         };
-        samples.push(PreparedSample { plan_key, steps });
+        samples.push(PreparedSample { plan, steps });
     }
     Prepared {
         task_id: task.task_id.clone(),
@@ -366,8 +376,8 @@ pub fn prepare(
 
 /// The modal key: (index of its first occurrence, count). Ties go to the first seen,
 /// so the choice is reproducible.
-pub(crate) fn modal<'a>(keys: impl Iterator<Item = &'a str>) -> Option<(usize, usize)> {
-    let mut counts: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+pub(crate) fn modal<K: Ord>(keys: impl Iterator<Item = K>) -> Option<(usize, usize)> {
+    let mut counts: BTreeMap<K, (usize, usize)> = BTreeMap::new();
     for (i, k) in keys.enumerate() {
         counts.entry(k).or_insert((i, 0)).1 += 1;
     }
@@ -380,24 +390,22 @@ pub(crate) fn modal<'a>(keys: impl Iterator<Item = &'a str>) -> Option<(usize, u
 /// Applies design.md section 6 to a prepared task.
 pub fn classify(p: &Prepared, tools: &dyn ToolStates, opts: &Options) -> Decision {
     let n = p.samples.len();
-    let (modal_idx, arg_count) =
-        modal(p.samples.iter().map(|s| s.plan_key.as_str())).unwrap_or((0, 0));
+    let (modal_idx, arg_count) = modal(p.samples.iter().map(|s| &s.plan)).unwrap_or((0, 0));
     let arg = Agreement::new(arg_count, n);
     let modal_sample = p.samples.get(modal_idx);
 
     let is_det = |t: &str| tools.state(t).is_some_and(|s| s.declared_deterministic);
-    let result_keys: Vec<String> = p
+    // A sample's results: those of its deterministic steps, by step.
+    let result_keys: Vec<Vec<(usize, Option<u32>)>> = p
         .samples
         .iter()
         .map(|s| {
-            let parts: Vec<String> = s
-                .steps
+            s.steps
                 .iter()
                 .enumerate()
                 .filter(|(_, st)| is_det(&st.tool))
-                .map(|(j, st)| format!("{j}={}", st.result.as_deref().unwrap_or("\u{0}missing")))
-                .collect();
-            parts.join("\u{1}")
+                .map(|(j, st)| (j, st.result))
+                .collect()
         })
         .collect();
     let any_det = p
@@ -405,7 +413,7 @@ pub fn classify(p: &Prepared, tools: &dyn ToolStates, opts: &Options) -> Decisio
         .iter()
         .any(|s| s.steps.iter().any(|st| is_det(&st.tool)));
     let result = any_det.then(|| {
-        let (_, c) = modal(result_keys.iter().map(String::as_str)).unwrap_or((0, 0));
+        let (_, c) = modal(result_keys.iter()).unwrap_or((0, 0));
         Agreement::new(c, n)
     });
 
@@ -413,12 +421,9 @@ pub fn classify(p: &Prepared, tools: &dyn ToolStates, opts: &Options) -> Decisio
     let mut steps = Vec::with_capacity(max_steps);
     let mut first_divergent_step = None;
     for j in 0..max_steps {
-        let keys: Vec<&str> = p
-            .samples
-            .iter()
-            .map(|s| s.steps.get(j).map_or("\u{0}absent", |st| st.key.as_str()))
-            .collect();
-        let (mi, c) = modal(keys.iter().copied()).unwrap_or((0, 0));
+        // None: the sample has no step j.
+        let keys = p.samples.iter().map(|s| s.steps.get(j).map(|st| st.key));
+        let (mi, c) = modal(keys).unwrap_or((0, 0));
         if c < n && first_divergent_step.is_none() {
             first_divergent_step = Some(j);
         }
@@ -446,7 +451,7 @@ pub fn classify(p: &Prepared, tools: &dyn ToolStates, opts: &Options) -> Decisio
         arg_agreement: arg,
         result_agreement: result,
         modal_plan: modal_sample
-            .filter(|s| !s.plan_key.starts_with('\u{0}'))
+            .filter(|s| matches!(s.plan, PlanKey::Steps(_)))
             .map(|s| {
                 s.steps
                     .iter()
@@ -697,10 +702,10 @@ fn quoted<S: AsRef<str>>(names: &[S]) -> String {
 fn tainting_step(p: &Prepared, divergent: Option<usize>) -> Option<usize> {
     let d = divergent?;
     (0..d).find(|&j| {
-        let results: BTreeSet<&str> = p
+        let results: BTreeSet<u32> = p
             .samples
             .iter()
-            .filter_map(|s| s.steps.get(j).and_then(|st| st.result.as_deref()))
+            .filter_map(|s| s.steps.get(j).and_then(|st| st.result))
             .collect();
         results.len() > 1
     })
@@ -711,18 +716,17 @@ fn suspect_tools(p: &Prepared, is_det: &dyn Fn(&str) -> bool) -> Vec<String> {
     let mut out = BTreeSet::new();
     let max = p.samples.iter().map(|s| s.steps.len()).max().unwrap_or(0);
     for j in 0..max {
-        let mut groups: BTreeMap<String, BTreeSet<&str>> = BTreeMap::new();
-        let mut tool_at: BTreeMap<String, &str> = BTreeMap::new();
+        let mut groups: BTreeMap<Vec<u32>, BTreeSet<u32>> = BTreeMap::new();
+        let mut tool_at: BTreeMap<Vec<u32>, &str> = BTreeMap::new();
         for s in &p.samples {
             let Some(st) = s.steps.get(j) else { continue };
             if st.args.is_none() || !is_det(&st.tool) {
                 continue;
             }
-            let Some(r) = st.result.as_deref() else {
+            let Some(r) = st.result else {
                 continue;
             };
-            let prefix: Vec<&str> = s.steps[..=j].iter().map(|x| x.key.as_str()).collect();
-            let key = prefix.join("\u{1}");
+            let key: Vec<u32> = s.steps[..=j].iter().map(|x| x.key).collect();
             tool_at.insert(key.clone(), &st.tool);
             groups.entry(key).or_default().insert(r);
         }

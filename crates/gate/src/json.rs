@@ -779,13 +779,22 @@ impl<'a> Cursor<'a> {
         hit
     }
 
-    /// An object key and its colon.
-    pub(crate) fn key(&mut self) -> Option<String> {
+    /// An object key and its colon; borrowed from the input unless it has escapes.
+    pub(crate) fn key(&mut self) -> Option<std::borrow::Cow<'a, str>> {
         self.0.ws();
         if self.0.s.get(self.0.i) != Some(&b'"') {
             return None;
         }
-        let k = self.0.string().ok()?;
+        let start = self.0.i + 1;
+        self.0.string_into(&mut Discard).ok()?;
+        let body = &self.0.s[start..self.0.i - 1];
+        let k = if body.contains(&b'\\') {
+            self.0.i = start - 1;
+            std::borrow::Cow::Owned(self.0.string().ok()?)
+        } else {
+            // Checked as UTF-8 at the start; the quotes around it are ASCII.
+            std::borrow::Cow::Borrowed(std::str::from_utf8(body).ok()?)
+        };
         self.eat(b':').then_some(k)
     }
 

@@ -123,7 +123,7 @@ pub fn agreements(samples: &[(Value, Value)]) -> (f64, f64) {
         return (0.0, 0.0);
     }
     let share = |keys: Vec<String>| {
-        let best = modal(keys.iter().map(String::as_str)).map_or(0, |(_, count)| count);
+        let best = modal(keys.iter()).map_or(0, |(_, count)| count);
         best as f64 / n as f64
     };
     (

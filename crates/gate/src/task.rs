@@ -2,6 +2,7 @@
 //! tool calls with what each call returned. Parsing a samples line lives here, pure, so
 //! `score` and `eval` read lines identically and report bad ones the same way.
 
+use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 use crate::json::{Cursor, Duplicates, Object, Value, parse_with};
@@ -120,33 +121,42 @@ impl Payload {
     }
 }
 
-/// Keys of a task's result payloads, each distinct text keyed once: the copies of one
-/// result in N samples cost one parse and one print, not N.
-pub(crate) struct PayloadKeys<'a, F> {
-    seen: Vec<(&'a str, String)>,
+/// Task-local ids of keys: equal keys get equal ids. Results are looked up by text
+/// first, so the copies of one result in N samples cost one parse and one print, not N;
+/// and comparing ids is cheaper than comparing printed results of hundreds of bytes.
+pub(crate) struct Keys<'a, F> {
+    ids: BTreeMap<String, u32>,
+    texts: Vec<(&'a str, u32)>,
     key: F,
 }
 
-impl<'a, F: Fn(&Value) -> String> PayloadKeys<'a, F> {
-    /// Keys payloads with `key`.
+impl<'a, F: Fn(&Value) -> String> Keys<'a, F> {
+    /// Ids of keys; payloads are keyed with `key`.
     pub(crate) fn new(key: F) -> Self {
-        PayloadKeys {
-            seen: Vec::new(),
+        Keys {
+            ids: BTreeMap::new(),
+            texts: Vec::new(),
             key,
         }
     }
 
-    /// The key of `p`, from an earlier copy of its text when there is one.
-    pub(crate) fn of(&mut self, p: &'a Payload) -> String {
+    /// The id of `key`.
+    pub(crate) fn id(&mut self, key: String) -> u32 {
+        let next = u32::try_from(self.ids.len()).unwrap_or(u32::MAX);
+        *self.ids.entry(key).or_insert(next)
+    }
+
+    /// The id of `p`'s key, from an earlier copy of its text when there is one.
+    pub(crate) fn payload(&mut self, p: &'a Payload) -> u32 {
         let Some(text) = p.text() else {
-            return (self.key)(p.value());
+            return self.id((self.key)(p.value()));
         };
-        if let Some((_, k)) = self.seen.iter().find(|(t, _)| *t == text) {
-            return k.clone();
+        if let Some((_, id)) = self.texts.iter().find(|(t, _)| *t == text) {
+            return *id;
         }
-        let k = (self.key)(p.value());
-        self.seen.push((text, k.clone()));
-        k
+        let id = self.id((self.key)(p.value()));
+        self.texts.push((text, id));
+        id
     }
 }
 
@@ -400,7 +410,7 @@ fn native_call(c: &mut Cursor<'_>) -> Option<Call> {
         }
         Some(())
     })?;
-    call_of(tool.as_ref(), arguments, result, error.as_ref(), "").ok()
+    call_of(tool, arguments, result, error.as_ref(), "").ok()
 }
 
 /// Reads one sample in whichever shape it comes: native `{"calls": [...]}`, an OpenAI
@@ -604,7 +614,7 @@ fn parse_call(c: &Value, field: &str) -> Result<Call, TaskError> {
         .ok_or_else(|| err(field, format!("expected a call object, found {}", c.kind())))?;
     known_fields(o, field, &["tool", "arguments", "result", "error"])?;
     call_of(
-        o.get("tool"),
+        o.get("tool").cloned(),
         o.get("arguments").cloned(),
         o.get("result").cloned().map(Payload::from),
         o.get("error"),
@@ -614,14 +624,14 @@ fn parse_call(c: &Value, field: &str) -> Result<Call, TaskError> {
 
 /// A native call from its fields, however they were read.
 fn call_of(
-    tool: Option<&Value>,
+    tool: Option<Value>,
     arguments: Option<Value>,
     result: Option<Payload>,
     error: Option<&Value>,
     field: &str,
 ) -> Result<Call, TaskError> {
     let tool = match tool {
-        Some(Value::String(s)) => s.clone(),
+        Some(Value::String(s)) => s,
         _ => return Err(err(format!("{field}.tool"), "expected the tool's name")),
     };
     let observed = match (result, error) {
@@ -677,21 +687,24 @@ impl Observed {
 
     /// The key results are compared by: canonical JSON, or a digest of raw bytes.
     pub fn key(&self) -> Option<String> {
-        self.key_with(&mut PayloadKeys::new(crate::jcs::to_string))
-    }
-
-    /// [`Observed::key`], sharing the key of equal result texts through `payloads`.
-    pub(crate) fn key_with<'a>(
-        &'a self,
-        payloads: &mut PayloadKeys<'a, impl Fn(&Value) -> String>,
-    ) -> Option<String> {
         use sha2::Digest;
         match self {
             Observed::Missing => None,
             // Not through `as_value`: that deep-copies every result only to print it.
-            Observed::Result(p) => Some(payloads.of(p)),
+            Observed::Result(p) => Some(crate::jcs::to_string(p.value())),
             Observed::Error { .. } => Some(crate::jcs::to_string(&self.as_value())),
             Observed::Bytes(b) => Some(format!("bytes:{:x}", sha2::Sha256::digest(b))),
+        }
+    }
+
+    /// The id of [`Observed::key`] in `keys`, a result's text looked up first.
+    pub(crate) fn key_id<'a>(
+        &'a self,
+        keys: &mut Keys<'a, impl Fn(&Value) -> String>,
+    ) -> Option<u32> {
+        match self {
+            Observed::Result(p) => Some(keys.payload(p)),
+            other => other.key().map(|k| keys.id(k)),
         }
     }
 }
