@@ -19,28 +19,27 @@ pub struct NaiveDecision {
 
 /// Scores `task` the naive way. Calls without an observed result count as `null`.
 pub fn naive(task: &Task, threshold: Ratio) -> NaiveDecision {
-    let mut results = Keys::new(dumps_key);
-    let keys: Vec<String> = task
+    // Arguments and results by the id of their `json.dumps`: equal ids, equal dumps.
+    let mut dumps = Keys::new(dumps_key);
+    let keys: Vec<Vec<(&str, u32, u32)>> = task
         .samples
         .iter()
         .map(|s| {
-            let parts: Vec<String> = s
-                .calls
+            s.calls
                 .iter()
                 .map(|c| {
                     let args = match &c.arguments {
-                        Arguments::Json(v) => dumps_key(v),
-                        Arguments::Malformed(raw) => format!("raw:{raw}"),
+                        Arguments::Json(v) => dumps.id(dumps_key(v)),
+                        // No dumps starts with a letter other than t, f or n.
+                        Arguments::Malformed(raw) => dumps.id(format!("raw:{raw}")),
                     };
-                    // A result by the id of its key: equal ids, equal dumps.
                     let result = match &c.observed {
-                        Observed::Result(p) => results.payload(p),
-                        other => results.id(dumps_key(&other.as_value())),
+                        Observed::Result(p) => dumps.payload(p),
+                        other => dumps.id(dumps_key(&other.as_value())),
                     };
-                    format!("[{:?},{args},#{result}]", c.tool)
+                    (c.tool.as_str(), args, result)
                 })
-                .collect();
-            parts.join(",")
+                .collect()
         })
         .collect();
     let n = keys.len();

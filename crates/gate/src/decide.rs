@@ -6,6 +6,7 @@
 //! result agreement (over deterministic steps) only ever defers.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -16,7 +17,7 @@ use crate::convert::raw;
 use crate::jcs;
 use crate::json::Value;
 use crate::stats::{Ratio, wilson};
-use crate::task::{Arguments, Keys, Label, Task};
+use crate::task::{Arguments, Call, Keys, Label, Task};
 
 /// The thresholds of design.md section 6.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -258,8 +259,8 @@ enum PlanKey {
 #[derive(Debug, Clone)]
 struct PreparedStep {
     tool: String,
-    /// Canonical arguments; None when malformed.
-    args: Option<Value>,
+    /// Canonical arguments (shared by the samples that agree); None when malformed.
+    args: Option<Arc<Value>>,
     /// Id of the canonical (tool, arguments) key, task-local.
     key: u32,
     /// Id of the result's key, task-local; None when nothing was observed.
@@ -277,8 +278,9 @@ impl Prepared {
     }
 }
 
-/// Canonical arguments, or why the sample is malformed.
-type Canonical = Result<Value, Vec<String>>;
+/// Canonical arguments and the id of their (tool, arguments) key, or why the sample is
+/// malformed.
+type Canonical = Result<(Arc<Value>, u32), Vec<String>>;
 
 /// Canonicalizes every call of every sample. `resolver` answers `id` hints (None: IDs
 /// are compared as written).
@@ -290,9 +292,10 @@ pub fn prepare(
     let mut samples = Vec::with_capacity(task.samples.len());
     let mut malformed = Vec::new();
     let mut results = Keys::new(jcs::to_string);
-    let mut calls = Keys::new(jcs::to_string);
-    // Samples mostly repeat each other's calls: canonicalize each distinct (tool, step,
-    // arguments) once. The step matters because `$from` may only name earlier steps.
+    let mut calls: Keys<'_, fn(&Value) -> String> = Keys::new(jcs::to_string);
+    // Samples mostly repeat each other's calls: canonicalize and key each distinct
+    // (tool, step, arguments) once. The step matters because `$from` may only name
+    // earlier steps.
     let mut canonical: Vec<((&str, usize, &Value), Canonical)> = Vec::new();
     for (i, sample) in task.samples.iter().enumerate() {
         let mut steps = Vec::with_capacity(sample.calls.len());
@@ -305,42 +308,29 @@ pub fn prepare(
             });
         }
         for (j, call) in sample.calls.iter().enumerate() {
-            let canon = match (&call.arguments, catalog.get(&call.tool)) {
-                (Arguments::Malformed(why), _) => Err(vec![why.clone()]),
-                (Arguments::Json(v), Some(spec)) => {
+            let canon = match &call.arguments {
+                Arguments::Malformed(why) => Err(vec![why.clone()]),
+                Arguments::Json(v) => {
                     let id = (call.tool.as_str(), j, v);
                     match canonical.iter().find(|(seen, _)| *seen == id) {
                         Some((_, done)) => done.clone(),
                         None => {
-                            let done = canonicalize_arguments(spec, v, j, resolver.as_deref_mut());
+                            let done = canonical_call(
+                                call,
+                                v,
+                                j,
+                                catalog,
+                                resolver.as_deref_mut(),
+                                &mut calls,
+                            );
                             canonical.push((id, done.clone()));
                             done
                         }
                     }
                 }
-                // No schema for an unknown tool: compare as written (the gate rejects
-                // such a plan anyway when it is the modal one).
-                (Arguments::Json(v), None) => match v {
-                    Value::Object(o) if o.duplicate_key().is_none() => Ok(v.clone()),
-                    Value::Object(o) => Err(vec![format!(
-                        "arguments: duplicate key {:?}",
-                        o.duplicate_key().unwrap_or_default()
-                    )]),
-                    other => Err(vec![format!(
-                        "arguments: expected an object, found {}",
-                        other.kind()
-                    )]),
-                },
             };
             let (args, key) = match canon {
-                Ok(v) => {
-                    let mut key = String::from("{\"arguments\":");
-                    jcs::write(&v, &mut key);
-                    key.push_str(",\"tool\":");
-                    jcs::write_string(&call.tool, &mut key);
-                    key.push('}');
-                    (Some(v), calls.id(key))
-                }
+                Ok((v, key)) => (Some(v), key),
                 Err(problems) => {
                     bad = true;
                     malformed.push(MalformedSample {
@@ -372,6 +362,44 @@ pub fn prepare(
         samples,
         malformed,
     }
+}
+
+/// One call's canonical arguments and the id of its (tool, arguments) key.
+fn canonical_call(
+    call: &Call,
+    v: &Value,
+    step: usize,
+    catalog: &Catalog,
+    resolver: Option<&mut (dyn Resolver + '_)>,
+    calls: &mut Keys<'_, fn(&Value) -> String>,
+) -> Canonical {
+    let v = match catalog.get(&call.tool) {
+        Some(spec) => canonicalize_arguments(spec, v, step, resolver)?,
+        // No schema for an unknown tool: compare as written (the gate rejects such a
+        // plan anyway when it is the modal one).
+        None => match v {
+            Value::Object(o) if o.duplicate_key().is_none() => v.clone(),
+            Value::Object(o) => {
+                return Err(vec![format!(
+                    "arguments: duplicate key {:?}",
+                    o.duplicate_key().unwrap_or_default()
+                )]);
+            }
+            other => {
+                return Err(vec![format!(
+                    "arguments: expected an object, found {}",
+                    other.kind()
+                )]);
+            }
+        },
+    };
+    let mut key = String::from("{\"arguments\":");
+    jcs::write(&v, &mut key);
+    key.push_str(",\"tool\":");
+    jcs::write_string(&call.tool, &mut key);
+    key.push('}');
+    let id = calls.id(key);
+    Ok((Arc::new(v), id))
 }
 
 /// The modal key: (index of its first occurrence, count). Ties go to the first seen,
@@ -459,7 +487,7 @@ pub fn classify(p: &Prepared, tools: &dyn ToolStates, opts: &Options) -> Decisio
                         tool: st.tool.clone(),
                         arguments: raw(st
                             .args
-                            .as_ref()
+                            .as_deref()
                             .map_or_else(|| "null".into(), jcs::to_string)),
                     })
                     .collect()
@@ -770,7 +798,7 @@ fn divergent_paths(p: &Prepared, max_steps: usize) -> Vec<DivergentPath> {
             .iter()
             .filter_map(|s| match s.steps.get(j) {
                 None => Some(None),
-                Some(st) => st.args.as_ref().map(Some),
+                Some(st) => st.args.as_deref().map(Some),
             })
             .collect();
         diff(&format!("$.steps[{j}].arguments"), &args, &mut out);
@@ -783,7 +811,14 @@ fn diff(path: &str, values: &[Option<&Value>], out: &mut Vec<DivergentPath>) {
     if out.len() >= MAX_PATHS {
         return;
     }
-    let keys: BTreeSet<String> = values
+    // Values equal as trees print equal: print each such value once.
+    let mut unlike: Vec<Option<&Value>> = Vec::new();
+    for v in values {
+        if !unlike.contains(v) {
+            unlike.push(*v);
+        }
+    }
+    let keys: BTreeSet<String> = unlike
         .iter()
         .map(|v| v.map_or_else(|| "\u{0}".into(), jcs::to_string))
         .collect();
