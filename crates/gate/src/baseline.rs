@@ -29,7 +29,7 @@ pub fn naive(task: &Task, threshold: Ratio) -> NaiveDecision {
                 .iter()
                 .map(|c| {
                     let args = match &c.arguments {
-                        Arguments::Json(v) => dumps.id(dumps_key(v)),
+                        Arguments::Json(v) => dumps.value(v),
                         // No dumps starts with a letter other than t, f or n.
                         Arguments::Malformed(raw) => dumps.id(format!("raw:{raw}")),
                     };

@@ -127,6 +127,7 @@ impl Payload {
 pub(crate) struct Keys<'a, F> {
     ids: BTreeMap<String, u32>,
     texts: Vec<(&'a str, u32)>,
+    values: Vec<(&'a Value, u32)>,
     key: F,
 }
 
@@ -136,6 +137,7 @@ impl<'a, F: Fn(&Value) -> String> Keys<'a, F> {
         Keys {
             ids: BTreeMap::new(),
             texts: Vec::new(),
+            values: Vec::new(),
             key,
         }
     }
@@ -144,6 +146,17 @@ impl<'a, F: Fn(&Value) -> String> Keys<'a, F> {
     pub(crate) fn id(&mut self, key: String) -> u32 {
         let next = u32::try_from(self.ids.len()).unwrap_or(u32::MAX);
         *self.ids.entry(key).or_insert(next)
+    }
+
+    /// The id of `v`'s key, from an earlier equal value when there is one (values
+    /// equal as trees have equal keys).
+    pub(crate) fn value(&mut self, v: &'a Value) -> u32 {
+        if let Some((_, id)) = self.values.iter().find(|(seen, _)| *seen == v) {
+            return *id;
+        }
+        let id = self.id((self.key)(v));
+        self.values.push((v, id));
+        id
     }
 
     /// The id of `p`'s key, from an earlier copy of its text when there is one.
