@@ -150,7 +150,7 @@ fn many_workers_write_what_one_writes_in_input_order() {
     let blank = lines.iter().filter(|l| l.is_empty()).count();
     let bad = lines.iter().filter(|l| l.contains("broken")).count();
     assert!(
-        err3.contains(&format!("3000 lines: "))
+        err3.contains("3000 lines: ")
             && err3.contains(&format!("{bad} skipped (bad input), {blank} blank")),
         "{err3}"
     );
