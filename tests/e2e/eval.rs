@@ -137,6 +137,70 @@ fn every_input_format_decides_like_the_native_one() {
     }
 }
 
+/// The naive scorer beside the gate on executed tasks: on by itself for labelled
+/// tasks, asked for with `--baseline naive` otherwise. On the labelled plans it rejects
+/// a correct plan whose SKU is spelled two ways; the gate rejects none of them.
+#[test]
+fn the_naive_baseline_is_compared_on_executed_tasks() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let summary = dir.path().join("summary.json");
+    let run = eval(
+        &seed_catalog(),
+        "plans.jsonl",
+        &["--summary-json".as_ref(), summary.as_os_str()],
+    );
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let b = &read_json(&summary)["baseline"];
+    assert_eq!((&b["tasks"], &b["labelled"]), (&8.into(), &8.into()), "{b}");
+    assert_eq!(
+        (&b["gate_rejected"], &b["gate_rejected_correct"]),
+        (&3.into(), &0.into()),
+        "{b}"
+    );
+    assert!(b["naive_rejected_correct"].as_u64() >= Some(1), "{b}");
+    assert!(
+        b["naive_rejected"].as_u64() > b["gate_rejected"].as_u64(),
+        "{b}"
+    );
+    assert!(
+        run.stderr
+            .contains("8 tasks (8 labelled): gate rejected 3, 0 of them labelled correct"),
+        "{}",
+        run.stderr
+    );
+
+    // Unlabelled tasks: only when asked for, and then without false-positive shares.
+    let summary = dir.path().join("unlabelled.json");
+    let quiet = eval(
+        &seed_catalog(),
+        "defers.jsonl",
+        &["--summary-json".as_ref(), summary.as_os_str()],
+    );
+    assert!(
+        read_json(&summary)["baseline"].is_null(),
+        "{}",
+        quiet.stderr
+    );
+    let asked = eval(
+        &seed_catalog(),
+        "defers.jsonl",
+        &[
+            "--baseline".as_ref(),
+            "naive".as_ref(),
+            "--summary-json".as_ref(),
+            summary.as_os_str(),
+        ],
+    );
+    let b = &read_json(&summary)["baseline"];
+    assert_eq!(b["labelled"], 0, "{b}");
+    assert_eq!(b["tasks"].as_u64(), Some(asked.lines().len() as u64), "{b}");
+    assert!(
+        asked.stderr.contains("naive scorer rejected"),
+        "{}",
+        asked.stderr
+    );
+}
+
 #[test]
 fn openai_arguments_that_are_not_json_spoil_one_sample_not_the_task() {
     let dir = tempfile::tempdir().expect("temp dir");

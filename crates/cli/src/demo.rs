@@ -187,7 +187,7 @@ pub(crate) fn run(args: DemoArgs) -> Result<u8> {
     let done = AtomicUsize::new(0);
     let naive_col = Mutex::new(Column::default());
     let threshold = args.thresholds.arg_accept;
-    let on_done = |task: &Task| {
+    let on_done = |_line: usize, task: &Task| {
         let d = naive(task, threshold);
         naive_col
             .lock()

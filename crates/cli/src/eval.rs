@@ -3,15 +3,18 @@
 //! and decides every task once tool health is known; writes decisions, tool health,
 //! JUnit and a summary. The work itself is plangate-harness; this file is flags and files.
 
+use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
+use plangate_gate::baseline::naive;
 use plangate_gate::decide::{Decision, Verdict};
-use plangate_gate::task::{TaskError, parse_task_line};
+use plangate_gate::task::{Label, TaskError, parse_task_line};
 use plangate_harness::{Eval, EvalOptions, Finished, World, WorldOptions, read_quarantine};
 use plangate_sandbox::EpochManifest;
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
@@ -20,7 +23,7 @@ use serde_json::json;
 
 use crate::call::LimitArgs;
 use crate::score::{
-    IoArgs, Tally, ThresholdArgs, check_distinct, for_each_line, load_catalog, open_out,
+    Baseline, IoArgs, Tally, ThresholdArgs, check_distinct, for_each_line, load_catalog, open_out,
     open_samples, skip_line, source_name,
 };
 
@@ -56,6 +59,11 @@ pub(crate) struct EvalArgs {
     /// Worker threads executing calls (default: one per core).
     #[arg(long, value_name = "N")]
     jobs: Option<usize>,
+    /// Also score every executed task the naive way (one raw agreement over arguments
+    /// and results, reject below --arg-accept) and compare in the summary; on by itself
+    /// for labelled tasks.
+    #[arg(long, value_enum, value_name = "SCORER")]
+    baseline: Option<Baseline>,
     #[command(flatten)]
     limits: LimitArgs,
     #[command(flatten)]
@@ -163,7 +171,20 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
     let mut tally = Tally::default();
     let mut skipped: Vec<(usize, TaskError)> = Vec::new();
     let bar = progress();
-    let on_done = |_: &plangate_gate::task::Task| bar.inc(1);
+    // The naive scorer sees each task as executed, results and all; the gate decides
+    // later, when tool health is known, so its verdicts wait here by input line.
+    let naive_by_line: Mutex<BTreeMap<usize, (Verdict, Option<Label>)>> = Mutex::default();
+    let threshold = args.thresholds.arg_accept;
+    let on_done = |line: usize, task: &plangate_gate::task::Task| {
+        if args.baseline.is_some() || task.label.is_some() {
+            let verdict = naive(task, threshold).decision;
+            naive_by_line
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(line, (verdict, task.label));
+        }
+        bar.inc(1);
+    };
     eval.execute(&on_done, |feeder| {
         for_each_line(input, &mut tally, |number, line, _| {
             match parse_task_line(line) {
@@ -180,10 +201,13 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
     let executed = started.elapsed();
 
     let finished = eval.finish()?;
+    let naive_by_line = naive_by_line
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner());
     let mut out = open_out(args.io.out.as_deref())?;
     let mut junit = args.junit.as_ref().map(|_| TestSuite::new("plangate eval"));
     let mut skipped = skipped.into_iter().peekable();
-    let mut labels: std::collections::BTreeMap<String, [usize; 3]> = Default::default();
+    let mut labels: BTreeMap<String, [usize; 3]> = Default::default();
     for d in finished.decisions() {
         while let Some((line, e)) = skipped.next_if(|(l, _)| *l < d.line) {
             skip_line(&mut out, &source, line, &e, &mut tally)?;
@@ -193,6 +217,9 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
         }
         let dec = &d.decision;
         tally.count(dec.decision);
+        if let Some((naive, label)) = naive_by_line.get(&d.line) {
+            tally.baseline.count(dec.decision, *naive, *label);
+        }
         if let Some(label) = dec.label {
             let key = serde_json::to_value(label)?
                 .as_str()
@@ -248,6 +275,7 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
                 "defer": c[Verdict::Defer as usize],
                 "reject": c[Verdict::Reject as usize],
             }))).collect::<serde_json::Map<_, _>>(),
+            "baseline": tally.baseline.line().map(|_| &tally.baseline),
             "stats": finished.stats,
             "tools": finished.health.tools,
             "quarantined": finished.quarantined(),
@@ -266,6 +294,9 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
         write_json(file, &summary)?;
     }
     eprintln!("plangate: {}", tally.summary(&source));
+    if let Some(line) = tally.baseline.line() {
+        eprintln!("plangate: {line}");
+    }
     eprintln!("plangate: {}", human(&finished, executed - probed));
     Ok(tally.exit_code())
 }

@@ -159,7 +159,7 @@ pub(crate) struct Tally {
 
 /// Rejections by the gate and by the naive scorer (design.md section 8), and how many
 /// of them were labelled correct: the false-positive share of each.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, serde::Serialize)]
 pub(crate) struct BaselineTally {
     tasks: usize,
     labelled: usize,
@@ -170,7 +170,7 @@ pub(crate) struct BaselineTally {
 }
 
 impl BaselineTally {
-    fn count(&mut self, gate: Verdict, naive: Verdict, label: Option<Label>) {
+    pub(crate) fn count(&mut self, gate: Verdict, naive: Verdict, label: Option<Label>) {
         self.tasks += 1;
         self.labelled += usize::from(label.is_some());
         let correct = label == Some(Label::Correct);

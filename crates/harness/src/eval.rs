@@ -118,6 +118,8 @@ struct Slot {
 /// A task whose samples are out on the workers.
 struct Shell {
     index: usize,
+    /// The input line the task was read from.
+    line: usize,
     task_id: String,
     label: Option<Label>,
     samples: Mutex<Vec<Option<Sample>>>,
@@ -240,10 +242,11 @@ impl<'w> Eval<'w> {
     /// Runs `feed` on this thread while a pool of `opts.jobs` plain threads executes the
     /// tasks it pushes; returns what `feed` returns once every pushed task is executed.
     /// `on_done` is called (from a worker) with each task as it finishes executing, its
-    /// calls carrying what they returned (for progress, recording, or another scorer).
+    /// calls carrying what they returned (for progress, recording, or another scorer),
+    /// and the input line it was pushed with.
     pub fn execute<R>(
         &self,
-        on_done: &(dyn Fn(&Task) + Sync),
+        on_done: &(dyn Fn(usize, &Task) + Sync),
         feed: impl FnOnce(&mut Feeder<'_, 'w>) -> R,
     ) -> R {
         let jobs = self.opts.jobs.max(1);
@@ -267,7 +270,7 @@ impl<'w> Eval<'w> {
         })
     }
 
-    fn work(&self, rx: &Mutex<Receiver<Job>>, on_done: &(dyn Fn(&Task) + Sync)) {
+    fn work(&self, rx: &Mutex<Receiver<Job>>, on_done: &(dyn Fn(usize, &Task) + Sync)) {
         loop {
             let job = lock(rx).recv();
             let Ok(mut job) = job else { return };
@@ -287,7 +290,7 @@ impl<'w> Eval<'w> {
                     label: shell.label,
                     epoch_fixed: None,
                 };
-                on_done(&task);
+                on_done(shell.line, &task);
                 self.settle(shell.index, task, touched);
             }
         }
@@ -483,7 +486,7 @@ impl<'w> Eval<'w> {
 pub struct Feeder<'e, 'w> {
     eval: &'e Eval<'w>,
     tx: SyncSender<Job>,
-    on_done: &'e (dyn Fn(&Task) + Sync),
+    on_done: &'e (dyn Fn(usize, &Task) + Sync),
 }
 
 impl std::fmt::Debug for Feeder<'_, '_> {
@@ -508,13 +511,14 @@ impl Feeder<'_, '_> {
             slots.len() - 1
         };
         if task.samples.is_empty() {
-            (self.on_done)(&task);
+            (self.on_done)(line, &task);
             eval.settle(index, task, BTreeSet::new());
             return;
         }
         let n = task.samples.len();
         let shell = Arc::new(Shell {
             index,
+            line,
             task_id: task.task_id,
             label: task.label,
             samples: Mutex::new((0..n).map(|_| None).collect()),
