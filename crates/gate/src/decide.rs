@@ -792,7 +792,18 @@ fn divergent_paths(p: &Prepared, max_steps: usize) -> Vec<DivergentPath> {
             });
         }
         // Arguments are compared among well-formed samples; malformed ones are listed
-        // in the decision on their own.
+        // in the decision on their own. When every sample has this step and the
+        // well-formed ones share one (tool, arguments) key, their arguments print the
+        // same and there is nothing to diff.
+        let mut keys = p
+            .samples
+            .iter()
+            .map(|s| s.steps.get(j).map(|st| (st.key, st.args.is_some())));
+        let mut well_formed = keys.clone().flatten().filter(|(_, ok)| *ok).map(|(k, _)| k);
+        let first = well_formed.next();
+        if keys.all(|k| k.is_some()) && well_formed.all(|k| Some(k) == first) {
+            continue;
+        }
         let args: Vec<Option<&Value>> = p
             .samples
             .iter()
