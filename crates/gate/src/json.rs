@@ -356,14 +356,21 @@ pub enum JsonErrorKind {
 
 /// Parses one JSON document, refusing duplicate keys.
 pub fn parse(input: &str) -> Result<Value, JsonError> {
-    parse_with(input.as_bytes(), Duplicates::Refuse)
+    parse_str_with(input, Duplicates::Refuse)
 }
 
 /// Parses one JSON document from bytes with the given duplicate-key policy.
 pub fn parse_with(input: &[u8], duplicates: Duplicates) -> Result<Value, JsonError> {
-    if let Err(e) = std::str::from_utf8(input) {
-        return Err(error_at(input, e.valid_up_to(), JsonErrorKind::InvalidUtf8));
+    match std::str::from_utf8(input) {
+        Ok(text) => parse_str_with(text, duplicates),
+        Err(e) => Err(error_at(input, e.valid_up_to(), JsonErrorKind::InvalidUtf8)),
     }
+}
+
+/// Parses one JSON document from text (already UTF-8: not checked again) with the given
+/// duplicate-key policy.
+pub fn parse_str_with(input: &str, duplicates: Duplicates) -> Result<Value, JsonError> {
+    let input = input.as_bytes();
     let mut p = Parser {
         s: input,
         i: 0,

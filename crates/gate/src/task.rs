@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
-use crate::json::{Cursor, Duplicates, Object, Value, parse_with};
+use crate::json::{Cursor, Duplicates, Object, Value, parse_str_with, parse_with};
 
 /// Ground truth attached to a task by an eval team.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -105,8 +105,7 @@ impl Payload {
             PayloadRepr::Text(t, v) => v.get_or_init(|| {
                 // The text passed the same reader when the line was read, so this
                 // cannot fail; were it to, the text stays a distinct value.
-                parse_with(t.as_bytes(), Duplicates::Flag)
-                    .unwrap_or_else(|_| Value::String(t.to_string()))
+                parse_str_with(t, Duplicates::Flag).unwrap_or_else(|_| Value::String(t.to_string()))
             }),
         }
     }
