@@ -372,8 +372,29 @@ impl Scorer<'_> {
         chunk
             .lines
             .iter()
-            .map(|(number, range)| (*number, self.score(&chunk.data[range.clone()])))
+            .map(|(number, range)| (*number, self.score_guarded(&chunk.data[range.clone()])))
             .collect()
+    }
+
+    /// [`Scorer::score`], with a panic (a bug in plangate) reported as that line's
+    /// failure: the rest of the run is still decided, and the summary counts the line.
+    fn score_guarded(&self, line: &[u8]) -> Scored {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.score(line))).unwrap_or_else(
+            |panic| {
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                Scored::Bad(plangate_gate::task::TaskError {
+                    field: String::new(),
+                    message: format!(
+                        "internal error while deciding this line ({what}); please report it"
+                    ),
+                    task_id: None,
+                })
+            },
+        )
     }
 }
 
@@ -459,6 +480,11 @@ fn pipeline(
                     chunk.lines.clear();
                     credit_tx.send(chunk).ok();
                 }
+            }
+            // Every worker has stopped; a chunk still waiting means one before it never
+            // came back, and its lines would be missing from the output.
+            if !waiting.is_empty() {
+                bail!("chunk {next} of the input was never decided");
             }
             Ok(())
         });

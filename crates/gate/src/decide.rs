@@ -17,7 +17,7 @@ use crate::convert::raw;
 use crate::jcs;
 use crate::json::Value;
 use crate::stats::{Ratio, wilson};
-use crate::task::{Arguments, Call, Keys, Label, Task};
+use crate::task::{Arguments, Call, Keys, Label, Recent, Task};
 
 /// The thresholds of design.md section 6.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -296,7 +296,7 @@ pub fn prepare(
     // Samples mostly repeat each other's calls: canonicalize and key each distinct
     // (tool, step, arguments) once. The step matters because `$from` may only name
     // earlier steps.
-    let mut canonical: Vec<((&str, usize, &Value), Canonical)> = Vec::new();
+    let mut canonical: Recent<(&str, usize, &Value), Canonical> = Recent::new();
     for (i, sample) in task.samples.iter().enumerate() {
         let mut steps = Vec::with_capacity(sample.calls.len());
         let mut bad = sample.malformed.is_some();
@@ -312,21 +312,10 @@ pub fn prepare(
                 Arguments::Malformed(why) => Err(vec![why.clone()]),
                 Arguments::Json(v) => {
                     let id = (call.tool.as_str(), j, v);
-                    match canonical.iter().find(|(seen, _)| *seen == id) {
-                        Some((_, done)) => done.clone(),
-                        None => {
-                            let done = canonical_call(
-                                call,
-                                v,
-                                j,
-                                catalog,
-                                resolver.as_deref_mut(),
-                                &mut calls,
-                            );
-                            canonical.push((id, done.clone()));
-                            done
-                        }
-                    }
+                    let resolver = resolver.as_deref_mut();
+                    canonical.get_or(id, || {
+                        canonical_call(call, v, j, catalog, resolver, &mut calls)
+                    })
                 }
             };
             let (args, key) = match canon {
@@ -742,25 +731,33 @@ fn tainting_step(p: &Prepared, divergent: Option<usize>) -> Option<usize> {
 /// Deterministic tools that answered identical calls (same plan so far) differently.
 fn suspect_tools(p: &Prepared, is_det: &dyn Fn(&str) -> bool) -> Vec<String> {
     let mut out = BTreeSet::new();
+    // Each sample's plan so far by id: (id of the prefix before, key of this step) ->
+    // id. Samples that agree up to step j share an id, found without comparing whole
+    // prefixes, which made plans of thousands of steps quadratic.
+    let mut prefixes: BTreeMap<(u32, u32), u32> = BTreeMap::new();
+    let mut prefix = vec![u32::MAX; p.samples.len()];
     let max = p.samples.iter().map(|s| s.steps.len()).max().unwrap_or(0);
     for j in 0..max {
-        let mut groups: BTreeMap<Vec<u32>, BTreeSet<u32>> = BTreeMap::new();
-        let mut tool_at: BTreeMap<Vec<u32>, &str> = BTreeMap::new();
-        for s in &p.samples {
+        let mut groups: BTreeMap<u32, (&str, BTreeSet<u32>)> = BTreeMap::new();
+        for (s, prefix) in p.samples.iter().zip(prefix.iter_mut()) {
             let Some(st) = s.steps.get(j) else { continue };
+            let next = u32::try_from(prefixes.len()).unwrap_or(u32::MAX - 1);
+            *prefix = *prefixes.entry((*prefix, st.key)).or_insert(next);
             if st.args.is_none() || !is_det(&st.tool) {
                 continue;
             }
             let Some(r) = st.result else {
                 continue;
             };
-            let key: Vec<u32> = s.steps[..=j].iter().map(|x| x.key).collect();
-            tool_at.insert(key.clone(), &st.tool);
-            groups.entry(key).or_default().insert(r);
+            groups
+                .entry(*prefix)
+                .or_insert_with(|| (&st.tool, BTreeSet::new()))
+                .1
+                .insert(r);
         }
-        for (k, results) in groups {
+        for (tool, results) in groups.into_values() {
             if results.len() > 1 {
-                out.insert(tool_at[&k].to_string());
+                out.insert(tool.to_string());
             }
         }
     }

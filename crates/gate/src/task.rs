@@ -120,13 +120,41 @@ impl Payload {
     }
 }
 
+/// The last few distinct things a task computed, found again by equality. Samples
+/// repeat a handful of calls and results, so a short list catches them; its bound
+/// keeps a task of thousands of distinct calls linear (each lookup is at most
+/// [`Recent::CAP`] comparisons, and what does not fit is simply computed again).
+pub(crate) struct Recent<K, V>(Vec<(K, V)>);
+
+impl<K: PartialEq, V: Clone> Recent<K, V> {
+    const CAP: usize = 64;
+
+    /// An empty list.
+    pub(crate) fn new() -> Self {
+        Recent(Vec::new())
+    }
+
+    /// What was computed for a key equal to `key`, or `compute`'s answer, kept while
+    /// there is room.
+    pub(crate) fn get_or(&mut self, key: K, compute: impl FnOnce() -> V) -> V {
+        if let Some((_, v)) = self.0.iter().find(|(seen, _)| *seen == key) {
+            return v.clone();
+        }
+        let v = compute();
+        if self.0.len() < Self::CAP {
+            self.0.push((key, v.clone()));
+        }
+        v
+    }
+}
+
 /// Task-local ids of keys: equal keys get equal ids. Results are looked up by text
 /// first, so the copies of one result in N samples cost one parse and one print, not N;
 /// and comparing ids is cheaper than comparing printed results of hundreds of bytes.
 pub(crate) struct Keys<'a, F> {
     ids: BTreeMap<String, u32>,
-    texts: Vec<(&'a str, u32)>,
-    values: Vec<(&'a Value, u32)>,
+    texts: Recent<&'a str, u32>,
+    values: Recent<&'a Value, u32>,
     key: F,
 }
 
@@ -135,27 +163,22 @@ impl<'a, F: Fn(&Value) -> String> Keys<'a, F> {
     pub(crate) fn new(key: F) -> Self {
         Keys {
             ids: BTreeMap::new(),
-            texts: Vec::new(),
-            values: Vec::new(),
+            texts: Recent::new(),
+            values: Recent::new(),
             key,
         }
     }
 
     /// The id of `key`.
     pub(crate) fn id(&mut self, key: String) -> u32 {
-        let next = u32::try_from(self.ids.len()).unwrap_or(u32::MAX);
-        *self.ids.entry(key).or_insert(next)
+        Self::id_in(&mut self.ids, key)
     }
 
     /// The id of `v`'s key, from an earlier equal value when there is one (values
     /// equal as trees have equal keys).
     pub(crate) fn value(&mut self, v: &'a Value) -> u32 {
-        if let Some((_, id)) = self.values.iter().find(|(seen, _)| *seen == v) {
-            return *id;
-        }
-        let id = self.id((self.key)(v));
-        self.values.push((v, id));
-        id
+        let (ids, key) = (&mut self.ids, &self.key);
+        self.values.get_or(v, || Self::id_in(ids, key(v)))
     }
 
     /// The id of `p`'s key, from an earlier copy of its text when there is one.
@@ -163,12 +186,13 @@ impl<'a, F: Fn(&Value) -> String> Keys<'a, F> {
         let Some(text) = p.text() else {
             return self.id((self.key)(p.value()));
         };
-        if let Some((_, id)) = self.texts.iter().find(|(t, _)| *t == text) {
-            return *id;
-        }
-        let id = self.id((self.key)(p.value()));
-        self.texts.push((text, id));
-        id
+        let (ids, key) = (&mut self.ids, &self.key);
+        self.texts.get_or(text, || Self::id_in(ids, key(p.value())))
+    }
+
+    fn id_in(ids: &mut BTreeMap<String, u32>, key: String) -> u32 {
+        let next = u32::try_from(ids.len()).unwrap_or(u32::MAX);
+        *ids.entry(key).or_insert(next)
     }
 }
 
@@ -840,6 +864,35 @@ mod tests {
             }
         }
         assert_eq!(parse_task_line(line), general);
+    }
+
+    /// Repeats are found again; past the bound new things are computed every time and
+    /// the list stops growing, so a task of many distinct calls stays linear.
+    #[test]
+    fn recent_remembers_a_bounded_few() {
+        let computed = std::cell::Cell::new(0);
+        let mut recent: Recent<u32, u32> = Recent::new();
+        let mut get = |k: u32| {
+            recent.get_or(k, || {
+                computed.set(computed.get() + 1);
+                k * 10
+            })
+        };
+        assert_eq!((get(1), get(1), get(2)), (10, 10, 20));
+        assert_eq!(computed.get(), 2, "the repeat was not computed again");
+        for k in 0..200 {
+            assert_eq!(get(k), k * 10);
+        }
+        let before = computed.get();
+        assert_eq!(get(150), 1500, "answers stay right past the bound");
+        assert_eq!(
+            computed.get(),
+            before + 1,
+            "150 did not fit, so it is computed again"
+        );
+        assert_eq!(get(5), 50);
+        assert_eq!(computed.get(), before + 1, "5 fit within the first 64");
+        assert_eq!(recent.0.len(), Recent::<u32, u32>::CAP);
     }
 
     /// Case files and eval lines go through the same check in `tests/readers.rs`.
