@@ -6,19 +6,24 @@ use std::process::Command;
 
 use crate::tools::repo;
 
-fn score(extra: &[&str], samples: &str) -> (i32, Vec<serde_json::Value>, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_plangate"))
+/// `plangate score` over the README example's catalog, run from the checkout.
+fn score_output(samples: impl AsRef<std::ffi::OsStr>, extra: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_plangate"))
         .current_dir(repo())
         .args([
             "score",
             "--catalog",
             "examples/score/catalog.json",
             "--samples",
-            samples,
         ])
+        .arg(samples)
         .args(extra)
         .output()
-        .expect("plangate runs");
+        .expect("plangate runs")
+}
+
+fn score(extra: &[&str], samples: &str) -> (i32, Vec<serde_json::Value>, String) {
+    let out = score_output(samples, extra);
     let lines = String::from_utf8(out.stdout)
         .unwrap()
         .lines()
@@ -118,18 +123,7 @@ fn many_workers_write_what_one_writes_in_input_order() {
     let dir = tempfile::tempdir().unwrap();
     let (samples, lines) = many_lines(dir.path());
     let run = |jobs: &str| {
-        let out = Command::new(env!("CARGO_BIN_EXE_plangate"))
-            .current_dir(repo())
-            .args([
-                "score",
-                "--catalog",
-                "examples/score/catalog.json",
-                "--samples",
-            ])
-            .arg(&samples)
-            .args(["--jobs", jobs])
-            .output()
-            .expect("plangate runs");
+        let out = score_output(&samples, &["--jobs", jobs]);
         (
             out.status.code(),
             out.stdout,
@@ -188,18 +182,7 @@ fn a_failed_write_stops_the_run_with_an_error() {
     // Megabytes of decisions: the write fails while workers are still deciding.
     let dir = tempfile::tempdir().unwrap();
     let (samples, _) = many_lines(dir.path());
-    let out = Command::new(env!("CARGO_BIN_EXE_plangate"))
-        .current_dir(repo())
-        .args([
-            "score",
-            "--catalog",
-            "examples/score/catalog.json",
-            "--samples",
-        ])
-        .arg(&samples)
-        .args(["--out", "/dev/full", "--jobs", "2"])
-        .output()
-        .expect("plangate runs");
+    let out = score_output(&samples, &["--out", "/dev/full", "--jobs", "2"]);
     let err = String::from_utf8(out.stderr).unwrap();
     assert_ne!(out.status.code(), Some(0), "{err}");
     assert_ne!(out.status.code(), Some(1), "{err}");
