@@ -74,6 +74,17 @@ fn eval(catalog: &Path, samples: &str, extra: &[&OsStr]) -> Run {
     plangate(&args)
 }
 
+/// `eval` over the seed world with `--summary-json`, and the summary it wrote.
+fn eval_summary(samples: &str, extra: &[&OsStr]) -> (Run, Value) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let summary = dir.path().join("summary.json");
+    let mut args: Vec<&OsStr> = vec!["--summary-json".as_ref(), summary.as_os_str()];
+    args.extend_from_slice(extra);
+    let run = eval(&seed_catalog(), samples, &args);
+    let written = read_json(&summary);
+    (run, written)
+}
+
 fn read_json(p: &Path) -> Value {
     serde_json::from_slice(&std::fs::read(p).expect("file written"))
         .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
@@ -142,15 +153,9 @@ fn every_input_format_decides_like_the_native_one() {
 /// a correct plan whose SKU is spelled two ways; the gate rejects none of them.
 #[test]
 fn the_naive_baseline_is_compared_on_executed_tasks() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let summary = dir.path().join("summary.json");
-    let run = eval(
-        &seed_catalog(),
-        "plans.jsonl",
-        &["--summary-json".as_ref(), summary.as_os_str()],
-    );
+    let (run, summary) = eval_summary("plans.jsonl", &[]);
     assert_eq!(run.code, 1, "{}", run.stderr);
-    let b = &read_json(&summary)["baseline"];
+    let b = &summary["baseline"];
     assert_eq!((&b["tasks"], &b["labelled"]), (&8.into(), &8.into()), "{b}");
     assert_eq!(
         (&b["gate_rejected"], &b["gate_rejected_correct"]),
@@ -170,28 +175,10 @@ fn the_naive_baseline_is_compared_on_executed_tasks() {
     );
 
     // Unlabelled tasks: only when asked for, and then without false-positive shares.
-    let summary = dir.path().join("unlabelled.json");
-    let quiet = eval(
-        &seed_catalog(),
-        "defers.jsonl",
-        &["--summary-json".as_ref(), summary.as_os_str()],
-    );
-    assert!(
-        read_json(&summary)["baseline"].is_null(),
-        "{}",
-        quiet.stderr
-    );
-    let asked = eval(
-        &seed_catalog(),
-        "defers.jsonl",
-        &[
-            "--baseline".as_ref(),
-            "naive".as_ref(),
-            "--summary-json".as_ref(),
-            summary.as_os_str(),
-        ],
-    );
-    let b = &read_json(&summary)["baseline"];
+    let (quiet, summary) = eval_summary("defers.jsonl", &[]);
+    assert!(summary["baseline"].is_null(), "{}", quiet.stderr);
+    let (asked, summary) = eval_summary("defers.jsonl", &["--baseline".as_ref(), "naive".as_ref()]);
+    let b = &summary["baseline"];
     assert_eq!(b["labelled"], 0, "{b}");
     assert_eq!(b["tasks"].as_u64(), Some(asked.lines().len() as u64), "{b}");
     assert!(
@@ -376,15 +363,8 @@ fn without_a_probe_a_witness_in_the_batch_quarantines_the_tool() {
 
 #[test]
 fn from_chains_run_and_id_forms_agree_after_resolution() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let summary = dir.path().join("summary.json");
-    let run = eval(
-        &seed_catalog(),
-        "chains.jsonl",
-        &["--summary-json".as_ref(), summary.as_os_str()],
-    );
+    let (run, s) = eval_summary("chains.jsonl", &[]);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    let s = read_json(&summary);
     // chain-resolved 10 calls; the broken pointer and the failed step run step 0 only
     // (5 + 5) and record step 1 as unresolved (5 + 5 not executed); two single-step
     // tasks of 5 calls each.
