@@ -342,7 +342,8 @@ fn epoch_fixed_of(v: Option<&Value>) -> Result<Option<bool>, TaskError> {
 /// The common line, read in one pass: native samples (`{"calls": [...]}` only), each
 /// call's result kept as checked text. Anything else (another shape, a field out of
 /// place, any error) answers None and [`task_from_value`] reads the line instead, which
-/// words the errors; for a line this reads, both give the same task (tested below).
+/// words the errors; for a line this reads, both give the same task (`tests/readers.rs`
+/// and the `samples_line` fuzz target hold them to it).
 fn read_native(line: &[u8]) -> Option<Task> {
     let mut c = Cursor::new(line, Duplicates::Flag)?;
     let (mut task_id, mut samples, mut label, mut epoch, mut meta) =
