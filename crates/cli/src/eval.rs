@@ -23,8 +23,8 @@ use serde_json::json;
 
 use crate::call::LimitArgs;
 use crate::score::{
-    Baseline, IoArgs, Tally, ThresholdArgs, check_distinct, for_each_line, load_catalog, open_out,
-    open_samples, skip_line, source_name,
+    Baseline, IoArgs, Tally, ThresholdArgs, check_distinct, compares_baseline, for_each_line,
+    load_catalog, open_out, open_samples, skip_line, source_name,
 };
 
 #[derive(Debug, Args)]
@@ -176,7 +176,7 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
     let naive_by_line: Mutex<BTreeMap<usize, (Verdict, Option<Label>)>> = Mutex::default();
     let threshold = args.thresholds.arg_accept;
     let on_done = |line: usize, task: &plangate_gate::task::Task| {
-        if args.baseline.is_some() || task.label.is_some() {
+        if compares_baseline(args.baseline, task) {
             let verdict = naive(task, threshold).decision;
             naive_by_line
                 .lock()

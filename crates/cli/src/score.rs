@@ -26,6 +26,12 @@ pub(crate) enum Baseline {
     Naive,
 }
 
+/// Whether a task is also scored the naive way: when asked for, and always for a
+/// labelled task, whose false-positive share is the comparison's point.
+pub(crate) fn compares_baseline(asked: Option<Baseline>, task: &Task) -> bool {
+    asked.is_some() || task.label.is_some()
+}
+
 /// Which of the seed's two entry points `--seed-compat` reproduces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum SeedEntry {
@@ -355,7 +361,7 @@ impl Scorer<'_> {
         }
         let prepared = decide::prepare(&task, self.catalog, None);
         let d = decide::classify(&prepared, &self.states, &self.opts);
-        let compared = (self.args.baseline.is_some() || task.label.is_some())
+        let compared = compares_baseline(self.args.baseline, &task)
             .then(|| (naive(&task, self.opts.arg_accept).decision, task.label));
         match serde_json::to_string(&d) {
             Ok(json) => Scored::Record(json, Some(d.decision), compared),
