@@ -77,9 +77,19 @@ fn fd_filestat_get(mut caller: Caller<'_, Ctx>, fd: i32, buf: i32) -> wasmtime::
         &mut gm,
         types::Fd::from(fd),
     ));
+    write_scrubbed(&mut gm, stat, ctx.instant_ns, buf)
+}
+
+/// Hands the guest what a stat call found, scrubbed, or the call's errno.
+fn write_scrubbed(
+    gm: &mut GuestMemory<'_>,
+    stat: Result<types::Filestat, types::Error>,
+    instant_ns: u64,
+    buf: i32,
+) -> wasmtime::Result<i32> {
     match stat {
         Ok(mut stat) => {
-            scrub_stat(&mut stat, ctx.instant_ns);
+            scrub_stat(&mut stat, instant_ns);
             match gm.write(GuestPtr::new(buf as u32), stat) {
                 Ok(()) => Ok(0),
                 Err(e) => guest_errno(e),
@@ -111,16 +121,7 @@ fn path_filestat_get(
         flags,
         GuestPtr::new((path as u32, path_len as u32)),
     ));
-    match stat {
-        Ok(mut stat) => {
-            scrub_stat(&mut stat, ctx.instant_ns);
-            match gm.write(GuestPtr::new(buf as u32), stat) {
-                Ok(()) => Ok(0),
-                Err(e) => guest_errno(e),
-            }
-        }
-        Err(e) => errno(e),
-    }
+    write_scrubbed(&mut gm, stat, ctx.instant_ns, buf)
 }
 
 /// One directory entry as the guest will see it: type and name only.
