@@ -17,7 +17,7 @@ use crate::convert::raw;
 use crate::jcs;
 use crate::json::Value;
 use crate::stats::{Ratio, wilson};
-use crate::task::{Arguments, Call, Keys, Label, Recent, Task};
+use crate::task::{Arguments, Keys, Label, Recent, Task};
 
 /// The thresholds of design.md section 6.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -314,7 +314,7 @@ pub fn prepare(
                     let id = (call.tool.as_str(), j, v);
                     let resolver = resolver.as_deref_mut();
                     canonical.get_or(id, || {
-                        canonical_call(call, v, j, catalog, resolver, &mut calls)
+                        canonical_call(&call.tool, v, j, catalog, resolver, &mut calls)
                     })
                 }
             };
@@ -355,14 +355,14 @@ pub fn prepare(
 
 /// One call's canonical arguments and the id of its (tool, arguments) key.
 fn canonical_call(
-    call: &Call,
+    tool: &str,
     v: &Value,
     step: usize,
     catalog: &Catalog,
     resolver: Option<&mut (dyn Resolver + '_)>,
     calls: &mut Keys<'_, fn(&Value) -> String>,
 ) -> Canonical {
-    let v = match catalog.get(&call.tool) {
+    let v = match catalog.get(tool) {
         Some(spec) => canonicalize_arguments(spec, v, step, resolver)?,
         // No schema for an unknown tool: compare as written (the gate rejects such a
         // plan anyway when it is the modal one).
@@ -385,7 +385,7 @@ fn canonical_call(
     let mut key = String::from("{\"arguments\":");
     jcs::write(&v, &mut key);
     key.push_str(",\"tool\":");
-    jcs::write_string(&call.tool, &mut key);
+    jcs::write_string(tool, &mut key);
     key.push('}');
     let id = calls.id(key);
     Ok((Arc::new(v), id))
