@@ -293,7 +293,22 @@ fn broken_catalogs_and_manifests_exit_2_naming_the_file_and_the_field() {
             "bad-schema.json",
             r#"{"tools":[{"name":"echo","deterministic":true,"parameters":{"type":"objekt"}}]}"#
                 .to_string(),
-            vec!["tools[0].parameters", "invalid JSON Schema"],
+            vec![
+                r#"tools[0].parameters/type: "objekt" is not a JSON Schema type"#,
+            ],
+        ),
+        (
+            // Every problem of every tool, in one run.
+            "many-problems.json",
+            r#"{"tools":[{"name":"a","deterministic":1,"parameters":{"type":"object",
+              "properties":{"n":{"type":"flaot"}}}},{"name":"b","deterministic":true,"clock":"now"}]}"#
+                .to_string(),
+            vec![
+                "3 problems:",
+                "tools[0].deterministic: expected true or false",
+                r#"tools[0].parameters/properties/n/type: "flaot" is not a JSON Schema type"#,
+                "tools[1].clock",
+            ],
         ),
         (
             "duplicate.json",

@@ -107,13 +107,28 @@ pub(crate) struct ScoreArgs {
     thresholds: ThresholdArgs,
 }
 
-/// Reads and parses a catalog file, naming the file in every error.
+/// Reads and parses a catalog file, naming the file in every error, and says on stderr
+/// what reading it mapped or assumed (a BFCL type, a tool that declares nothing).
 pub(crate) fn load_catalog(path: &Path) -> Result<Catalog> {
     let bytes = std::fs::read(path)
         .with_context(|| format!("failed to read catalog {}", path.display()))?;
     let doc = json::parse_with(&bytes, json::Duplicates::Refuse)
         .with_context(|| format!("failed to parse catalog {}", path.display()))?;
-    Catalog::from_value(&doc).with_context(|| format!("invalid catalog {}", path.display()))
+    let catalog = Catalog::from_value(&doc)
+        .with_context(|| format!("invalid catalog {}", path.display()))?;
+    const SHOWN: usize = 20;
+    let warnings = catalog.warnings();
+    for w in warnings.iter().take(SHOWN) {
+        eprintln!("plangate: warning: catalog {}: {w}", path.display());
+    }
+    if warnings.len() > SHOWN {
+        eprintln!(
+            "plangate: warning: catalog {}: and {} more like these",
+            path.display(),
+            warnings.len() - SHOWN
+        );
+    }
+    Ok(catalog)
 }
 
 /// Opens a samples file, or standard input for `-`.

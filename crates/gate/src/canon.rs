@@ -116,24 +116,27 @@ pub fn hints_of(schema: &Value) -> Result<Vec<Hint>, String> {
 }
 
 /// Checks every hint in a tool's parameter schema, so a typo fails when the catalog
-/// loads, naming its place, rather than silently canonicalizing nothing.
-pub(crate) fn check_hints(schema: &Value, field: &str) -> Result<(), CatalogError> {
-    hints_of(schema).map_err(|message| CatalogError {
-        field: field.to_string(),
-        message,
-    })?;
+/// loads, naming its place (a JSON Pointer after `field`), rather than silently
+/// canonicalizing nothing. Every bad hint is pushed to `problems`.
+pub(crate) fn check_hints(schema: &Value, field: &str, problems: &mut Vec<CatalogError>) {
+    if let Err(message) = hints_of(schema) {
+        problems.push(CatalogError {
+            field: field.to_string(),
+            message,
+        });
+    }
     let Some(o) = schema.as_object() else {
-        return Ok(());
+        return;
     };
     if let Some(Value::Object(props)) = o.get("properties") {
         for (k, sub) in props.iter() {
-            check_hints(sub, &format!("{field}.properties.{k}"))?;
+            let k = k.replace('~', "~0").replace('/', "~1");
+            check_hints(sub, &format!("{field}/properties/{k}"), problems);
         }
     }
     if let Some(items) = o.get("items") {
-        check_hints(items, &format!("{field}.items"))?;
+        check_hints(items, &format!("{field}/items"), problems);
     }
-    Ok(())
 }
 
 /// Lexically normalizes `path` against `base`: `.` and empty segments dropped, `..`
@@ -450,7 +453,8 @@ mod tests {
     fn bad_hints_fail_at_load() {
         let doc = r#"{"tools":[{"name":"t","deterministic":true,"parameters":{"type":"object","properties":{"p":{"type":"string","x-plangate":{"canon":["pth"]}}}}}]}"#;
         let e = Catalog::from_value(&parse(doc).unwrap()).unwrap_err();
-        assert_eq!(e.field, "tools[0].parameters.properties.p");
+        let e = e.first();
+        assert_eq!(e.field, "tools[0].parameters/properties/p");
         assert!(e.message.contains("unknown hint"));
     }
 }

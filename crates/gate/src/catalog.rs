@@ -12,11 +12,51 @@ use crate::json::{Object, Value};
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{field}: {message}")]
 pub struct CatalogError {
-    /// The field, as a path from the document root.
+    /// The field, as a path from the document root; inside a schema it goes on as a
+    /// JSON Pointer (`tools[0].parameters/properties/n/type`).
     pub field: String,
     /// What is wrong with it.
     pub message: String,
 }
+
+/// Every problem an invalid catalog has, found in one pass, so a user fixes them all at
+/// once rather than one per run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CatalogErrors(pub Vec<CatalogError>);
+
+impl std::fmt::Display for CatalogErrors {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0.as_slice() {
+            [one] => write!(f, "{one}"),
+            all => {
+                write!(f, "{} problems:", all.len())?;
+                for e in all {
+                    write!(f, "\n  {e}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl std::error::Error for CatalogErrors {}
+
+impl CatalogErrors {
+    /// The first problem (a catalog error always has one).
+    pub fn first(&self) -> &CatalogError {
+        &self.0[0]
+    }
+}
+
+impl From<CatalogError> for CatalogErrors {
+    fn from(e: CatalogError) -> Self {
+        CatalogErrors(vec![e])
+    }
+}
+
+/// Something plangate changed or assumed while reading a catalog, said once with its
+/// place, never silently: a BFCL type mapped to JSON Schema, a tool that declares nothing.
+pub type CatalogWarning = CatalogError;
 
 fn err(field: impl Into<String>, message: impl Into<String>) -> CatalogError {
     CatalogError {
@@ -47,6 +87,25 @@ pub struct MountSpec {
     pub mode: SourceMode,
 }
 
+/// The shape a tool entry was written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Dialect {
+    /// plangate's own entry (`deterministic` at the top level).
+    Native,
+    /// An MCP `tools/list` entry (`inputSchema`).
+    Mcp,
+    /// OpenAI Chat Completions: `{"type": "function", "function": {...}}`.
+    OpenAiChat,
+    /// OpenAI Responses: flat `{"type": "function", "name": ..., "parameters": ...}`.
+    OpenAiResponses,
+    /// Anthropic: `{"name": ..., "input_schema": ...}`.
+    Anthropic,
+    /// A bare function doc `{"name", "description", "parameters"}` as BFCL/Gorilla and
+    /// Gemini write them.
+    FunctionDoc,
+}
+
 /// One tool as the catalog declares it.
 #[derive(Debug, Clone)]
 pub struct ToolSpec {
@@ -58,7 +117,7 @@ pub struct ToolSpec {
     pub deterministic: bool,
     /// A recorded probe result, used by `plangate score`.
     pub verified: Option<bool>,
-    /// JSON Schema of the arguments.
+    /// JSON Schema of the arguments (foreign types already mapped).
     pub parameters: Value,
     /// Arguments to probe determinism with.
     pub probe: Vec<Value>,
@@ -70,6 +129,13 @@ pub struct ToolSpec {
     pub random: SourceMode,
     /// Human description.
     pub description: Option<String>,
+    /// MCP `annotations` (`readOnlyHint`, `idempotentHint`, ...), kept to show in tool
+    /// health; they are hints, not determinism declarations.
+    pub annotations: Option<Value>,
+    /// The shape the entry was written in.
+    pub dialect: Dialect,
+    /// Whether the entry said `deterministic` at all (a foreign one may not).
+    declared: bool,
     pub(crate) validator: Arc<jsonschema::Validator>,
 }
 
@@ -78,58 +144,61 @@ pub struct ToolSpec {
 pub struct Catalog {
     tools: Vec<ToolSpec>,
     by_name: BTreeMap<String, usize>,
+    warnings: Vec<CatalogWarning>,
 }
 
 impl Catalog {
-    /// Reads a catalog in any accepted format from a parsed document.
-    pub fn from_value(doc: &Value) -> Result<Self, CatalogError> {
-        let (entries, prefix, flavour) = match doc {
-            Value::Array(items) => (items.as_slice(), "", Flavour::OpenAi),
-            Value::Object(o) => {
-                // A JSON-RPC response to tools/list carries the list under `result`.
-                let (o, prefix) = match o.get("result").and_then(Value::as_object) {
-                    Some(r) if r.contains_key("tools") => (r, "result."),
-                    _ => (o, ""),
-                };
-                match o.get("tools") {
-                    Some(Value::Array(items)) => (items.as_slice(), prefix, Flavour::Detect),
-                    Some(other) => {
-                        return Err(err(
-                            format!("{prefix}tools"),
-                            format!("expected an array of tools, found {}", other.kind()),
-                        ));
-                    }
-                    None => return Err(err("tools", "missing: a catalog is {\"tools\": [...]}")),
-                }
-            }
-            other => {
-                return Err(err(
-                    "",
-                    format!(
-                        "expected an object with \"tools\" or an array, found {}",
-                        other.kind()
-                    ),
-                ));
-            }
-        };
+    /// Reads a catalog in any accepted shape from a parsed document: plangate's own
+    /// `{"tools": [...]}`, an MCP `tools/list` result (or its JSON-RPC response), a list
+    /// or `{"tools": [...]}` of OpenAI (Chat or Responses), Anthropic or plain function
+    /// docs, and a BFCL entry (`{"function": [...]}`). Every problem is reported.
+    pub fn from_value(doc: &Value) -> Result<Self, CatalogErrors> {
+        let (entries, prefix) = entries_of(doc)?;
         let mut catalog = Catalog::default();
+        let mut problems = Vec::new();
+        let mut seen = BTreeMap::new();
         for (i, entry) in entries.iter().enumerate() {
-            let field = if prefix.is_empty() && matches!(flavour, Flavour::OpenAi) {
-                format!("[{i}]")
-            } else {
-                format!("{prefix}tools[{i}]")
-            };
-            let tool = parse_entry(entry, &field, flavour)?;
-            if catalog.by_name.contains_key(&tool.name) {
-                return Err(err(
-                    format!("{field}.name"),
-                    format!("duplicate tool name {:?}", tool.name),
-                ));
+            let field = format!("{prefix}[{i}]");
+            let parsed = parse_entry(entry, &field, &mut catalog.warnings);
+            // Names are checked for repeats even on entries with other problems, so
+            // one run says everything.
+            if let Some((name, name_field)) = entry_name(entry, &field)
+                && seen.insert(name.to_string(), i).is_some()
+            {
+                problems.push(err(name_field, format!("duplicate tool name {name:?}")));
+                continue;
             }
-            catalog
-                .by_name
-                .insert(tool.name.clone(), catalog.tools.len());
-            catalog.tools.push(tool);
+            match parsed {
+                Ok(tool) => {
+                    catalog
+                        .by_name
+                        .insert(tool.name.clone(), catalog.tools.len());
+                    catalog.tools.push(tool);
+                }
+                Err(mut e) => problems.append(&mut e),
+            }
+        }
+        if !problems.is_empty() {
+            return Err(CatalogErrors(problems));
+        }
+        let undeclared: Vec<&str> = catalog
+            .tools
+            .iter()
+            .filter(|t| t.dialect != Dialect::Native && !t.declared)
+            .map(|t| t.name.as_str())
+            .collect();
+        if !undeclared.is_empty() {
+            let warning = err(
+                if prefix.is_empty() { "[*]".to_string() } else { format!("{prefix}[*]") },
+                format!(
+                    "{} of {} tools declare no `deterministic` (put it under x-plangate): \
+                     their results are not compared and their plans cannot be rejected ({})",
+                    undeclared.len(),
+                    catalog.tools.len(),
+                    names_preview(&undeclared)
+                ),
+            );
+            catalog.warnings.push(warning);
         }
         Ok(catalog)
     }
@@ -143,14 +212,66 @@ impl Catalog {
     pub fn tools(&self) -> &[ToolSpec] {
         &self.tools
     }
+
+    /// What was mapped or assumed while reading, each with its place.
+    pub fn warnings(&self) -> &[CatalogWarning] {
+        &self.warnings
+    }
 }
 
-#[derive(Debug, Clone, Copy)]
-enum Flavour {
-    /// `{"tools": [...]}`: native entries, or MCP entries (with `inputSchema`).
-    Detect,
-    /// `[{"type": "function", "function": {...}}]`.
-    OpenAi,
+fn names_preview(names: &[&str]) -> String {
+    let mut s: Vec<String> = names.iter().take(5).map(|n| format!("{n:?}")).collect();
+    if names.len() > 5 {
+        s.push(format!("and {} more", names.len() - 5));
+    }
+    s.join(", ")
+}
+
+/// The list of tool entries and the path that names it.
+fn entries_of(doc: &Value) -> Result<(&[Value], String), CatalogError> {
+    let o = match doc {
+        Value::Array(items) => return Ok((items.as_slice(), String::new())),
+        Value::Object(o) => o,
+        other => {
+            return Err(err(
+                "",
+                format!(
+                    "expected an object with \"tools\" or an array, found {}",
+                    other.kind()
+                ),
+            ));
+        }
+    };
+    // A JSON-RPC response to tools/list carries the list under `result`.
+    let (o, prefix) = match o.get("result").and_then(Value::as_object) {
+        Some(r) if r.contains_key("tools") => (r, "result."),
+        _ => (o, ""),
+    };
+    // A BFCL entry (`{"id", "question", "function": [...]}`) is its own catalog.
+    for key in ["tools", "function"] {
+        match o.get(key) {
+            Some(Value::Array(items)) => return Ok((items.as_slice(), format!("{prefix}{key}"))),
+            Some(other) if key == "tools" || !o.contains_key("tools") => {
+                return Err(err(
+                    format!("{prefix}{key}"),
+                    format!("expected an array of tools, found {}", other.kind()),
+                ));
+            }
+            _ => {}
+        }
+    }
+    Err(err("tools", "missing: a catalog is {\"tools\": [...]}"))
+}
+
+/// An entry's name and where it sits, when it has one.
+fn entry_name<'a>(entry: &'a Value, field: &str) -> Option<(&'a str, String)> {
+    let o = entry.as_object()?;
+    let (_, body, body_field, _) = dialect_of(o, field).ok()?;
+    let name = body
+        .get("name")
+        .or_else(|| o.get("x-plangate")?.as_object()?.get("name"))?
+        .as_str()?;
+    Some((name, format!("{body_field}.name")))
 }
 
 const NATIVE_FIELDS: &[&str] = &[
@@ -166,36 +287,88 @@ const NATIVE_FIELDS: &[&str] = &[
     "description",
 ];
 
-fn parse_entry(entry: &Value, field: &str, flavour: Flavour) -> Result<ToolSpec, CatalogError> {
+/// Fields only plangate's own entries have: an entry with one of them at the top level
+/// is native, and must then declare `deterministic`.
+const PLANGATE_ONLY: &[&str] = &[
+    "module",
+    "deterministic",
+    "verified",
+    "probe",
+    "mounts",
+    "clock",
+    "random",
+];
+
+/// Which shape an entry is in, its body (where name and schema sit), the body's path,
+/// and the name its schema goes by there.
+fn dialect_of<'a>(o: &'a Object, field: &str) -> Result<(Dialect, &'a Object, String, &'static str), CatalogError> {
+    if let Some(f) = o.get("function") {
+        return match f {
+            Value::Object(f) => Ok((Dialect::OpenAiChat, f, format!("{field}.function"), "parameters")),
+            _ => Err(err(
+                format!("{field}.function"),
+                "expected an object: an OpenAI tool is {\"type\": \"function\", \"function\": {...}}",
+            )),
+        };
+    }
+    let dialect = if o.contains_key("inputSchema") {
+        (Dialect::Mcp, "inputSchema")
+    } else if o.contains_key("input_schema") {
+        (Dialect::Anthropic, "input_schema")
+    } else if o.get("type").and_then(Value::as_str) == Some("function") {
+        (Dialect::OpenAiResponses, "parameters")
+    } else if PLANGATE_ONLY.iter().any(|k| o.contains_key(k)) {
+        (Dialect::Native, "parameters")
+    } else {
+        (Dialect::FunctionDoc, "parameters")
+    };
+    Ok((dialect.0, o, field.to_string(), dialect.1))
+}
+
+/// Collects the problems of one entry and goes on, so one run lists them all.
+#[derive(Default)]
+struct Problems(Vec<CatalogError>);
+
+impl Problems {
+    fn take<T>(&mut self, r: Result<T, CatalogError>) -> Option<T> {
+        r.map_err(|e| self.0.push(e)).ok()
+    }
+
+    fn take_all<T>(&mut self, r: Result<T, Vec<CatalogError>>) -> Option<T> {
+        r.map_err(|mut e| self.0.append(&mut e)).ok()
+    }
+}
+
+fn parse_entry(
+    entry: &Value,
+    field: &str,
+    warnings: &mut Vec<CatalogWarning>,
+) -> Result<ToolSpec, Vec<CatalogError>> {
     let o = entry
         .as_object()
-        .ok_or_else(|| err(field, format!("expected an object, found {}", entry.kind())))?;
-    // Gather the fields wherever the format puts them: OpenAI nests the function, MCP
-    // names the schema inputSchema, and both carry plangate's own fields in x-plangate.
-    let (body, body_field): (&Object, String) = match flavour {
-        Flavour::OpenAi => match o.get("function") {
-            Some(Value::Object(f)) => (f, format!("{field}.function")),
-            _ => {
-                return Err(err(
-                    format!("{field}.function"),
-                    "missing: an OpenAI tool is {\"type\": \"function\", \"function\": {...}}",
-                ));
-            }
-        },
-        Flavour::Detect => (o, field.to_string()),
-    };
-    let foreign = matches!(flavour, Flavour::OpenAi) || body.contains_key("inputSchema");
+        .ok_or_else(|| vec![err(field, format!("expected an object, found {}", entry.kind()))])?;
+    let (dialect, body, body_field, schema_key) = dialect_of(o, field).map_err(|e| vec![e])?;
+    let foreign = dialect != Dialect::Native;
+    let mut p = Problems::default();
+    // Gather the fields wherever the shape puts them: plangate's own fields at the top
+    // level of a native entry, under x-plangate in every foreign one.
     let mut fields: BTreeMap<&str, (&Value, String)> = BTreeMap::new();
     for (k, v) in body.iter() {
         let key = match k.as_str() {
-            "inputSchema" if foreign => "parameters",
+            k if k == schema_key => "parameters",
             "x-plangate" => continue,
+            // A foreign shape's own name for the schema, or a native field there:
+            // plangate's fields go under x-plangate in foreign shapes.
+            "parameters" | "inputSchema" | "input_schema" if foreign => continue,
             k => k,
         };
+        if foreign && !matches!(key, "name" | "parameters" | "description") {
+            continue;
+        }
         if NATIVE_FIELDS.contains(&key) {
             fields.insert(key, (v, format!("{body_field}.{k}")));
-        } else if !foreign {
-            return Err(err(
+        } else {
+            p.0.push(err(
                 format!("{body_field}.{k}"),
                 format!(
                     "unknown field (expected one of {})",
@@ -212,12 +385,15 @@ fn parse_entry(entry: &Value, field: &str, flavour: Flavour) -> Result<ToolSpec,
         ),
     ] {
         let Some(ext) = ext else { continue };
-        let ext = ext
-            .as_object()
-            .ok_or_else(|| err(&ext_field, "expected an object"))?;
+        let Some(ext) = ext.as_object() else {
+            p.0.push(err(&ext_field, "expected an object"));
+            continue;
+        };
         for (k, v) in ext.iter() {
-            if !NATIVE_FIELDS.contains(&k.as_str()) {
-                return Err(err(
+            if NATIVE_FIELDS.contains(&k.as_str()) {
+                fields.insert(k.as_str(), (v, format!("{ext_field}.{k}")));
+            } else {
+                p.0.push(err(
                     format!("{ext_field}.{k}"),
                     format!(
                         "unknown field (expected one of {})",
@@ -225,93 +401,233 @@ fn parse_entry(entry: &Value, field: &str, flavour: Flavour) -> Result<ToolSpec,
                     ),
                 ));
             }
-            fields.insert(k.as_str(), (v, format!("{ext_field}.{k}")));
         }
     }
     let get = |k: &str| fields.get(k).map(|(v, f)| (*v, f.as_str()));
 
-    let name = match get("name") {
-        Some((Value::String(s), _)) if !s.is_empty() => s.clone(),
-        Some((_, f)) => return Err(err(f, "expected a non-empty string")),
-        None => return Err(err(format!("{body_field}.name"), "missing")),
-    };
-    let deterministic = match get("deterministic") {
-        Some((Value::Bool(b), _)) => *b,
-        Some((_, f)) => return Err(err(f, "expected true or false")),
+    let name = p.take(match get("name") {
+        Some((Value::String(s), _)) if !s.is_empty() => Ok(s.clone()),
+        Some((_, f)) => Err(err(f, "expected a non-empty string")),
+        None => Err(err(format!("{body_field}.name"), "missing")),
+    });
+    let declared = get("deterministic").is_some();
+    let deterministic = p.take(match get("deterministic") {
+        Some((Value::Bool(b), _)) => Ok(*b),
+        Some((_, f)) => Err(err(f, "expected true or false")),
         // MCP and OpenAI definitions carry no determinism field; absent, nothing is
         // promised, so results are not compared.
-        None if foreign => false,
-        None => {
-            return Err(err(
-                format!("{body_field}.deterministic"),
-                "missing: declare true or false",
-            ));
+        None if foreign => Ok(false),
+        None => Err(err(
+            format!("{body_field}.deterministic"),
+            "missing: declare true or false",
+        )),
+    });
+    let verified = p.take(opt_bool(get("verified")));
+    let schema = match get("parameters") {
+        Some((v @ Value::Object(_), f)) => {
+            let mut schema = v.clone();
+            map_foreign_types(&mut schema, f, warnings);
+            Some((schema, f.to_string()))
         }
-    };
-    let verified = match get("verified") {
-        Some((Value::Bool(b), _)) => Some(*b),
-        Some((_, f)) => return Err(err(f, "expected true or false")),
-        None => None,
-    };
-    let (parameters, params_field) = match get("parameters") {
-        Some((v @ Value::Object(_), f)) => (v.clone(), f.to_string()),
-        Some((_, f)) => return Err(err(f, "expected a JSON Schema object")),
-        None => (
+        Some((_, f)) => p.take(Err(err(f, "expected a JSON Schema object"))),
+        None => Some((
             Value::Object(Object::from_iter([(
                 "type".to_string(),
                 Value::String("object".into()),
             )])),
-            String::new(),
-        ),
+            body_field.clone(),
+        )),
     };
-    let validator = jsonschema::validator_for(&crate::convert::to_serde(&parameters))
-        .map_err(|e| err(&params_field, format!("invalid JSON Schema: {e}")))?;
-    crate::canon::check_hints(&parameters, &params_field)?;
-    let module = match get("module") {
-        Some((Value::String(s), _)) => Some(s.clone()),
-        Some((_, f)) => return Err(err(f, "expected a path string")),
-        None => None,
-    };
-    let description = match get("description") {
-        Some((Value::String(s), _)) => Some(s.clone()),
-        Some((_, f)) => return Err(err(f, "expected a string")),
-        None => None,
-    };
-    let probe = match get("probe") {
-        Some((Value::Array(items), f)) => {
-            for (i, p) in items.iter().enumerate() {
-                if !matches!(p, Value::Object(_)) {
-                    return Err(err(format!("{f}[{i}]"), "expected an arguments object"));
-                }
-            }
-            items.clone()
-        }
-        Some((_, f)) => return Err(err(f, "expected an array of argument objects")),
-        None => Vec::new(),
-    };
-    let mounts = match get("mounts") {
+    let parameters = schema.and_then(|(schema, f)| {
+        crate::canon::check_hints(&schema, &f, &mut p.0);
+        p.take_all(compile(&schema, &f)).map(|validator| (schema, validator))
+    });
+    let module = p.take(opt_string(get("module"), "expected a path string"));
+    let description = p.take(opt_string(get("description"), "expected a string"));
+    let probe = p.take(match get("probe") {
+        Some((Value::Array(items), f)) => items
+            .iter()
+            .enumerate()
+            .find(|(_, p)| !matches!(p, Value::Object(_)))
+            .map_or(Ok(items.clone()), |(i, _)| {
+                Err(err(format!("{f}[{i}]"), "expected an arguments object"))
+            }),
+        Some((_, f)) => Err(err(f, "expected an array of argument objects")),
+        None => Ok(Vec::new()),
+    });
+    let mounts = p.take(match get("mounts") {
         Some((Value::Array(items), f)) => items
             .iter()
             .enumerate()
             .map(|(i, m)| parse_mount(m, &format!("{f}[{i}]")))
-            .collect::<Result<Vec<_>, _>>()?,
-        Some((_, f)) => return Err(err(f, "expected an array of mounts")),
-        None => Vec::new(),
-    };
-    let clock = parse_mode(get("clock"))?;
-    let random = parse_mode(get("random"))?;
-    Ok(ToolSpec {
-        name,
-        module,
-        deterministic,
-        verified,
-        parameters,
-        probe,
-        mounts,
-        clock,
-        random,
-        description,
-        validator: Arc::new(validator),
+            .collect::<Result<Vec<_>, _>>(),
+        Some((_, f)) => Err(err(f, "expected an array of mounts")),
+        None => Ok(Vec::new()),
+    });
+    let clock = p.take(parse_mode(get("clock")));
+    let random = p.take(parse_mode(get("random")));
+    let annotations = (dialect == Dialect::Mcp)
+        .then(|| body.get("annotations").cloned())
+        .flatten();
+    match (name, deterministic, verified, parameters, module, description, probe, mounts, clock, random) {
+        (
+            Some(name),
+            Some(deterministic),
+            Some(verified),
+            Some((parameters, validator)),
+            Some(module),
+            Some(description),
+            Some(probe),
+            Some(mounts),
+            Some(clock),
+            Some(random),
+        ) if p.0.is_empty() => Ok(ToolSpec {
+            name,
+            module,
+            deterministic,
+            verified,
+            parameters,
+            probe,
+            mounts,
+            clock,
+            random,
+            description,
+            annotations,
+            dialect,
+            declared,
+            validator: Arc::new(validator),
+        }),
+        _ => Err(p.0),
+    }
+}
+
+fn opt_bool(v: Option<(&Value, &str)>) -> Result<Option<bool>, CatalogError> {
+    match v {
+        Some((Value::Bool(b), _)) => Ok(Some(*b)),
+        Some((_, f)) => Err(err(f, "expected true or false")),
+        None => Ok(None),
+    }
+}
+
+fn opt_string(v: Option<(&Value, &str)>, expected: &str) -> Result<Option<String>, CatalogError> {
+    match v {
+        Some((Value::String(s), _)) => Ok(Some(s.clone())),
+        Some((_, f)) => Err(err(f, expected)),
+        None => Ok(None),
+    }
+}
+
+/// The types BFCL/Gorilla function docs use that JSON Schema does not have, and the
+/// JSON Schema type each means (None: any value, so the keyword goes).
+fn foreign_type(t: &str) -> Option<Option<&'static str>> {
+    Some(match t {
+        "dict" => Some("object"),
+        "float" | "double" => Some("number"),
+        "int" | "long" => Some("integer"),
+        "tuple" | "list" => Some("array"),
+        "bool" => Some("boolean"),
+        "str" => Some("string"),
+        "any" => None,
+        _ => return None,
+    })
+}
+
+/// Maps BFCL/Gorilla types to JSON Schema in place, warning once per place changed.
+fn map_foreign_types(schema: &mut Value, field: &str, warnings: &mut Vec<CatalogWarning>) {
+    fn walk(v: &mut Value, at: &mut String, field: &str, warnings: &mut Vec<CatalogWarning>) {
+        let Value::Object(o) = v else { return };
+        let mapped = match o.get("type") {
+            Some(Value::String(t)) => foreign_type(t).map(|to| (t.clone(), to)),
+            _ => None,
+        };
+        if let Some((from, to)) = mapped {
+            let message = match to {
+                Some(to) => {
+                    o.insert("type", Value::String(to.into()));
+                    format!("BFCL type {from:?} read as JSON Schema {to:?}")
+                }
+                None => {
+                    o.remove("type");
+                    format!("BFCL type {from:?} read as any value (no `type`)")
+                }
+            };
+            warnings.push(err(format!("{field}{at}/type"), message));
+        }
+        for (k, sub) in o.iter_mut() {
+            let len = at.len();
+            at.push('/');
+            at.push_str(&k.replace('~', "~0").replace('/', "~1"));
+            match k.as_str() {
+                // Keywords whose value is a schema or holds schemas by name or index.
+                "items" | "additionalProperties" | "not" | "contains" | "propertyNames"
+                | "additionalItems" | "if" | "then" | "else" => {
+                    if let Value::Array(list) = sub {
+                        for (i, s) in list.iter_mut().enumerate() {
+                            let l = at.len();
+                            at.push_str(&format!("/{i}"));
+                            walk(s, at, field, warnings);
+                            at.truncate(l);
+                        }
+                    } else {
+                        walk(sub, at, field, warnings);
+                    }
+                }
+                "properties" | "patternProperties" | "$defs" | "definitions" => {
+                    if let Value::Object(m) = sub {
+                        for (name, s) in m.iter_mut() {
+                            let l = at.len();
+                            at.push('/');
+                            at.push_str(&name.replace('~', "~0").replace('/', "~1"));
+                            walk(s, at, field, warnings);
+                            at.truncate(l);
+                        }
+                    }
+                }
+                "anyOf" | "oneOf" | "allOf" | "prefixItems" => {
+                    if let Value::Array(list) = sub {
+                        for (i, s) in list.iter_mut().enumerate() {
+                            let l = at.len();
+                            at.push_str(&format!("/{i}"));
+                            walk(s, at, field, warnings);
+                            at.truncate(l);
+                        }
+                    }
+                }
+                _ => {}
+            }
+            at.truncate(len);
+        }
+    }
+    walk(schema, &mut String::new(), field, warnings);
+}
+
+/// Compiles a schema, or names every place it breaks the meta-schema (as a JSON Pointer
+/// after the schema's field).
+fn compile(schema: &Value, field: &str) -> Result<jsonschema::Validator, Vec<CatalogError>> {
+    let s = crate::convert::to_serde(schema);
+    if let Ok(meta) = jsonschema::meta::validator_for(&s) {
+        let mut problems: Vec<CatalogError> = Vec::new();
+        for e in meta.iter_errors(&s) {
+            let at = e.instance_path().as_str().to_string();
+            let message = if at.ends_with("/type") {
+                format!("{} is not a JSON Schema type", e.instance())
+            } else {
+                e.to_string()
+            };
+            let problem = err(format!("{field}{at}"), message);
+            if !problems.contains(&problem) {
+                problems.push(problem);
+            }
+        }
+        if !problems.is_empty() {
+            return Err(problems);
+        }
+    }
+    jsonschema::validator_for(&s).map_err(|e| {
+        vec![err(
+            format!("{field}{}", e.schema_path().as_str()),
+            format!("invalid JSON Schema: {e}"),
+        )]
     })
 }
 
@@ -363,8 +679,12 @@ mod tests {
     use super::*;
     use crate::json::parse;
 
-    fn cat(s: &str) -> Result<Catalog, CatalogError> {
+    fn cat(s: &str) -> Result<Catalog, CatalogErrors> {
         Catalog::from_value(&parse(s).unwrap())
+    }
+
+    fn fields(e: &CatalogErrors) -> Vec<&str> {
+        e.0.iter().map(|e| e.field.as_str()).collect()
     }
 
     #[test]
@@ -377,8 +697,10 @@ mod tests {
         .unwrap();
         let t = c.get("get_user").unwrap();
         assert!(t.deterministic);
+        assert_eq!(t.dialect, Dialect::Native);
         assert_eq!(t.mounts[0].mode, SourceMode::Pinned);
         assert_eq!(t.clock, SourceMode::Live);
+        assert!(c.warnings().is_empty(), "{:?}", c.warnings());
     }
 
     #[test]
@@ -387,26 +709,71 @@ mod tests {
             r#"{"tools":[{"name":"a","deterministic":true},{"name":"a","deterministic":false}]}"#,
         )
         .unwrap_err();
-        assert_eq!(e.field, "tools[1].name");
-        let e = cat(r#"{"tools":[{"name":"a","deterministc":true}]}"#).unwrap_err();
-        assert_eq!(e.field, "tools[0].deterministc");
+        assert_eq!(fields(&e), ["tools[1].name"]);
+        let e = cat(r#"{"tools":[{"name":"a","deterministc":true,"module":"a.wasm"}]}"#)
+            .unwrap_err();
+        assert_eq!(
+            fields(&e),
+            ["tools[0].deterministc", "tools[0].deterministic"]
+        );
         let e =
             cat(r#"{"tools":[{"name":"a","deterministic":true,"parameters":{"type":"nope"}}]}"#)
                 .unwrap_err();
-        assert_eq!(e.field, "tools[0].parameters");
+        assert_eq!(fields(&e), ["tools[0].parameters/type"]);
+        assert_eq!(e.first().message, r#""nope" is not a JSON Schema type"#);
         let e = cat(
             r#"{"tools":[{"name":"a","deterministic":true,"mounts":[{"host":"x","guest":"w"}]}]}"#,
         )
         .unwrap_err();
-        assert_eq!(e.field, "tools[0].mounts[0].guest");
+        assert_eq!(fields(&e), ["tools[0].mounts[0].guest"]);
+    }
+
+    /// One run lists every problem of every tool, each at its keyword.
+    #[test]
+    fn an_invalid_catalog_lists_every_problem() {
+        let e = cat(
+            r#"{"tools":[
+              {"name":"a","deterministic":"yes","parameters":{"type":"object","properties":{
+                 "x":{"type":"nope"},"y":{"type":"array","items":{"type":"flaot"}},
+                 "z":{"type":"string","x-plangate":{"canon":["pth"]}}}}},
+              {"name":"b","deterministic":true,"clock":"sometimes"},
+              {"name":"a","deterministic":true}]}"#,
+        )
+        .unwrap_err();
+        assert_eq!(
+            fields(&e),
+            [
+                "tools[0].deterministic",
+                "tools[0].parameters/properties/z",
+                "tools[0].parameters/properties/x/type",
+                "tools[0].parameters/properties/y/items/type",
+                "tools[1].clock",
+                "tools[2].name",
+            ],
+            "{e}"
+        );
+        assert!(e.to_string().starts_with("6 problems:"), "{e}");
+        let e = cat(
+            r#"{"tools":[{"name":"a","deterministic":true,"parameters":{"type":"object","properties":{
+                 "z":{"type":"string","x-plangate":{"canon":["pth"]}}}}}]}"#,
+        )
+        .unwrap_err();
+        assert_eq!(fields(&e), ["tools[0].parameters/properties/z"]);
     }
 
     #[test]
     fn mcp_and_openai_catalogs() {
         let mcp = cat(r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"get_user","title":"x",
-            "inputSchema":{"type":"object"},"x-plangate":{"deterministic":true,"module":"g.wasm"}}]}}"#)
+            "inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true},
+            "x-plangate":{"deterministic":true,"module":"g.wasm"}}]}}"#)
         .unwrap();
-        assert!(mcp.get("get_user").unwrap().deterministic);
+        let t = mcp.get("get_user").unwrap();
+        assert!(t.deterministic);
+        assert_eq!(t.dialect, Dialect::Mcp);
+        assert_eq!(
+            t.annotations,
+            Some(parse(r#"{"readOnlyHint":true}"#).unwrap())
+        );
         let oai = cat(
             r#"[{"type":"function","function":{"name":"get_user","strict":true,
             "parameters":{"type":"object"}},"x-plangate":{"deterministic":true}}]"#,
@@ -415,5 +782,70 @@ mod tests {
         assert!(oai.get("get_user").unwrap().deterministic);
         let undeclared = cat(r#"[{"type":"function","function":{"name":"t"}}]"#).unwrap();
         assert!(!undeclared.get("t").unwrap().deterministic);
+        assert!(
+            undeclared.warnings()[0]
+                .message
+                .contains("1 of 1 tools declare no `deterministic`"),
+            "{:?}",
+            undeclared.warnings()
+        );
+    }
+
+    /// The same tool in every shape users bring reads as the same tool.
+    #[test]
+    fn every_dialect_reads_the_same_tool() {
+        let schema = r#"{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}"#;
+        let ext = r#""x-plangate":{"deterministic":true,"verified":true}"#;
+        let shapes = [
+            (format!(r#"{{"tools":[{{"name":"w","deterministic":true,"verified":true,"parameters":{schema}}}]}}"#), Dialect::Native),
+            (format!(r#"{{"tools":[{{"name":"w","inputSchema":{schema},{ext}}}]}}"#), Dialect::Mcp),
+            (format!(r#"[{{"type":"function","function":{{"name":"w","parameters":{schema}}},{ext}}}]"#), Dialect::OpenAiChat),
+            (format!(r#"[{{"type":"function","name":"w","parameters":{schema},"strict":false,{ext}}}]"#), Dialect::OpenAiResponses),
+            (format!(r#"{{"tools":[{{"type":"function","name":"w","parameters":{schema},{ext}}}]}}"#), Dialect::OpenAiResponses),
+            (format!(r#"[{{"name":"w","description":"d","input_schema":{schema},{ext}}}]"#), Dialect::Anthropic),
+            (format!(r#"{{"tools":[{{"name":"w","input_schema":{schema},"cache_control":{{"type":"ephemeral"}},{ext}}}]}}"#), Dialect::Anthropic),
+            (format!(r#"[{{"name":"w","description":"d","parameters":{schema},{ext}}}]"#), Dialect::FunctionDoc),
+            (format!(r#"{{"id":"simple_1","question":[],"function":[{{"name":"w","parameters":{schema},{ext}}}]}}"#), Dialect::FunctionDoc),
+        ];
+        for (doc, dialect) in shapes {
+            let c = cat(&doc).unwrap_or_else(|e| panic!("{doc}: {e}"));
+            let t = c.get("w").unwrap();
+            assert_eq!(t.dialect, dialect, "{doc}");
+            assert!(t.deterministic && t.verified == Some(true), "{doc}");
+            assert_eq!(crate::jcs::to_string(&t.parameters), crate::jcs::to_string(&parse(schema).unwrap()));
+            assert!(c.warnings().is_empty(), "{doc}: {:?}", c.warnings());
+        }
+        // plangate's fields outside x-plangate in a foreign shape are not read as declarations.
+        let e = cat(r#"[{"type":"function","name":"w","deterministic":true}]"#).unwrap();
+        assert!(!e.get("w").unwrap().deterministic);
+    }
+
+    #[test]
+    fn bfcl_types_are_mapped_with_a_warning_each() {
+        let c = cat(
+            r#"[{"name":"f","parameters":{"type":"dict","properties":{
+                "interval":{"type":"array","items":{"type":"float"}},
+                "pair":{"type":"tuple","items":{"type":"integer"}},
+                "anything":{"type":"any"},
+                "n":{"type":"integer"}},"required":["interval"]}}]"#,
+        )
+        .unwrap();
+        let t = c.get("f").unwrap();
+        assert_eq!(
+            crate::jcs::to_string(&t.parameters),
+            r#"{"properties":{"anything":{},"interval":{"items":{"type":"number"},"type":"array"},"n":{"type":"integer"},"pair":{"items":{"type":"integer"},"type":"array"}},"required":["interval"],"type":"object"}"#
+        );
+        let w: Vec<String> = c.warnings().iter().map(ToString::to_string).collect();
+        assert_eq!(
+            w[..4],
+            [
+                r#"[0].parameters/type: BFCL type "dict" read as JSON Schema "object""#,
+                r#"[0].parameters/properties/interval/items/type: BFCL type "float" read as JSON Schema "number""#,
+                r#"[0].parameters/properties/pair/type: BFCL type "tuple" read as JSON Schema "array""#,
+                r#"[0].parameters/properties/anything/type: BFCL type "any" read as any value (no `type`)"#,
+            ],
+            "{w:#?}"
+        );
+        assert_eq!(w.len(), 5, "and the undeclared-tools warning: {w:#?}");
     }
 }

@@ -71,6 +71,15 @@ impl Object {
     pub fn iter(&self) -> impl Iterator<Item = (&String, &Value)> {
         self.0.iter().map(|(k, v)| (k, v))
     }
+    /// Members, values mutable, in input order.
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = (&String, &mut Value)> {
+        self.0.iter_mut().map(|(k, v)| (&*k, v))
+    }
+    /// Removes `key`, keeping the other members' order; its value, if it was there.
+    pub fn remove(&mut self, key: &str) -> Option<Value> {
+        let i = self.0.iter().position(|(k, _)| k == key)?;
+        Some(self.0.remove(i).1)
+    }
     /// Member values, mutably, in input order.
     pub fn values_mut(&mut self) -> impl Iterator<Item = &mut Value> {
         self.0.iter_mut().map(|(_, v)| v)
