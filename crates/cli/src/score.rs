@@ -114,8 +114,8 @@ pub(crate) fn load_catalog(path: &Path) -> Result<Catalog> {
         .with_context(|| format!("failed to read catalog {}", path.display()))?;
     let doc = json::parse_with(&bytes, json::Duplicates::Refuse)
         .with_context(|| format!("failed to parse catalog {}", path.display()))?;
-    let catalog = Catalog::from_value(&doc)
-        .with_context(|| format!("invalid catalog {}", path.display()))?;
+    let catalog =
+        Catalog::from_value(&doc).with_context(|| format!("invalid catalog {}", path.display()))?;
     const SHOWN: usize = 20;
     let warnings = catalog.warnings();
     for w in warnings.iter().take(SHOWN) {
@@ -587,7 +587,7 @@ fn missing_result(task: &Task) -> Option<String> {
     for (i, s) in task.samples.iter().enumerate() {
         for (j, c) in s.calls.iter().enumerate() {
             if matches!(c.observed, plangate_gate::task::Observed::Missing) {
-                return Some(format!("samples[{i}].calls[{j}]"));
+                return Some(c.place(i, j));
             }
         }
     }

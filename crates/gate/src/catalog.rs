@@ -189,7 +189,11 @@ impl Catalog {
             .collect();
         if !undeclared.is_empty() {
             let warning = err(
-                if prefix.is_empty() { "[*]".to_string() } else { format!("{prefix}[*]") },
+                if prefix.is_empty() {
+                    "[*]".to_string()
+                } else {
+                    format!("{prefix}[*]")
+                },
                 format!(
                     "{} of {} tools declare no `deterministic` (put it under x-plangate): \
                      their results are not compared and their plans cannot be rejected ({})",
@@ -301,10 +305,18 @@ const PLANGATE_ONLY: &[&str] = &[
 
 /// Which shape an entry is in, its body (where name and schema sit), the body's path,
 /// and the name its schema goes by there.
-fn dialect_of<'a>(o: &'a Object, field: &str) -> Result<(Dialect, &'a Object, String, &'static str), CatalogError> {
+fn dialect_of<'a>(
+    o: &'a Object,
+    field: &str,
+) -> Result<(Dialect, &'a Object, String, &'static str), CatalogError> {
     if let Some(f) = o.get("function") {
         return match f {
-            Value::Object(f) => Ok((Dialect::OpenAiChat, f, format!("{field}.function"), "parameters")),
+            Value::Object(f) => Ok((
+                Dialect::OpenAiChat,
+                f,
+                format!("{field}.function"),
+                "parameters",
+            )),
             _ => Err(err(
                 format!("{field}.function"),
                 "expected an object: an OpenAI tool is {\"type\": \"function\", \"function\": {...}}",
@@ -344,9 +356,12 @@ fn parse_entry(
     field: &str,
     warnings: &mut Vec<CatalogWarning>,
 ) -> Result<ToolSpec, Vec<CatalogError>> {
-    let o = entry
-        .as_object()
-        .ok_or_else(|| vec![err(field, format!("expected an object, found {}", entry.kind()))])?;
+    let o = entry.as_object().ok_or_else(|| {
+        vec![err(
+            field,
+            format!("expected an object, found {}", entry.kind()),
+        )]
+    })?;
     let (dialect, body, body_field, schema_key) = dialect_of(o, field).map_err(|e| vec![e])?;
     let foreign = dialect != Dialect::Native;
     let mut p = Problems::default();
@@ -440,7 +455,8 @@ fn parse_entry(
     };
     let parameters = schema.and_then(|(schema, f)| {
         crate::canon::check_hints(&schema, &f, &mut p.0);
-        p.take_all(compile(&schema, &f)).map(|validator| (schema, validator))
+        p.take_all(compile(&schema, &f))
+            .map(|validator| (schema, validator))
     });
     let module = p.take(opt_string(get("module"), "expected a path string"));
     let description = p.take(opt_string(get("description"), "expected a string"));
@@ -469,7 +485,18 @@ fn parse_entry(
     let annotations = (dialect == Dialect::Mcp)
         .then(|| body.get("annotations").cloned())
         .flatten();
-    match (name, deterministic, verified, parameters, module, description, probe, mounts, clock, random) {
+    match (
+        name,
+        deterministic,
+        verified,
+        parameters,
+        module,
+        description,
+        probe,
+        mounts,
+        clock,
+        random,
+    ) {
         (
             Some(name),
             Some(deterministic),
@@ -559,8 +586,15 @@ fn map_foreign_types(schema: &mut Value, field: &str, warnings: &mut Vec<Catalog
             at.push_str(&k.replace('~', "~0").replace('/', "~1"));
             match k.as_str() {
                 // Keywords whose value is a schema or holds schemas by name or index.
-                "items" | "additionalProperties" | "not" | "contains" | "propertyNames"
-                | "additionalItems" | "if" | "then" | "else" => {
+                "items"
+                | "additionalProperties"
+                | "not"
+                | "contains"
+                | "propertyNames"
+                | "additionalItems"
+                | "if"
+                | "then"
+                | "else" => {
                     if let Value::Array(list) = sub {
                         for (i, s) in list.iter_mut().enumerate() {
                             let l = at.len();
@@ -710,8 +744,8 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(fields(&e), ["tools[1].name"]);
-        let e = cat(r#"{"tools":[{"name":"a","deterministc":true,"module":"a.wasm"}]}"#)
-            .unwrap_err();
+        let e =
+            cat(r#"{"tools":[{"name":"a","deterministc":true,"module":"a.wasm"}]}"#).unwrap_err();
         assert_eq!(
             fields(&e),
             ["tools[0].deterministc", "tools[0].deterministic"]
@@ -731,14 +765,12 @@ mod tests {
     /// One run lists every problem of every tool, each at its keyword.
     #[test]
     fn an_invalid_catalog_lists_every_problem() {
-        let e = cat(
-            r#"{"tools":[
+        let e = cat(r#"{"tools":[
               {"name":"a","deterministic":"yes","parameters":{"type":"object","properties":{
                  "x":{"type":"nope"},"y":{"type":"array","items":{"type":"flaot"}},
                  "z":{"type":"string","x-plangate":{"canon":["pth"]}}}}},
               {"name":"b","deterministic":true,"clock":"sometimes"},
-              {"name":"a","deterministic":true}]}"#,
-        )
+              {"name":"a","deterministic":true}]}"#)
         .unwrap_err();
         assert_eq!(
             fields(&e),
@@ -763,9 +795,11 @@ mod tests {
 
     #[test]
     fn mcp_and_openai_catalogs() {
-        let mcp = cat(r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"get_user","title":"x",
+        let mcp = cat(
+            r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"get_user","title":"x",
             "inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true},
-            "x-plangate":{"deterministic":true,"module":"g.wasm"}}]}}"#)
+            "x-plangate":{"deterministic":true,"module":"g.wasm"}}]}}"#,
+        )
         .unwrap();
         let t = mcp.get("get_user").unwrap();
         assert!(t.deterministic);
@@ -794,25 +828,68 @@ mod tests {
     /// The same tool in every shape users bring reads as the same tool.
     #[test]
     fn every_dialect_reads_the_same_tool() {
-        let schema = r#"{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}"#;
+        let schema =
+            r#"{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}"#;
         let ext = r#""x-plangate":{"deterministic":true,"verified":true}"#;
         let shapes = [
-            (format!(r#"{{"tools":[{{"name":"w","deterministic":true,"verified":true,"parameters":{schema}}}]}}"#), Dialect::Native),
-            (format!(r#"{{"tools":[{{"name":"w","inputSchema":{schema},{ext}}}]}}"#), Dialect::Mcp),
-            (format!(r#"[{{"type":"function","function":{{"name":"w","parameters":{schema}}},{ext}}}]"#), Dialect::OpenAiChat),
-            (format!(r#"[{{"type":"function","name":"w","parameters":{schema},"strict":false,{ext}}}]"#), Dialect::OpenAiResponses),
-            (format!(r#"{{"tools":[{{"type":"function","name":"w","parameters":{schema},{ext}}}]}}"#), Dialect::OpenAiResponses),
-            (format!(r#"[{{"name":"w","description":"d","input_schema":{schema},{ext}}}]"#), Dialect::Anthropic),
-            (format!(r#"{{"tools":[{{"name":"w","input_schema":{schema},"cache_control":{{"type":"ephemeral"}},{ext}}}]}}"#), Dialect::Anthropic),
-            (format!(r#"[{{"name":"w","description":"d","parameters":{schema},{ext}}}]"#), Dialect::FunctionDoc),
-            (format!(r#"{{"id":"simple_1","question":[],"function":[{{"name":"w","parameters":{schema},{ext}}}]}}"#), Dialect::FunctionDoc),
+            (
+                format!(
+                    r#"{{"tools":[{{"name":"w","deterministic":true,"verified":true,"parameters":{schema}}}]}}"#
+                ),
+                Dialect::Native,
+            ),
+            (
+                format!(r#"{{"tools":[{{"name":"w","inputSchema":{schema},{ext}}}]}}"#),
+                Dialect::Mcp,
+            ),
+            (
+                format!(
+                    r#"[{{"type":"function","function":{{"name":"w","parameters":{schema}}},{ext}}}]"#
+                ),
+                Dialect::OpenAiChat,
+            ),
+            (
+                format!(
+                    r#"[{{"type":"function","name":"w","parameters":{schema},"strict":false,{ext}}}]"#
+                ),
+                Dialect::OpenAiResponses,
+            ),
+            (
+                format!(
+                    r#"{{"tools":[{{"type":"function","name":"w","parameters":{schema},{ext}}}]}}"#
+                ),
+                Dialect::OpenAiResponses,
+            ),
+            (
+                format!(r#"[{{"name":"w","description":"d","input_schema":{schema},{ext}}}]"#),
+                Dialect::Anthropic,
+            ),
+            (
+                format!(
+                    r#"{{"tools":[{{"name":"w","input_schema":{schema},"cache_control":{{"type":"ephemeral"}},{ext}}}]}}"#
+                ),
+                Dialect::Anthropic,
+            ),
+            (
+                format!(r#"[{{"name":"w","description":"d","parameters":{schema},{ext}}}]"#),
+                Dialect::FunctionDoc,
+            ),
+            (
+                format!(
+                    r#"{{"id":"simple_1","question":[],"function":[{{"name":"w","parameters":{schema},{ext}}}]}}"#
+                ),
+                Dialect::FunctionDoc,
+            ),
         ];
         for (doc, dialect) in shapes {
             let c = cat(&doc).unwrap_or_else(|e| panic!("{doc}: {e}"));
             let t = c.get("w").unwrap();
             assert_eq!(t.dialect, dialect, "{doc}");
             assert!(t.deterministic && t.verified == Some(true), "{doc}");
-            assert_eq!(crate::jcs::to_string(&t.parameters), crate::jcs::to_string(&parse(schema).unwrap()));
+            assert_eq!(
+                crate::jcs::to_string(&t.parameters),
+                crate::jcs::to_string(&parse(schema).unwrap())
+            );
             assert!(c.warnings().is_empty(), "{doc}: {:?}", c.warnings());
         }
         // plangate's fields outside x-plangate in a foreign shape are not read as declarations.
@@ -822,13 +899,11 @@ mod tests {
 
     #[test]
     fn bfcl_types_are_mapped_with_a_warning_each() {
-        let c = cat(
-            r#"[{"name":"f","parameters":{"type":"dict","properties":{
+        let c = cat(r#"[{"name":"f","parameters":{"type":"dict","properties":{
                 "interval":{"type":"array","items":{"type":"float"}},
                 "pair":{"type":"tuple","items":{"type":"integer"}},
                 "anything":{"type":"any"},
-                "n":{"type":"integer"}},"required":["interval"]}}]"#,
-        )
+                "n":{"type":"integer"}},"required":["interval"]}}]"#)
         .unwrap();
         let t = c.get("f").unwrap();
         assert_eq!(

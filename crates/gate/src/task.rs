@@ -28,6 +28,9 @@ pub struct Task {
     pub label: Option<Label>,
     /// `false` when the recorded results came from a drifting epoch (score mode).
     pub epoch_fixed: Option<bool>,
+    /// What reading the line changed or assumed (a JSON-RPC envelope unwrapped), said in
+    /// the decision.
+    pub warnings: Vec<String>,
 }
 
 /// One sampled plan.
@@ -35,6 +38,10 @@ pub struct Task {
 pub struct Sample {
     /// Tool calls in order.
     pub calls: Vec<Call>,
+    /// The lengths of the sample's turns, in order: a turn is the calls the model made
+    /// together (one OpenAI assistant message's `tool_calls`), which have no order among
+    /// themselves. Empty: every call is its own turn (the native `calls` form).
+    pub turns: Vec<usize>,
     /// Set when the sample as a whole could not be read (it then agrees with nothing).
     pub malformed: Option<String>,
 }
@@ -42,6 +49,9 @@ pub struct Sample {
 /// One tool call of a plan.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Call {
+    /// Where the call sits in the line, in the shape the user wrote it
+    /// (`samples[2].tool_calls[1]`); None for the native `samples[i].calls[j]`.
+    pub origin: Option<Box<str>>,
     /// The tool the model named.
     pub tool: String,
     /// The arguments as the model wrote them.
@@ -296,11 +306,12 @@ pub fn task_from_value(doc: &Value) -> Result<Task, TaskError> {
         &["task_id", "samples", "label", "epoch_fixed", "meta"],
     )?;
     let task_id = task_id_of(o.get("task_id"))?;
+    let mut notes = Notes::default();
     let samples = match o.get("samples") {
         Some(Value::Array(items)) => items
             .iter()
             .enumerate()
-            .map(|(i, s)| parse_sample(s, &format!("samples[{i}]")))
+            .map(|(i, s)| parse_sample(s, &format!("samples[{i}]"), &mut notes))
             .collect::<Result<Vec<_>, _>>()?,
         Some(_) => return Err(err("samples", "expected an array of samples")),
         None => return Err(err("samples", "missing")),
@@ -310,6 +321,7 @@ pub fn task_from_value(doc: &Value) -> Result<Task, TaskError> {
         samples,
         label: label_of(o.get("label"))?,
         epoch_fixed: epoch_fixed_of(o.get("epoch_fixed"))?,
+        warnings: notes.into_warnings(),
     })
 }
 
@@ -371,6 +383,7 @@ fn read_native(line: &[u8]) -> Option<Task> {
         samples: samples?,
         label: label_of(label.as_ref()).ok()?,
         epoch_fixed: epoch_fixed_of(epoch.as_ref()).ok()?,
+        warnings: Vec::new(),
     })
 }
 
@@ -430,7 +443,7 @@ fn native_samples(c: &mut Cursor<'_>) -> Option<Vec<Sample>> {
         })?;
         Some(Sample {
             calls: calls?,
-            malformed: None,
+            ..Sample::default()
         })
     })
 }
@@ -441,7 +454,19 @@ fn native_call(c: &mut Cursor<'_>) -> Option<Call> {
         match key {
             "tool" if tool.is_none() => tool = Some(c.value(5)?),
             "arguments" if arguments.is_none() => arguments = Some(c.value(5)?),
-            "result" if result.is_none() => result = Some(Payload::checked_text(c.raw(5)?)),
+            "result" if result.is_none() => {
+                let text = c.raw(5)?;
+                // A result that may be an MCP error or a JSON-RPC envelope is for the
+                // general reader, which reads those (escaped keys included).
+                if text.starts_with('{')
+                    && ["\"jsonrpc\"", "\"isError\"", "\\u"]
+                        .iter()
+                        .any(|k| text.contains(k))
+                {
+                    return None;
+                }
+                result = Some(Observed::Result(Payload::checked_text(text)));
+            }
             "error" if error.is_none() => error = Some(c.value(5)?),
             _ => return None,
         }
@@ -450,17 +475,39 @@ fn native_call(c: &mut Cursor<'_>) -> Option<Call> {
     call_of(tool, arguments, result, error.as_ref(), "").ok()
 }
 
-/// Reads one sample in whichever shape it comes: native `{"calls": [...]}`, an OpenAI
-/// assistant message (`tool_calls`), an Anthropic message (`tool_use` content blocks),
-/// or a list of MCP `tools/call` params. Foreign shapes carry no results: `eval`
-/// executes their calls.
-fn parse_sample(s: &Value, field: &str) -> Result<Sample, TaskError> {
+/// What a line's reader notes on the way, for the decision's warnings.
+#[derive(Default)]
+struct Notes {
+    /// Results that were whole JSON-RPC responses, by place.
+    envelopes: Vec<String>,
+}
+
+impl Notes {
+    fn into_warnings(self) -> Vec<String> {
+        let Some(first) = self.envelopes.first() else {
+            return Vec::new();
+        };
+        vec![format!(
+            "json_rpc_unwrapped: {} result(s) were whole JSON-RPC responses (first: {first}); \
+             each response's `result` was compared, not its `id`, which differs per call",
+            self.envelopes.len()
+        )]
+    }
+}
+
+/// Reads one sample in whichever shape it comes: native `{"calls": [...]}` or
+/// `{"turns": [[...], ...]}`, a logged conversation `{"messages": [...]}` (OpenAI or
+/// Anthropic), an OpenAI assistant message (`tool_calls`), an Anthropic message
+/// (`tool_use` content blocks), or a list of MCP `tools/call` params. A bare message or
+/// MCP list carries no results: `eval` executes its calls.
+fn parse_sample(s: &Value, field: &str, notes: &mut Notes) -> Result<Sample, TaskError> {
     let shape_error = || {
         err(
             field,
             format!(
-                "expected {{\"calls\": [...]}}, an OpenAI or Anthropic assistant message, \
-                 or a list of MCP tools/call params; found {}",
+                "expected {{\"calls\": [...]}}, {{\"turns\": [...]}}, {{\"messages\": [...]}}, \
+                 an OpenAI or Anthropic assistant message, or a list of MCP tools/call \
+                 params; found {}",
                 s.kind()
             ),
         )
@@ -470,31 +517,66 @@ fn parse_sample(s: &Value, field: &str) -> Result<Sample, TaskError> {
         Value::Object(o) => o,
         _ => return Err(shape_error()),
     };
-    if o.contains_key("tool_calls") {
-        return parse_openai_message(o, field);
+    if o.contains_key("messages") {
+        known_fields(o, field, &["messages"])?;
+        let Some(Value::Array(messages)) = o.get("messages") else {
+            return Err(err(
+                format!("{field}.messages"),
+                "expected an array of messages",
+            ));
+        };
+        return parse_transcript(messages, &format!("{field}.messages"), notes);
     }
-    if matches!(o.get("content"), Some(Value::Array(_))) && !o.contains_key("calls") {
-        return parse_anthropic_message(o, field);
-    }
-    if !o.contains_key("calls") && o.contains_key("role") {
-        // An assistant message with no tool call at all is a plan of zero calls.
+    let native = o.contains_key("calls") || o.contains_key("turns");
+    if o.contains_key("tool_calls") || (!native && o.contains_key("role")) {
+        // One assistant message is one turn; one with no tool call is a plan of none.
         no_duplicates(o, field)?;
         check_role(o, field)?;
-        return Ok(Sample::default());
+        let mut t = Transcript::default();
+        t.assistant(o, field)?;
+        return Ok(t.sample);
     }
-    known_fields(o, field, &["calls"])?;
-    let calls = match o.get("calls") {
-        Some(Value::Array(items)) => items
-            .iter()
-            .enumerate()
-            .map(|(i, c)| parse_call(c, &format!("{field}.calls[{i}]")))
-            .collect::<Result<Vec<_>, _>>()?,
-        _ => return Err(err(format!("{field}.calls"), "expected an array of calls")),
-    };
-    Ok(Sample {
-        calls,
-        malformed: None,
-    })
+    if matches!(o.get("content"), Some(Value::Array(_))) && !native {
+        let mut t = Transcript::default();
+        t.assistant(o, field)?;
+        return Ok(t.sample);
+    }
+    known_fields(o, field, &["calls", "turns"])?;
+    match (o.get("calls"), o.get("turns")) {
+        (Some(_), Some(_)) => Err(err(field, "a sample has `calls` or `turns`, not both")),
+        (Some(Value::Array(items)), None) => Ok(Sample {
+            calls: items
+                .iter()
+                .enumerate()
+                .map(|(i, c)| parse_call(c, &format!("{field}.calls[{i}]"), notes))
+                .collect::<Result<Vec<_>, _>>()?,
+            ..Sample::default()
+        }),
+        (None, Some(Value::Array(turns))) => {
+            let mut sample = Sample::default();
+            for (t, turn) in turns.iter().enumerate() {
+                let at = format!("{field}.turns[{t}]");
+                let Value::Array(calls) = turn else {
+                    return Err(err(at, "expected an array of the calls made together"));
+                };
+                for (k, c) in calls.iter().enumerate() {
+                    let place = format!("{at}[{k}]");
+                    let mut call = parse_call(c, &place, notes)?;
+                    call.origin = Some(place.into());
+                    sample.calls.push(call);
+                }
+                if !calls.is_empty() {
+                    sample.turns.push(calls.len());
+                }
+            }
+            Ok(sample)
+        }
+        (None, Some(_)) => Err(err(
+            format!("{field}.turns"),
+            "expected an array of turns, each an array of calls",
+        )),
+        _ => Err(err(format!("{field}.calls"), "expected an array of calls")),
+    }
 }
 
 /// Provider messages are read leniently (they grow fields often), but a message from
@@ -517,101 +599,306 @@ fn tool_name(o: &Object, key: &str, field: &str) -> Result<String, TaskError> {
     }
 }
 
-fn foreign_call(tool: String, arguments: Arguments) -> Call {
+fn foreign_call(tool: String, arguments: Arguments, origin: String) -> Call {
     Call {
+        origin: Some(origin.into()),
         tool,
         arguments,
         observed: Observed::Missing,
     }
 }
 
-/// `{"role":"assistant","tool_calls":[{"type":"function","function":{"name":..,
-/// "arguments":"<JSON text>"}}]}`. The arguments text is the model's output: text that
-/// is not JSON spoils that call (`Arguments::Malformed`), not the task.
-fn parse_openai_message(o: &Object, field: &str) -> Result<Sample, TaskError> {
-    no_duplicates(o, field)?;
-    check_role(o, field)?;
-    let list = match o.get("tool_calls") {
-        Some(Value::Array(items)) => items,
-        Some(Value::Null) => return Ok(Sample::default()),
-        _ => {
-            return Err(err(
-                format!("{field}.tool_calls"),
-                "expected an array of tool calls",
-            ));
+/// A sample read from provider messages: each assistant message's calls are a turn, and
+/// a result finds its call by the provider's call id.
+#[derive(Default)]
+struct Transcript {
+    sample: Sample,
+    /// Call id -> index of the call, for the results that name it.
+    ids: BTreeMap<String, usize>,
+}
+
+impl Transcript {
+    /// An assistant message in either provider's shape: OpenAI `tool_calls`, or
+    /// Anthropic `tool_use` content blocks. Text is the model's prose, not plan.
+    fn assistant(&mut self, o: &Object, field: &str) -> Result<(), TaskError> {
+        let before = self.sample.calls.len();
+        if o.contains_key("tool_calls") {
+            self.openai_calls(o, field)?;
+        } else if let Some(Value::Array(blocks)) = o.get("content") {
+            self.anthropic_calls(blocks, &format!("{field}.content"))?;
         }
-    };
-    let mut calls = Vec::with_capacity(list.len());
-    for (i, tc) in list.iter().enumerate() {
-        let at = format!("{field}.tool_calls[{i}]");
-        let tc = tc
-            .as_object()
-            .ok_or_else(|| err(&at, "expected a tool call object"))?;
-        no_duplicates(tc, &at)?;
-        if let Some(t) = tc.get("type")
-            && t.as_str() != Some("function")
-        {
-            return Err(err(format!("{at}.type"), "expected \"function\""));
+        let made = self.sample.calls.len() - before;
+        if made > 0 {
+            self.sample.turns.push(made);
         }
-        let f = match tc.get("function") {
-            Some(Value::Object(f)) => f,
+        Ok(())
+    }
+
+    fn register(&mut self, id: Option<&Value>, at: &str) -> Result<(), TaskError> {
+        let index = self.sample.calls.len();
+        match id {
+            None => Ok(()),
+            Some(Value::String(id)) => match self.ids.insert(id.clone(), index) {
+                None => Ok(()),
+                Some(_) => Err(err(
+                    at,
+                    format!("call id {id:?} is used by an earlier call too"),
+                )),
+            },
+            Some(_) => Err(err(at, "expected a string")),
+        }
+    }
+
+    /// `{"role":"assistant","tool_calls":[{"id":..,"type":"function","function":{"name":..,
+    /// "arguments":"<JSON text>"}}]}`. The arguments text is the model's output: text that
+    /// is not JSON spoils that call (`Arguments::Malformed`), not the task.
+    fn openai_calls(&mut self, o: &Object, field: &str) -> Result<(), TaskError> {
+        let list = match o.get("tool_calls") {
+            Some(Value::Array(items)) => items,
+            Some(Value::Null) => return Ok(()),
             _ => {
                 return Err(err(
-                    format!("{at}.function"),
-                    "expected {\"name\": ..., \"arguments\": \"...\"}",
+                    format!("{field}.tool_calls"),
+                    "expected an array of tool calls",
                 ));
             }
         };
-        let at = format!("{at}.function");
-        no_duplicates(f, &at)?;
-        let tool = tool_name(f, "name", &at)?;
-        let arguments = match f.get("arguments") {
-            None => Arguments::Json(Value::Object(Object::new())),
-            Some(Value::String(text)) => match parse_with(text.as_bytes(), Duplicates::Flag) {
-                Ok(v) => Arguments::Json(v),
-                Err(e) => Arguments::Malformed(format!("arguments are not JSON: {e}")),
-            },
-            // Some gateways pass the object through already parsed.
-            Some(v @ Value::Object(_)) => Arguments::Json(v.clone()),
-            Some(other) => Arguments::Malformed(format!(
-                "arguments: expected a JSON string, found {}",
-                other.kind()
-            )),
-        };
-        calls.push(foreign_call(tool, arguments));
+        for (i, tc) in list.iter().enumerate() {
+            let at = format!("{field}.tool_calls[{i}]");
+            let tc = tc
+                .as_object()
+                .ok_or_else(|| err(&at, "expected a tool call object"))?;
+            no_duplicates(tc, &at)?;
+            if let Some(t) = tc.get("type")
+                && t.as_str() != Some("function")
+            {
+                return Err(err(format!("{at}.type"), "expected \"function\""));
+            }
+            let f = match tc.get("function") {
+                Some(Value::Object(f)) => f,
+                _ => {
+                    return Err(err(
+                        format!("{at}.function"),
+                        "expected {\"name\": ..., \"arguments\": \"...\"}",
+                    ));
+                }
+            };
+            let fat = format!("{at}.function");
+            no_duplicates(f, &fat)?;
+            let tool = tool_name(f, "name", &fat)?;
+            let arguments = match f.get("arguments") {
+                None => Arguments::Json(Value::Object(Object::new())),
+                Some(Value::String(text)) => match parse_with(text.as_bytes(), Duplicates::Flag) {
+                    Ok(v) => Arguments::Json(v),
+                    Err(e) => Arguments::Malformed(format!("{fat}.arguments: not JSON: {e}")),
+                },
+                // Some gateways pass the object through already parsed.
+                Some(v @ Value::Object(_)) => Arguments::Json(v.clone()),
+                Some(other) => Arguments::Malformed(format!(
+                    "{fat}.arguments: expected a JSON string, found {}",
+                    other.kind()
+                )),
+            };
+            self.register(tc.get("id"), &format!("{at}.id"))?;
+            self.sample.calls.push(foreign_call(tool, arguments, at));
+        }
+        Ok(())
     }
-    Ok(Sample {
-        calls,
-        malformed: None,
-    })
+
+    /// `[{"type":"text",..},{"type":"tool_use","id":..,"name":..,"input":{..}}]`: the
+    /// `tool_use` blocks in order.
+    fn anthropic_calls(&mut self, blocks: &[Value], field: &str) -> Result<(), TaskError> {
+        for (i, b) in blocks.iter().enumerate() {
+            let at = format!("{field}[{i}]");
+            let b = b
+                .as_object()
+                .ok_or_else(|| err(&at, "expected a content block object"))?;
+            if b.get("type").and_then(Value::as_str) != Some("tool_use") {
+                continue;
+            }
+            no_duplicates(b, &at)?;
+            let tool = tool_name(b, "name", &at)?;
+            let arguments = json_arguments(b, "input");
+            self.register(b.get("id"), &format!("{at}.id"))?;
+            self.sample.calls.push(foreign_call(tool, arguments, at));
+        }
+        Ok(())
+    }
+
+    /// Records what the call with `id` returned.
+    fn result(
+        &mut self,
+        id: Option<&Value>,
+        at: &str,
+        observed: Observed,
+    ) -> Result<(), TaskError> {
+        let Some(Value::String(id)) = id else {
+            return Err(err(at, "expected the id of the call this result answers"));
+        };
+        let Some(&index) = self.ids.get(id) else {
+            return Err(err(at, format!("no earlier tool call has the id {id:?}")));
+        };
+        let call = &mut self.sample.calls[index];
+        if !matches!(call.observed, Observed::Missing) {
+            return Err(err(at, format!("a second result for call {id:?}")));
+        }
+        call.observed = observed;
+        Ok(())
+    }
 }
 
-/// `{"role":"assistant","content":[{"type":"text",..},{"type":"tool_use","name":..,
-/// "input":{..}}]}`: the `tool_use` blocks in order; other blocks are the model's prose.
-fn parse_anthropic_message(o: &Object, field: &str) -> Result<Sample, TaskError> {
-    no_duplicates(o, field)?;
-    check_role(o, field)?;
-    let Some(Value::Array(blocks)) = o.get("content") else {
-        return Err(err(format!("{field}.content"), "expected content blocks"));
-    };
-    let mut calls = Vec::new();
-    for (i, b) in blocks.iter().enumerate() {
-        let at = format!("{field}.content[{i}]");
-        let b = b
-            .as_object()
-            .ok_or_else(|| err(&at, "expected a content block object"))?;
-        if b.get("type").and_then(Value::as_str) != Some("tool_use") {
-            continue;
+/// `{"messages": [...]}`: a logged conversation in OpenAI or Anthropic shape. System,
+/// user and plain text messages are context; assistant messages give the turns; OpenAI
+/// `tool` messages and Anthropic `tool_result` blocks give the results, by call id.
+fn parse_transcript(
+    messages: &[Value],
+    field: &str,
+    notes: &mut Notes,
+) -> Result<Sample, TaskError> {
+    let mut t = Transcript::default();
+    for (k, m) in messages.iter().enumerate() {
+        let at = format!("{field}[{k}]");
+        let o = m.as_object().ok_or_else(|| {
+            err(
+                &at,
+                format!("expected a message object, found {}", m.kind()),
+            )
+        })?;
+        no_duplicates(o, &at)?;
+        match o.get("role").and_then(Value::as_str) {
+            Some("assistant") => t.assistant(o, &at)?,
+            Some("tool") => {
+                let content = format!("{at}.content");
+                let observed = observed_result(content_value(o.get("content")), &content, notes);
+                t.result(
+                    o.get("tool_call_id"),
+                    &format!("{at}.tool_call_id"),
+                    observed,
+                )?;
+            }
+            Some("user") => {
+                let Some(Value::Array(blocks)) = o.get("content") else {
+                    continue;
+                };
+                for (i, b) in blocks.iter().enumerate() {
+                    let bat = format!("{at}.content[{i}]");
+                    let Some(b) = b.as_object() else { continue };
+                    if b.get("type").and_then(Value::as_str) != Some("tool_result") {
+                        continue;
+                    }
+                    no_duplicates(b, &bat)?;
+                    let value = content_value(b.get("content"));
+                    let observed = match b.get("is_error") {
+                        Some(Value::Bool(true)) => Observed::Error {
+                            kind: "tool_error".into(),
+                            message: text_of(&value),
+                        },
+                        None | Some(Value::Bool(false)) => {
+                            observed_result(value, &format!("{bat}.content"), notes)
+                        }
+                        Some(_) => {
+                            return Err(err(format!("{bat}.is_error"), "expected true or false"));
+                        }
+                    };
+                    t.result(
+                        b.get("tool_use_id"),
+                        &format!("{bat}.tool_use_id"),
+                        observed,
+                    )?;
+                }
+            }
+            Some("system" | "developer") => {}
+            _ => {
+                return Err(err(
+                    format!("{at}.role"),
+                    "expected \"system\", \"user\", \"assistant\" or \"tool\"",
+                ));
+            }
         }
-        no_duplicates(b, &at)?;
-        let tool = tool_name(b, "name", &at)?;
-        let arguments = json_arguments(b, "input");
-        calls.push(foreign_call(tool, arguments));
     }
-    Ok(Sample {
-        calls,
-        malformed: None,
-    })
+    Ok(t.sample)
+}
+
+/// A message's or result block's content as a value: text read as JSON when it parses
+/// and as a string otherwise; a list of text parts joined first.
+fn content_value(content: Option<&Value>) -> Value {
+    let text = match content {
+        None | Some(Value::Null) => return Value::String(String::new()),
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => {
+            let texts: Option<Vec<&str>> = parts
+                .iter()
+                .map(|p| {
+                    let p = p.as_object()?;
+                    (p.get("type")?.as_str()? == "text").then_some(())?;
+                    p.get("text")?.as_str()
+                })
+                .collect();
+            match texts {
+                Some(t) => t.concat(),
+                // Images and other blocks: compared as given.
+                None => return Value::Array(parts.clone()),
+            }
+        }
+        Some(other) => return other.clone(),
+    };
+    parse_with(text.as_bytes(), Duplicates::Flag).unwrap_or(Value::String(text))
+}
+
+/// The text of a result, for an error's message.
+fn text_of(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => crate::jcs::to_string(other),
+    }
+}
+
+/// A result as recorded, read for what it is: an MCP `CallToolResult` with
+/// `isError: true` is the tool's error, not a result; a whole JSON-RPC response is
+/// unwrapped (its `id` differs per call, so compared whole every tool would look
+/// flaky), and noted.
+fn observed_result(v: Value, field: &str, notes: &mut Notes) -> Observed {
+    let Value::Object(o) = &v else {
+        return Observed::Result(Payload::from(v));
+    };
+    let envelope = o.contains_key("jsonrpc")
+        && o.contains_key("id")
+        && o.keys()
+            .all(|k| matches!(k.as_str(), "jsonrpc" | "id" | "result" | "error"));
+    if envelope {
+        match (o.get("result"), o.get("error")) {
+            (Some(r), None) => {
+                notes.envelopes.push(field.to_string());
+                return observed_result(r.clone(), &format!("{field}.result"), notes);
+            }
+            (None, Some(e)) => {
+                notes.envelopes.push(field.to_string());
+                let e = e.as_object();
+                let code = e.and_then(|e| e.get("code")).map(text_of);
+                let message = e
+                    .and_then(|e| e.get("message"))
+                    .map(text_of)
+                    .unwrap_or_default();
+                return Observed::Error {
+                    kind: format!(
+                        "json_rpc_error{}",
+                        code.map(|c| format!(":{c}")).unwrap_or_default()
+                    ),
+                    message,
+                };
+            }
+            _ => {}
+        }
+    }
+    if let (Some(Value::Bool(true)), Some(content @ Value::Array(_))) =
+        (o.get("isError"), o.get("content"))
+    {
+        return Observed::Error {
+            kind: "tool_error".into(),
+            message: text_of(&content_value(Some(content))),
+        };
+    }
+    Observed::Result(Payload::from(v))
 }
 
 /// `[{"name":..,"arguments":{..}}, ...]`: the params of successive MCP `tools/call`s.
@@ -628,11 +915,11 @@ fn parse_mcp_calls(items: &[Value], field: &str) -> Result<Sample, TaskError> {
         known_fields(o, &at, &["name", "arguments", "_meta"])?;
         let tool = tool_name(o, "name", &at)?;
         let arguments = json_arguments(o, "arguments");
-        calls.push(foreign_call(tool, arguments));
+        calls.push(foreign_call(tool, arguments, at));
     }
     Ok(Sample {
         calls,
-        malformed: None,
+        ..Sample::default()
     })
 }
 
@@ -645,15 +932,18 @@ fn arguments_or_empty(v: Option<Value>) -> Arguments {
     Arguments::Json(v.unwrap_or_else(|| Value::Object(Object::new())))
 }
 
-fn parse_call(c: &Value, field: &str) -> Result<Call, TaskError> {
+fn parse_call(c: &Value, field: &str, notes: &mut Notes) -> Result<Call, TaskError> {
     let o = c
         .as_object()
         .ok_or_else(|| err(field, format!("expected a call object, found {}", c.kind())))?;
     known_fields(o, field, &["tool", "arguments", "result", "error"])?;
+    let result_field = format!("{field}.result");
     call_of(
         o.get("tool").cloned(),
         o.get("arguments").cloned(),
-        o.get("result").cloned().map(Payload::from),
+        o.get("result")
+            .cloned()
+            .map(|v| observed_result(v, &result_field, notes)),
         o.get("error"),
         field,
     )
@@ -663,7 +953,7 @@ fn parse_call(c: &Value, field: &str) -> Result<Call, TaskError> {
 fn call_of(
     tool: Option<Value>,
     arguments: Option<Value>,
-    result: Option<Payload>,
+    result: Option<Observed>,
     error: Option<&Value>,
     field: &str,
 ) -> Result<Call, TaskError> {
@@ -675,11 +965,12 @@ fn call_of(
         (Some(_), Some(_)) => {
             return Err(err(field, "a call has a result or an error, not both"));
         }
-        (Some(r), None) => Observed::Result(r),
+        (Some(r), None) => r,
         (None, Some(e)) => parse_error(e, &format!("{field}.error"))?,
         (None, None) => Observed::Missing,
     };
     Ok(Call {
+        origin: None,
         tool,
         // Arguments that are not an object are the model's mistake, not the file's:
         // the sample becomes malformed (canonicalization says so), the task is decided.
@@ -703,6 +994,34 @@ fn parse_error(e: &Value, field: &str) -> Result<Observed, TaskError> {
         Some(_) => return Err(err(format!("{field}.message"), "expected a string")),
     };
     Ok(Observed::Error { kind, message })
+}
+
+impl Sample {
+    /// The index ranges of the sample's turns, in order.
+    pub fn turn_ranges(&self) -> Vec<std::ops::Range<usize>> {
+        if self.turns.is_empty() {
+            return (0..self.calls.len()).map(|j| j..j + 1).collect();
+        }
+        let mut start = 0;
+        self.turns
+            .iter()
+            .map(|&len| {
+                let r = start..start + len;
+                start += len;
+                r
+            })
+            .collect()
+    }
+}
+
+impl Call {
+    /// Where the call sits in the line as the user wrote it, given its sample and index.
+    pub fn place(&self, sample: usize, index: usize) -> String {
+        match &self.origin {
+            Some(o) => o.to_string(),
+            None => format!("samples[{sample}].calls[{index}]"),
+        }
+    }
 }
 
 impl Observed {
@@ -949,6 +1268,179 @@ mod tests {
             read_native(deep.as_bytes()).is_some(),
             "nesting within the limit reads"
         );
+    }
+
+    fn observed(line: &str) -> Vec<Vec<(String, String, Observed)>> {
+        let t = parse_task_line(line.as_bytes()).unwrap_or_else(|e| panic!("{line}: {e}"));
+        t.samples
+            .iter()
+            .map(|s| {
+                s.calls
+                    .iter()
+                    .map(|c| {
+                        let a = match &c.arguments {
+                            Arguments::Json(v) => crate::jcs::to_string(v),
+                            Arguments::Malformed(why) => why.clone(),
+                        };
+                        (c.tool.clone(), a, c.observed.clone())
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    fn result(json: &str) -> Observed {
+        Observed::Result(crate::json::parse(json).unwrap().into())
+    }
+
+    /// A logged conversation gives the same calls, turns and results as the native
+    /// shape, in either provider's form; results find their calls by id, in any order.
+    #[test]
+    fn transcripts_read_as_turns_with_results() {
+        let native = r#"{"task_id":"t","samples":[{"turns":[[{"tool":"w","arguments":{"city":"Oslo"},"result":{"t":3}},{"tool":"w","arguments":{"city":"Rome"},"result":"sunny"}],[{"tool":"s","arguments":{},"error":{"kind":"tool_error","message":"down"}}]]}]}"#;
+        let openai = r#"{"task_id":"t","samples":[{"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"weather?"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"w","arguments":"{\"city\":\"Oslo\"}"}},{"id":"c2","type":"function","function":{"name":"w","arguments":"{\"city\":\"Rome\"}"}}]},{"role":"tool","tool_call_id":"c2","content":"sunny"},{"role":"tool","tool_call_id":"c1","content":[{"type":"text","text":"{\"t\": 3}"}]},{"role":"assistant","tool_calls":[{"id":"c3","type":"function","function":{"name":"s","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c3","content":"{\"content\":[{\"type\":\"text\",\"text\":\"down\"}],\"isError\":true}"},{"role":"assistant","content":"Done."}]}]}"#;
+        let anthropic = r#"{"task_id":"t","samples":[{"messages":[{"role":"user","content":"weather?"},{"role":"assistant","content":[{"type":"text","text":"Checking."},{"type":"tool_use","id":"a","name":"w","input":{"city":"Oslo"}},{"type":"tool_use","id":"b","name":"w","input":{"city":"Rome"}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"b","content":"sunny"},{"type":"tool_result","tool_use_id":"a","content":[{"type":"text","text":"{\"t\":3}"}]}]},{"role":"assistant","content":[{"type":"tool_use","id":"c","name":"s","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"c","is_error":true,"content":"down"}]}]}]}"#;
+        let want = observed(native);
+        assert_eq!(
+            want[0][2].2,
+            Observed::Error {
+                kind: "tool_error".into(),
+                message: "down".into()
+            }
+        );
+        assert_eq!(want[0][0].2, result(r#"{"t":3}"#));
+        for line in [openai, anthropic] {
+            assert_eq!(observed(line), want, "{line}");
+            let t = parse_task_line(line.as_bytes()).unwrap();
+            assert_eq!(t.samples[0].turns, [2, 1]);
+        }
+        let t = parse_task_line(native.as_bytes()).unwrap();
+        assert_eq!(t.samples[0].turns, [2, 1]);
+        assert_eq!(t.samples[0].turn_ranges(), [0..2, 2..3]);
+        assert_eq!(t.samples[0].calls[1].place(0, 1), "samples[0].turns[0][1]");
+        let t = parse_task_line(openai.as_bytes()).unwrap();
+        assert_eq!(
+            t.samples[0].calls[1].place(0, 1),
+            "samples[0].messages[2].tool_calls[1]"
+        );
+    }
+
+    #[test]
+    fn transcript_errors_name_the_users_field() {
+        let bad = [
+            (
+                r#"{"task_id":"t","samples":[{"messages":[{"role":"tool","tool_call_id":"x","content":"1"}]}]}"#,
+                "samples[0].messages[0].tool_call_id",
+            ),
+            (
+                r#"{"task_id":"t","samples":[{"messages":[{"role":"robot","content":"1"}]}]}"#,
+                "samples[0].messages[0].role",
+            ),
+            (
+                r#"{"task_id":"t","samples":[{"messages":[{"role":"assistant","tool_calls":[{"id":"a","function":{"name":"w","arguments":"{}"}},{"id":"a","function":{"name":"w","arguments":"{}"}}]}]}]}"#,
+                "samples[0].messages[0].tool_calls[1].id",
+            ),
+            (
+                r#"{"task_id":"t","samples":[{"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"a","name":"w","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":"1"},{"type":"tool_result","tool_use_id":"a","content":"2"}]}]}]}"#,
+                "samples[0].messages[1].content[1].tool_use_id",
+            ),
+            (
+                r#"{"task_id":"t","samples":[{"turns":[{"tool":"w"}]}]}"#,
+                "samples[0].turns[0]",
+            ),
+            (
+                r#"{"task_id":"t","samples":[{"turns":[[{"tool":"w","argumnts":{}}]]}]}"#,
+                "samples[0].turns[0][0].argumnts",
+            ),
+            (
+                r#"{"task_id":"t","samples":[{"turns":[],"calls":[]}]}"#,
+                "samples[0]",
+            ),
+        ];
+        for (line, field) in bad {
+            let e = parse_task_line(line.as_bytes()).unwrap_err();
+            assert_eq!(e.field, field, "{line}: {e}");
+        }
+        // Arguments the model wrote as broken JSON spoil the call, named in the user's shape.
+        let c = observed(
+            r#"{"task_id":"t","samples":[{"messages":[{"role":"assistant","tool_calls":[{"id":"a","function":{"name":"w","arguments":"{oops"}}]}]}]}"#,
+        );
+        assert!(
+            c[0][0]
+                .1
+                .starts_with("samples[0].messages[0].tool_calls[0].function.arguments: not JSON"),
+            "{c:?}"
+        );
+    }
+
+    /// MCP results say what they are: `isError` is an error, and a pasted JSON-RPC
+    /// response is unwrapped (escaped keys too) with a warning, in both readers.
+    #[test]
+    fn mcp_results_are_read_for_what_they_are() {
+        let call = r#""tool":"w","arguments":{}"#;
+        let line = |r: &str| {
+            format!(r#"{{"task_id":"t","samples":[{{"calls":[{{{call},"result":{r}}}]}}]}}"#)
+        };
+        let cases = [
+            (
+                r#"{"content":[{"type":"text","text":"no such city"}],"isError":true}"#,
+                Observed::Error {
+                    kind: "tool_error".into(),
+                    message: "no such city".into(),
+                },
+                false,
+            ),
+            (
+                r#"{"content":[{"type":"text","text":"12"}],"isError":false}"#,
+                result(r#"{"content":[{"type":"text","text":"12"}],"isError":false}"#),
+                false,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"12"}]}}"#,
+                result(r#"{"content":[{"type":"text","text":"12"}]}"#),
+                true,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":8,"result":{"content":[],"isError":true}}"#,
+                Observed::Error {
+                    kind: "tool_error".into(),
+                    message: String::new(),
+                },
+                true,
+            ),
+            (
+                r#"{"\u006asonrpc":"2.0","id":9,"error":{"code":-32602,"message":"bad params"}}"#,
+                Observed::Error {
+                    kind: "json_rpc_error:-32602".into(),
+                    message: "bad params".into(),
+                },
+                true,
+            ),
+            (
+                r#"{"jsonrpc":"2.0"}"#,
+                result(r#"{"jsonrpc":"2.0"}"#),
+                false,
+            ),
+        ];
+        for (r, want, warned) in cases {
+            let l = line(r);
+            same_either_way(l.as_bytes());
+            let t = parse_task_line(l.as_bytes()).unwrap();
+            assert_eq!(t.samples[0].calls[0].observed, want, "{r}");
+            assert_eq!(
+                t.warnings.len(),
+                usize::from(warned),
+                "{r}: {:?}",
+                t.warnings
+            );
+            if warned {
+                assert!(
+                    t.warnings[0].contains("samples[0].calls[0].result"),
+                    "{:?}",
+                    t.warnings
+                );
+            }
+        }
     }
 
     #[test]

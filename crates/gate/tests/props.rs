@@ -151,6 +151,7 @@ fn num(i: u64) -> Value {
 /// in every region.
 fn task() -> impl Strategy<Value = Task> {
     let call = (0usize..3, 0u64..4, 0u64..3).prop_map(|(t, arg, res)| Call {
+        origin: None,
         tool: ["a", "b", "c"][t].to_string(),
         arguments: Arguments::Json(Value::Object(
             [("x".to_string(), num(arg))].into_iter().collect(),
@@ -159,13 +160,14 @@ fn task() -> impl Strategy<Value = Task> {
     });
     let sample = proptest::collection::vec(call, 1..3).prop_map(|calls| Sample {
         calls,
-        malformed: None,
+        ..Sample::default()
     });
     (proptest::collection::vec(sample, 0..12), any::<bool>()).prop_map(|(samples, fixed)| Task {
         task_id: "t".into(),
         samples,
         label: None,
         epoch_fixed: Some(fixed),
+        warnings: Vec::new(),
     })
 }
 

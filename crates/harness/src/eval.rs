@@ -122,6 +122,8 @@ struct Shell {
     line: usize,
     task_id: String,
     label: Option<Label>,
+    /// What reading the line noted, for the decision.
+    warnings: Vec<String>,
     samples: Mutex<Vec<Option<Sample>>>,
     remaining: AtomicUsize,
     touched: Mutex<BTreeSet<String>>,
@@ -289,6 +291,7 @@ impl<'w> Eval<'w> {
                     samples,
                     label: shell.label,
                     epoch_fixed: None,
+                    warnings: shell.warnings.clone(),
                 };
                 on_done(shell.line, &task);
                 self.settle(shell.index, task, touched);
@@ -521,6 +524,7 @@ impl Feeder<'_, '_> {
             line,
             task_id: task.task_id,
             label: task.label,
+            warnings: task.warnings,
             samples: Mutex::new((0..n).map(|_| None).collect()),
             remaining: AtomicUsize::new(n),
             touched: Mutex::new(BTreeSet::new()),
