@@ -194,26 +194,52 @@ fn check_from(r: &Value, step: usize) -> Result<(), String> {
     }
 }
 
-/// Canonical arguments of one call at plan step `step`, or why the sample is malformed.
+/// Where arguments break their tool's schema: the instance path (a JSON Pointer into the
+/// arguments), the schema keyword that failed, and the validator's words.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+pub struct Violation {
+    /// JSON Pointer into the arguments (`""` for the arguments as a whole).
+    pub path: String,
+    /// The schema keyword that failed (`required`, `type`, `enum`, ...).
+    pub keyword: String,
+    /// What the validator said.
+    pub message: String,
+}
+
+/// Arguments that have no canonical form.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Invalid {
+    /// They cannot be read as arguments at all (duplicate keys, a broken `$from`): such a
+    /// sample agrees with nothing.
+    Unreadable(Vec<String>),
+    /// They read, but break the schema, so the schema's defaults and hints do not
+    /// describe them: such a sample is keyed by its RFC 8785 form, and identical
+    /// violations agree.
+    Violates(Vec<Violation>),
+}
+
+/// Canonical arguments of one call at plan step `step`, or why there are none.
 pub fn canonicalize_arguments(
     tool: &ToolSpec,
     args: &Value,
     step: usize,
     resolver: Option<&mut (dyn Resolver + '_)>,
-) -> Result<Value, Vec<String>> {
+) -> Result<Value, Invalid> {
     let Value::Object(_) = args else {
-        return Err(vec![format!(
-            "arguments: expected an object, found {}",
-            args.kind()
-        )]);
+        return Err(Invalid::Violates(vec![Violation {
+            path: String::new(),
+            keyword: "type".into(),
+            message: format!("arguments: expected an object, found {}", args.kind()),
+        }]));
     };
     let mut problems = Vec::new();
     let mut refs = Vec::new();
     scan(args, step, &mut String::new(), &mut refs, &mut problems);
     if !problems.is_empty() {
-        return Err(problems);
+        return Err(Invalid::Unreadable(problems));
     }
     let instance = to_serde(args);
+    let mut violations = Vec::new();
     for e in tool.validator.iter_errors(&instance) {
         let at = e.instance_path().as_str().to_string();
         // A reference stands for a value the schema would check at run time; its
@@ -229,10 +255,14 @@ pub fn canonicalize_arguments(
         } else {
             format!("arguments{at}")
         };
-        problems.push(format!("{place}: {e}"));
+        violations.push(Violation {
+            keyword: e.kind().keyword().to_string(),
+            message: format!("{place}: {e}"),
+            path: at,
+        });
     }
-    if !problems.is_empty() {
-        return Err(problems);
+    if !violations.is_empty() {
+        return Err(Invalid::Violates(violations));
     }
     let mut resolver = resolver;
     Ok(apply(&tool.parameters, args, &mut resolver))
@@ -366,7 +396,12 @@ mod tests {
 
     fn canon(t: &ToolSpec, args: &str) -> Result<String, Vec<String>> {
         let v = crate::json::parse_with(args.as_bytes(), crate::json::Duplicates::Flag).unwrap();
-        canonicalize_arguments(t, &v, 1, None).map(|v| jcs::to_string(&v))
+        canonicalize_arguments(t, &v, 1, None)
+            .map(|v| jcs::to_string(&v))
+            .map_err(|e| match e {
+                Invalid::Unreadable(p) => p,
+                Invalid::Violates(v) => v.into_iter().map(|v| v.message).collect(),
+            })
     }
 
     #[test]
@@ -400,6 +435,37 @@ mod tests {
             a,
             r#"{"email":"ada@x.org","limit":10,"path":"/world/docs/a.txt","tags":["a","b"]}"#
         );
+    }
+
+    #[test]
+    fn violations_name_path_and_keyword_and_unreadable_stays_apart() {
+        let t = tool(
+            r#"{"type":"object","properties":{"n":{"type":"integer"},"c":{"enum":["EUR"]}},"required":["n"]}"#,
+        );
+        let run = |a: &str| {
+            let v = crate::json::parse_with(a.as_bytes(), crate::json::Duplicates::Flag).unwrap();
+            canonicalize_arguments(&t, &v, 1, None)
+        };
+        let Err(Invalid::Violates(v)) = run(r#"{"c":"Euro"}"#) else {
+            panic!("a violation")
+        };
+        let got: Vec<(&str, &str)> = v
+            .iter()
+            .map(|v| (v.path.as_str(), v.keyword.as_str()))
+            .collect();
+        assert_eq!(got, [("", "required"), ("/c", "enum")]);
+        assert!(matches!(
+            run(r#"{"n":1,"n":2}"#),
+            Err(Invalid::Unreadable(_))
+        ));
+        assert!(matches!(
+            run(r#"{"n":{"$from":{"step":3,"pointer":"/x"}}}"#),
+            Err(Invalid::Unreadable(_))
+        ));
+        let Err(Invalid::Violates(v)) = run("[1]") else {
+            panic!("not an object is a violation of the object schema")
+        };
+        assert_eq!(v[0].keyword, "type");
     }
 
     #[test]

@@ -11,11 +11,11 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::value::RawValue;
 
-use crate::canon::{Resolver, canonicalize_arguments};
+use crate::canon::{Invalid, Resolver, Violation, as_from_ref, canonicalize_arguments};
 use crate::catalog::Catalog;
 use crate::convert::raw;
 use crate::jcs;
-use crate::json::Value;
+use crate::json::{Object, Value};
 use crate::stats::{Ratio, wilson};
 use crate::task::{Arguments, Keys, Label, Recent, Task};
 
@@ -103,7 +103,8 @@ pub enum Reason {
     ResultsAgree,
     /// No step's tool is declared deterministic, so results carry no signal.
     NoDeterministicStep,
-    /// Argument agreement below `arg_reject` with every precondition met.
+    /// Argument agreement below `arg_reject` with every precondition met, and at least
+    /// one argument path (or the tool sequence) scattered below it.
     FabricatedArguments,
     /// The modal plan calls a tool the catalog does not have.
     UnknownTool,
@@ -128,6 +129,11 @@ pub enum Reason {
     ResultInconclusive,
     /// Argument agreement between the two thresholds.
     AmbiguousArguments,
+    /// Argument agreement below `arg_reject`, but no single path is scattered below it:
+    /// harmless variation in several places, not a located fabrication.
+    DiffuseArguments,
+    /// The modal plan breaks its tool's schema: either the model or the schema is wrong.
+    SchemaMismatch,
 }
 
 /// How much the samples agree: `count` of `n` share the modal key.
@@ -165,12 +171,15 @@ pub struct PlanStep {
 }
 
 /// An argument path on which samples differ.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DivergentPath {
     /// `$.steps[1].arguments.user_id`.
     pub path: String,
     /// How many distinct values (absence counts as one).
     pub distinct: usize,
+    /// How many samples share the path's most common value: a path whose own agreement
+    /// is below arg_reject locates a fabrication.
+    pub agreement: Agreement,
 }
 
 /// Agreement at one step of the plans.
@@ -189,10 +198,30 @@ pub struct StepAgreement {
 pub struct MalformedSample {
     /// Sample index.
     pub sample: usize,
-    /// Step index, when one call is at fault.
+    /// Index of the call as written, when one call is at fault.
     pub step: Option<usize>,
+    /// Where that call sits in the line, in the shape the user wrote it.
+    pub place: Option<String>,
     /// What is wrong.
     pub problems: Vec<String>,
+}
+
+/// One way samples' arguments break their tool's schema, listed once with the samples
+/// that break it so.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SchemaViolation {
+    /// Plan step.
+    pub step: usize,
+    /// The step's tool.
+    pub tool: String,
+    /// JSON Pointer into the arguments (`""`: the arguments as a whole).
+    pub path: String,
+    /// The schema keyword that failed.
+    pub keyword: String,
+    /// What the validator said.
+    pub message: String,
+    /// The samples whose arguments break the schema this way.
+    pub samples: Vec<usize>,
 }
 
 /// The full record of one decision.
@@ -226,7 +255,9 @@ pub struct Decision {
     pub suspect_tools: Vec<String>,
     /// Samples that agree with nothing.
     pub malformed: Vec<MalformedSample>,
-    /// Rules that cannot fire for this task.
+    /// Where samples' arguments break their tool's schema.
+    pub schema_violations: Vec<SchemaViolation>,
+    /// Rules that cannot fire for this task, and what reading it assumed.
     pub warnings: Vec<String>,
     /// Ground truth, echoed.
     pub label: Option<Label>,
@@ -240,31 +271,39 @@ pub struct Prepared {
     epoch_fixed: bool,
     samples: Vec<PreparedSample>,
     malformed: Vec<MalformedSample>,
+    warnings: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
 struct PreparedSample {
     plan: PlanKey,
+    /// Steps in canonical order: the calls of each turn sorted by key (so a turn compares
+    /// as a multiset), then lined up with the modal plan's turn for per-step analysis.
     steps: Vec<PreparedStep>,
+    /// Turn lengths; empty when every call is its own turn.
+    turns: Vec<usize>,
 }
 
-/// What samples agree on: the key ids of every step, or a malformed sample, which
-/// agrees with nothing.
+/// What samples agree on: the key ids of every step (each turn's sorted) and the turn
+/// lengths, or an unreadable sample, which agrees with nothing.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 enum PlanKey {
-    Steps(Vec<u32>),
+    Steps(Vec<u32>, Vec<usize>),
     Malformed(usize),
 }
 
 #[derive(Debug, Clone)]
 struct PreparedStep {
     tool: String,
-    /// Canonical arguments (shared by the samples that agree); None when malformed.
+    /// Canonical arguments (shared by the samples that agree); the arguments as written
+    /// when they break the schema; None when unreadable.
     args: Option<Arc<Value>>,
     /// Id of the canonical (tool, arguments) key, task-local.
     key: u32,
     /// Id of the result's key, task-local; None when nothing was observed.
     result: Option<u32>,
+    /// How the arguments break the tool's schema, when they do.
+    violations: Option<Arc<Vec<Violation>>>,
 }
 
 impl Prepared {
@@ -278,9 +317,14 @@ impl Prepared {
     }
 }
 
-/// Canonical arguments and the id of their (tool, arguments) key, or why the sample is
-/// malformed.
-type Canonical = Result<(Arc<Value>, u32), Vec<String>>;
+/// One call's key: canonical arguments and the id of their (tool, arguments) key;
+/// arguments that break the schema, keyed as written; or why they cannot be read.
+#[derive(Debug, Clone)]
+enum Canonical {
+    Valid(Arc<Value>, u32),
+    Violates(Arc<Value>, u32, Arc<Vec<Violation>>),
+    Unreadable(Vec<String>),
+}
 
 /// Canonicalizes every call of every sample. `resolver` answers `id` hints (None: IDs
 /// are compared as written).
@@ -298,62 +342,257 @@ pub fn prepare(
     // earlier steps.
     let mut canonical: Recent<(&str, usize, &Value), Canonical> = Recent::new();
     for (i, sample) in task.samples.iter().enumerate() {
-        let mut steps = Vec::with_capacity(sample.calls.len());
+        let mut steps: Vec<PreparedStep> = Vec::with_capacity(sample.calls.len());
         let mut bad = sample.malformed.is_some();
         if let Some(why) = &sample.malformed {
             malformed.push(MalformedSample {
                 sample: i,
                 step: None,
+                place: None,
                 problems: vec![why.clone()],
             });
         }
-        for (j, call) in sample.calls.iter().enumerate() {
-            let canon = match &call.arguments {
-                Arguments::Malformed(why) => Err(vec![why.clone()]),
-                Arguments::Json(v) => {
-                    let id = (call.tool.as_str(), j, v);
-                    let resolver = resolver.as_deref_mut();
-                    canonical.get_or(id, || {
-                        canonical_call(&call.tool, v, j, catalog, resolver, &mut calls)
-                    })
+        let turns = split_turns(sample);
+        // Where each call as written landed in canonical order, for `$from` steps; only
+        // kept once a turn was reordered.
+        let mut moved: Option<Vec<usize>> = None;
+        for range in &turns {
+            let start = range.start;
+            for j in range.clone() {
+                let call = &sample.calls[j];
+                let canon = match &call.arguments {
+                    Arguments::Malformed(why) => Canonical::Unreadable(vec![why.clone()]),
+                    Arguments::Json(v) => match moved.as_deref().and_then(|m| renumbered(v, m)) {
+                        Some(v) => canonical_call(
+                            &call.tool,
+                            &v,
+                            start,
+                            catalog,
+                            resolver.as_deref_mut(),
+                            &mut calls,
+                        ),
+                        None => {
+                            let id = (call.tool.as_str(), start, v);
+                            let resolver = resolver.as_deref_mut();
+                            canonical.get_or(id, || {
+                                canonical_call(&call.tool, v, start, catalog, resolver, &mut calls)
+                            })
+                        }
+                    },
+                };
+                let (args, key, violations) = match canon {
+                    Canonical::Valid(v, key) => (Some(v), key, None),
+                    Canonical::Violates(v, key, why) => (Some(v), key, Some(why)),
+                    Canonical::Unreadable(problems) => {
+                        bad = true;
+                        malformed.push(MalformedSample {
+                            sample: i,
+                            step: Some(j),
+                            place: Some(call.place(i, j)),
+                            problems,
+                        });
+                        (None, calls.id(format!("\u{0}malformed:{i}:{j}")), None)
+                    }
+                };
+                steps.push(PreparedStep {
+                    tool: call.tool.clone(),
+                    args,
+                    key,
+                    result: call.observed.key_id(&mut results),
+                    violations,
+                });
+            }
+            if range.len() > 1 {
+                // Calls made together have no order: sort them by key, and remember
+                // where each went so later `$from` steps name the same call.
+                let mut order: Vec<usize> = range.clone().collect();
+                order.sort_by_key(|&j| steps[j].key);
+                if order.iter().zip(range.clone()).any(|(a, b)| *a != b) {
+                    let m = moved.get_or_insert_with(|| (0..sample.calls.len()).collect());
+                    let sorted: Vec<PreparedStep> =
+                        order.iter().map(|&j| steps[j].clone()).collect();
+                    for (k, &j) in order.iter().enumerate() {
+                        m[j] = start + k;
+                    }
+                    steps.splice(range.clone(), sorted);
                 }
-            };
-            let (args, key) = match canon {
-                Ok((v, key)) => (Some(v), key),
-                Err(problems) => {
-                    bad = true;
-                    malformed.push(MalformedSample {
-                        sample: i,
-                        step: Some(j),
-                        problems,
-                    });
-                    (None, calls.id(format!("\u{0}malformed:{i}:{j}")))
-                }
-            };
-            steps.push(PreparedStep {
-                tool: call.tool.clone(),
-                args,
-                key,
-                result: call.observed.key_id(&mut results),
-            });
+            }
         }
+        let turns: Vec<usize> = if turns.iter().all(|r| r.len() == 1) {
+            Vec::new()
+        } else {
+            turns.iter().map(|r| r.len()).collect()
+        };
         let plan = if bad {
             PlanKey::Malformed(i)
         } else {
-            PlanKey::Steps(steps.iter().map(|s| s.key).collect())
+            PlanKey::Steps(steps.iter().map(|s| s.key).collect(), turns.clone())
         };
-        samples.push(PreparedSample { plan, steps });
+        samples.push(PreparedSample { plan, steps, turns });
     }
+    line_up_turns(&mut samples);
     Prepared {
         task_id: task.task_id.clone(),
         label: task.label,
         epoch_fixed: task.epoch_fixed.unwrap_or(true),
         samples,
         malformed,
+        warnings: task.warnings.clone(),
     }
 }
 
-/// One call's canonical arguments and the id of its (tool, arguments) key.
+/// A sample's turns as index ranges, a turn cut before any call that refers (`$from`) to
+/// a call of its own turn: that call needs the other's result first, so the two were not
+/// made together, and it must never be sorted before it.
+fn split_turns(sample: &crate::task::Sample) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
+    for range in sample.turn_ranges() {
+        let mut start = range.start;
+        for j in range.clone().skip(1) {
+            let refers_within = match &sample.calls[j].arguments {
+                Arguments::Json(v) => refs_of(v).into_iter().any(|s| s >= start && s < j),
+                Arguments::Malformed(_) => false,
+            };
+            if refers_within {
+                out.push(start..j);
+                start = j;
+            }
+        }
+        out.push(start..range.end);
+    }
+    out
+}
+
+/// The steps every `$from` in `v` names.
+fn refs_of(v: &Value) -> Vec<usize> {
+    let mut out = Vec::new();
+    fn walk(v: &Value, out: &mut Vec<usize>) {
+        if let Some(r) = as_from_ref(v) {
+            if let Some(s) = r
+                .as_object()
+                .and_then(|o| o.get("step"))
+                .and_then(Value::as_u64)
+            {
+                out.push(usize::try_from(s).unwrap_or(usize::MAX));
+            }
+            return;
+        }
+        match v {
+            Value::Object(o) => o.iter().for_each(|(_, sub)| walk(sub, out)),
+            Value::Array(items) => items.iter().for_each(|sub| walk(sub, out)),
+            _ => {}
+        }
+    }
+    walk(v, &mut out);
+    out
+}
+
+/// `v` with every `$from` step renumbered to where that call landed in canonical order,
+/// or None when nothing changes (so the shared memo can be used).
+fn renumbered(v: &Value, moved: &[usize]) -> Option<Value> {
+    fn walk(v: &Value, moved: &[usize], changed: &mut bool) -> Value {
+        if let Some(r) = as_from_ref(v)
+            && let Some(o) = r.as_object()
+            && let Some(s) = o.get("step").and_then(Value::as_u64)
+            && let Some(&to) = usize::try_from(s).ok().and_then(|s| moved.get(s))
+            && to as u64 != s
+        {
+            *changed = true;
+            let mut o = o.clone();
+            o.insert(
+                "step",
+                Value::Number(crate::json::Number::from_u64(to as u64)),
+            );
+            return Value::Object(Object::from_iter([("$from".to_string(), Value::Object(o))]));
+        }
+        match v {
+            Value::Object(o) => Value::Object(
+                o.iter()
+                    .map(|(k, sub)| (k.clone(), walk(sub, moved, changed)))
+                    .collect(),
+            ),
+            Value::Array(items) => {
+                Value::Array(items.iter().map(|sub| walk(sub, moved, changed)).collect())
+            }
+            other => other.clone(),
+        }
+    }
+    if refs_of(v).is_empty() {
+        return None;
+    }
+    let mut changed = false;
+    let out = walk(v, moved, &mut changed);
+    changed.then_some(out)
+}
+
+/// Lines up the calls of each turn of every sample that differs from the modal plan
+/// with the modal plan's calls of that turn (same tool first, then most arguments in
+/// common), so per-step agreement and argument paths compare like with like. The plan
+/// keys are untouched: within a turn order never counted.
+fn line_up_turns(samples: &mut [PreparedSample]) {
+    if samples.iter().all(|s| s.turns.is_empty()) {
+        return;
+    }
+    let Some((m, _)) = modal(samples.iter().map(|s| &s.plan)) else {
+        return;
+    };
+    let reference = samples[m].clone();
+    let ref_ranges = ranges(&reference.turns, reference.steps.len());
+    for s in samples.iter_mut() {
+        if s.plan == reference.plan || s.turns.is_empty() {
+            continue;
+        }
+        for (t, range) in ranges(&s.turns, s.steps.len()).into_iter().enumerate() {
+            let Some(want) = ref_ranges.get(t) else { break };
+            if range.len() < 2 {
+                continue;
+            }
+            let mut left: Vec<PreparedStep> = s.steps[range.clone()].to_vec();
+            let mut lined = Vec::with_capacity(left.len());
+            for target in &reference.steps[want.clone()] {
+                let best = left
+                    .iter()
+                    .enumerate()
+                    .max_by_key(|(k, c)| (likeness(c, target), std::cmp::Reverse(*k)))
+                    .map(|(k, _)| k);
+                match best {
+                    Some(k) => lined.push(left.remove(k)),
+                    None => break,
+                }
+            }
+            lined.append(&mut left);
+            s.steps.splice(range, lined);
+        }
+    }
+}
+
+fn ranges(turns: &[usize], steps: usize) -> Vec<std::ops::Range<usize>> {
+    if turns.is_empty() {
+        return (0..steps).map(|j| j..j + 1).collect();
+    }
+    let mut start = 0;
+    turns
+        .iter()
+        .map(|&len| {
+            let r = start..start + len;
+            start += len;
+            r
+        })
+        .collect()
+}
+
+/// How alike two calls are: the same call, then the same tool, then arguments in common.
+fn likeness(a: &PreparedStep, b: &PreparedStep) -> (bool, bool, usize) {
+    let shared = match (a.args.as_deref(), b.args.as_deref()) {
+        (Some(Value::Object(x)), Some(Value::Object(y))) => {
+            x.iter().filter(|(k, v)| y.get(k) == Some(*v)).count()
+        }
+        _ => 0,
+    };
+    (a.key == b.key, a.tool == b.tool, shared)
+}
+
+/// One call's key.
 fn canonical_call(
     tool: &str,
     v: &Value,
@@ -362,33 +601,48 @@ fn canonical_call(
     resolver: Option<&mut (dyn Resolver + '_)>,
     calls: &mut Keys<'_, fn(&Value) -> String>,
 ) -> Canonical {
+    let key_of = |v: &Value, violates: bool| {
+        let mut key = String::from("{\"arguments\":");
+        jcs::write(v, &mut key);
+        key.push_str(",\"tool\":");
+        jcs::write_string(tool, &mut key);
+        // Arguments that break the schema keep their own keys, apart from every
+        // canonical form.
+        if violates {
+            key.push_str(",\"violates\":true");
+        }
+        key.push('}');
+        key
+    };
     let v = match catalog.get(tool) {
-        Some(spec) => canonicalize_arguments(spec, v, step, resolver)?,
+        Some(spec) => match canonicalize_arguments(spec, v, step, resolver) {
+            Ok(c) => c,
+            Err(Invalid::Unreadable(problems)) => return Canonical::Unreadable(problems),
+            Err(Invalid::Violates(why)) => {
+                let id = calls.id(key_of(v, true));
+                return Canonical::Violates(Arc::new(v.clone()), id, Arc::new(why));
+            }
+        },
         // No schema for an unknown tool: compare as written (the gate rejects such a
         // plan anyway when it is the modal one).
         None => match v {
             Value::Object(o) if o.duplicate_key().is_none() => v.clone(),
             Value::Object(o) => {
-                return Err(vec![format!(
+                return Canonical::Unreadable(vec![format!(
                     "arguments: duplicate key {:?}",
                     o.duplicate_key().unwrap_or_default()
                 )]);
             }
             other => {
-                return Err(vec![format!(
+                return Canonical::Unreadable(vec![format!(
                     "arguments: expected an object, found {}",
                     other.kind()
                 )]);
             }
         },
     };
-    let mut key = String::from("{\"arguments\":");
-    jcs::write(&v, &mut key);
-    key.push_str(",\"tool\":");
-    jcs::write_string(tool, &mut key);
-    key.push('}');
-    let id = calls.id(key);
-    Ok((Arc::new(v), id))
+    let id = calls.id(key_of(&v, false));
+    Canonical::Valid(Arc::new(v), id)
 }
 
 /// The modal key: (index of its first occurrence, count). Ties go to the first seen,
@@ -406,6 +660,24 @@ pub(crate) fn modal<K: Ord>(keys: impl Iterator<Item = K>) -> Option<(usize, usi
 
 /// Applies design.md section 6 to a prepared task.
 pub fn classify(p: &Prepared, tools: &dyn ToolStates, opts: &Options) -> Decision {
+    let mut d = analyse(p, tools);
+    if d.n > 0 && !opts.arg_reject.missed_by(1, d.n) {
+        d.warnings.push(format!(
+            "reject_unreachable: with n = {n} the smallest possible agreement is 1/{n} = {:.2}, \
+             not below arg_reject {}; nothing can be rejected for fabricated arguments",
+            1.0 / d.n as f64,
+            opts.arg_reject,
+            n = d.n
+        ));
+    }
+    decide(&mut d, p, tools, opts);
+    d
+}
+
+/// Everything the rule reads, measured: agreements, the modal plan, per-step agreement,
+/// where plans differ, suspect tools and schema violations. The verdict is left to
+/// [`decide`].
+fn analyse(p: &Prepared, tools: &dyn ToolStates) -> Decision {
     let n = p.samples.len();
     let (modal_idx, arg_count) = modal(p.samples.iter().map(|s| &s.plan)).unwrap_or((0, 0));
     let arg = Agreement::new(arg_count, n);
@@ -450,16 +722,15 @@ pub fn classify(p: &Prepared, tools: &dyn ToolStates, opts: &Options) -> Decisio
             agreement: Agreement::new(c, n),
         });
     }
-    let divergent_paths = divergent_paths(p, max_steps);
+    let mut divergent_paths = path_agreements(p, max_steps);
+    divergent_paths.truncate(MAX_PATHS);
 
     let tools_called: BTreeSet<&str> = p
         .samples
         .iter()
         .flat_map(|s| s.steps.iter().map(|st| st.tool.as_str()))
         .collect();
-    let suspect_tools = suspect_tools(p, &is_det);
-
-    let mut d = Decision {
+    Decision {
         task_id: p.task_id.clone(),
         decision: Verdict::Defer,
         reasons: Vec::new(),
@@ -468,7 +739,7 @@ pub fn classify(p: &Prepared, tools: &dyn ToolStates, opts: &Options) -> Decisio
         arg_agreement: arg,
         result_agreement: result,
         modal_plan: modal_sample
-            .filter(|s| matches!(s.plan, PlanKey::Steps(_)))
+            .filter(|s| matches!(s.plan, PlanKey::Steps(..)))
             .map(|s| {
                 s.steps
                     .iter()
@@ -485,23 +756,42 @@ pub fn classify(p: &Prepared, tools: &dyn ToolStates, opts: &Options) -> Decisio
         steps,
         first_divergent_step,
         tools: tools_called.iter().map(|t| t.to_string()).collect(),
-        suspect_tools,
+        suspect_tools: suspect_tools(p, &is_det),
         malformed: p.malformed.clone(),
-        warnings: Vec::new(),
+        schema_violations: schema_violations(p),
+        warnings: p.warnings.clone(),
         label: p.label,
-    };
-    if n > 0 && !opts.arg_reject.missed_by(1, n) {
-        d.warnings.push(format!(
-            "reject_unreachable: with n = {n} the smallest possible agreement is 1/{n} = {:.2}, \
-             not below arg_reject {}; nothing can be rejected for fabricated arguments",
-            1.0 / n as f64,
-            opts.arg_reject
-        ));
     }
-    decide(&mut d, p, tools, opts);
-    d
 }
 
+/// Each distinct way steps break their schema, with the samples that break it so.
+fn schema_violations(p: &Prepared) -> Vec<SchemaViolation> {
+    let mut out: Vec<SchemaViolation> = Vec::new();
+    for (i, s) in p.samples.iter().enumerate() {
+        for (j, st) in s.steps.iter().enumerate() {
+            for v in st.violations.iter().flat_map(|v| v.iter()) {
+                let seen = out.iter_mut().find(|o| {
+                    o.step == j && o.tool == st.tool && o.path == v.path && o.message == v.message
+                });
+                match seen {
+                    Some(o) => o.samples.push(i),
+                    None => out.push(SchemaViolation {
+                        step: j,
+                        tool: st.tool.clone(),
+                        path: v.path.clone(),
+                        keyword: v.keyword.clone(),
+                        message: v.message.clone(),
+                        samples: vec![i],
+                    }),
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The rule, in the seed's order: what cannot be judged, then the located-fabrication
+/// reject, then what results say once arguments agree.
 fn decide(d: &mut Decision, p: &Prepared, tools: &dyn ToolStates, opts: &Options) {
     let n = d.n;
     let a = d.arg_agreement.count;
@@ -531,6 +821,50 @@ fn decide(d: &mut Decision, p: &Prepared, tools: &dyn ToolStates, opts: &Options
             );
         }
     }
+    if sample_preconditions_fail(d, p, opts) {
+        return;
+    }
+    if opts.arg_reject.missed_by(a, n) {
+        return low_agreement(d, p, tools, opts);
+    }
+    if let Some(v) = modal_violation(d, p) {
+        return set(
+            d,
+            Verdict::Defer,
+            Reason::SchemaMismatch,
+            format!(
+                "argument agreement {a}/{n}, but the modal plan breaks {:?}'s schema at step {} \
+                 ({}, keyword `{}`): either the model or the schema is wrong, which is not a \
+                 fabrication signature",
+                v.tool,
+                v.step,
+                if v.path.is_empty() {
+                    "the arguments".to_string()
+                } else {
+                    format!("arguments{}", v.path)
+                },
+                v.keyword
+            ),
+        );
+    }
+    if opts.arg_accept.met_by(a, n) {
+        return agreeing_arguments(d, opts);
+    }
+    set(
+        d,
+        Verdict::Defer,
+        Reason::AmbiguousArguments,
+        format!(
+            "argument agreement {a}/{n} is between arg_reject {} and arg_accept {}",
+            opts.arg_reject, opts.arg_accept
+        ),
+    );
+}
+
+/// Seed conditions 3 and 4: enough samples, and a fixed epoch. True when one failed
+/// (the task is then deferred, with every failed condition named).
+fn sample_preconditions_fail(d: &mut Decision, p: &Prepared, opts: &Options) -> bool {
+    let n = d.n;
     let mut blocked = false;
     if n < opts.min_samples {
         set(
@@ -550,154 +884,180 @@ fn decide(d: &mut Decision, p: &Prepared, tools: &dyn ToolStates, opts: &Options
         );
         blocked = true;
     }
-    if blocked {
-        return;
-    }
-    if opts.arg_reject.missed_by(a, n) {
-        let states: Vec<(String, ToolState)> = d
-            .tools
+    blocked
+}
+
+/// Argument agreement below arg_reject. A reject needs every tool verified
+/// deterministic (seed condition 1), no upstream taint, and a located fabrication: one
+/// path whose own agreement is below arg_reject. Several paths that each vary harmlessly
+/// (a date in two formats, an optional field sometimes given) make every plan distinct
+/// without any fabricated value; such a task defers.
+fn low_agreement(d: &mut Decision, p: &Prepared, tools: &dyn ToolStates, opts: &Options) {
+    let (n, a) = (d.n, d.arg_agreement.count);
+    let states: Vec<(String, ToolState)> = d
+        .tools
+        .iter()
+        .filter_map(|t| tools.state(t).map(|s| (t.clone(), s)))
+        .collect();
+    let failing = |f: fn(&ToolState) -> bool| -> Vec<String> {
+        states
             .iter()
-            .filter_map(|t| tools.state(t).map(|s| (t.clone(), s)))
-            .collect();
-        let failing = |f: fn(&ToolState) -> bool| -> Vec<String> {
-            states
-                .iter()
-                .filter(|(_, s)| f(s))
-                .map(|(t, _)| t.clone())
-                .collect()
-        };
-        let nondet = failing(|s| !s.declared_deterministic);
-        let unverified = failing(|s| s.declared_deterministic && !s.verified && !s.quarantined);
-        let quarantined = failing(|s| s.declared_deterministic && s.quarantined);
-        let why_low = format!(
-            "argument agreement {a}/{n} is below arg_reject {}",
-            opts.arg_reject
-        );
-        let mut deferred = false;
-        for (list, reason, what) in [
-            (
-                &nondet,
-                Reason::ToolNotDeterministic,
-                "not declared deterministic",
-            ),
-            (
-                &unverified,
-                Reason::ToolUnverified,
-                "not verified this epoch",
-            ),
-            (
-                &quarantined,
-                Reason::ToolQuarantined,
-                "quarantined in this batch",
-            ),
-        ] {
-            if !list.is_empty() {
-                set(
-                    d,
-                    Verdict::Defer,
-                    reason,
-                    format!("{why_low}, but {} {what}: cannot reject", quoted(list)),
-                );
-                deferred = true;
-            }
-        }
-        if deferred {
-            return;
-        }
-        if let Some(step) = tainting_step(p, d.first_divergent_step) {
-            return set(
+            .filter(|(_, s)| f(s))
+            .map(|(t, _)| t.clone())
+            .collect()
+    };
+    let nondet = failing(|s| !s.declared_deterministic);
+    let unverified = failing(|s| s.declared_deterministic && !s.verified && !s.quarantined);
+    let quarantined = failing(|s| s.declared_deterministic && s.quarantined);
+    let why_low = format!(
+        "argument agreement {a}/{n} is below arg_reject {}",
+        opts.arg_reject
+    );
+    let mut deferred = false;
+    for (list, reason, what) in [
+        (
+            &nondet,
+            Reason::ToolNotDeterministic,
+            "not declared deterministic",
+        ),
+        (
+            &unverified,
+            Reason::ToolUnverified,
+            "not verified this epoch",
+        ),
+        (
+            &quarantined,
+            Reason::ToolQuarantined,
+            "quarantined in this batch",
+        ),
+    ] {
+        if !list.is_empty() {
+            set(
                 d,
                 Verdict::Defer,
-                Reason::TaintedByUpstream,
-                format!(
-                    "{why_low}, but results of step {step} already disagreed and the arguments \
-                     diverge only after it: the model may have read those results"
-                ),
+                reason,
+                format!("{why_low}, but {} {what}: cannot reject", quoted(list)),
             );
+            deferred = true;
         }
-        let top: Vec<String> = d
-            .divergent_paths
-            .iter()
+    }
+    if deferred {
+        return;
+    }
+    if let Some(step) = tainting_step(p, d.first_divergent_step) {
+        return set(
+            d,
+            Verdict::Defer,
+            Reason::TaintedByUpstream,
+            format!(
+                "{why_low}, but results of step {step} already disagreed and the arguments \
+                 diverge only after it: the model may have read those results"
+            ),
+        );
+    }
+    let described = |paths: &mut dyn Iterator<Item = &DivergentPath>| -> String {
+        let top: Vec<String> = paths
             .take(3)
-            .map(|p| format!("{}: {} distinct values", p.path, p.distinct))
+            .map(|p| {
+                format!(
+                    "{}: {} distinct values, agreement {}/{n}",
+                    p.path, p.distinct, p.agreement.count
+                )
+            })
             .collect();
+        top.join("; ")
+    };
+    let scattered = |x: &&DivergentPath| opts.arg_reject.missed_by(x.agreement.count, n);
+    if d.divergent_paths.iter().any(|x| scattered(&x)) {
+        let located = described(&mut d.divergent_paths.iter().filter(scattered));
         return set(
             d,
             Verdict::Reject,
             Reason::FabricatedArguments,
-            if top.is_empty() {
-                why_low
-            } else {
-                format!("{why_low} ({})", top.join("; "))
-            },
+            format!("{why_low}, and scattered where the plans differ ({located})"),
         );
     }
-    if opts.arg_accept.met_by(a, n) {
-        let agree = format!(
-            "argument agreement {a}/{n} meets arg_accept {}",
-            opts.arg_accept
-        );
-        match d.result_agreement {
-            None => {
-                set(d, Verdict::Accept, Reason::ArgumentsAgree, agree);
-                set(
-                    d,
-                    Verdict::Accept,
-                    Reason::NoDeterministicStep,
-                    "no step's tool is declared deterministic, so results are not compared".into(),
-                );
-            }
-            Some(r) if opts.result_accept.met_by(r.count, n) => {
-                set(d, Verdict::Accept, Reason::ArgumentsAgree, agree);
-                set(
-                    d,
-                    Verdict::Accept,
-                    Reason::ResultsAgree,
-                    format!(
-                        "result agreement {}/{n} meets result_accept {}",
-                        r.count, opts.result_accept
-                    ),
-                );
-            }
-            Some(r) if opts.result_suspect.missed_by(r.count, n) => {
-                let who = if d.suspect_tools.is_empty() {
-                    String::new()
-                } else {
-                    format!(": suspect {}", quoted(&d.suspect_tools))
-                };
-                set(
-                    d,
-                    Verdict::Defer,
-                    Reason::ToolSuspect,
-                    format!(
-                        "{agree}, but result agreement {}/{n} is below result_suspect {}{who}",
-                        r.count, opts.result_suspect
-                    ),
-                );
-            }
-            Some(r) => {
-                set(
-                    d,
-                    Verdict::Defer,
-                    Reason::ResultInconclusive,
-                    format!(
-                        "{agree}, but result agreement {}/{n} is below result_accept {}",
-                        r.count, opts.result_accept
-                    ),
-                );
-            }
-        }
-        return;
-    }
+    let spread = described(&mut d.divergent_paths.iter());
     set(
         d,
         Verdict::Defer,
-        Reason::AmbiguousArguments,
+        Reason::DiffuseArguments,
         format!(
-            "argument agreement {a}/{n} is between arg_reject {} and arg_accept {}",
-            opts.arg_reject, opts.arg_accept
+            "{why_low}, but no single path is scattered below it (each path's agreement is at \
+             least arg_reject{}): harmless variation in several places, not a located \
+             fabrication",
+            if spread.is_empty() {
+                String::new()
+            } else {
+                format!(": {spread}")
+            }
         ),
     );
+}
+
+/// The first way the modal plan breaks its tools' schemas, if it does.
+fn modal_violation<'d>(d: &'d Decision, p: &Prepared) -> Option<&'d SchemaViolation> {
+    let (m, _) = modal(p.samples.iter().map(|s| &s.plan))?;
+    d.schema_violations.iter().find(|v| v.samples.contains(&m))
+}
+
+/// Arguments agree: results decide between accept and the tool being suspect.
+fn agreeing_arguments(d: &mut Decision, opts: &Options) {
+    let (n, a) = (d.n, d.arg_agreement.count);
+    let agree = format!(
+        "argument agreement {a}/{n} meets arg_accept {}",
+        opts.arg_accept
+    );
+    match d.result_agreement {
+        None => {
+            set(d, Verdict::Accept, Reason::ArgumentsAgree, agree);
+            set(
+                d,
+                Verdict::Accept,
+                Reason::NoDeterministicStep,
+                "no step's tool is declared deterministic, so results are not compared".into(),
+            );
+        }
+        Some(r) if opts.result_accept.met_by(r.count, n) => {
+            set(d, Verdict::Accept, Reason::ArgumentsAgree, agree);
+            set(
+                d,
+                Verdict::Accept,
+                Reason::ResultsAgree,
+                format!(
+                    "result agreement {}/{n} meets result_accept {}",
+                    r.count, opts.result_accept
+                ),
+            );
+        }
+        Some(r) if opts.result_suspect.missed_by(r.count, n) => {
+            let who = if d.suspect_tools.is_empty() {
+                String::new()
+            } else {
+                format!(": suspect {}", quoted(&d.suspect_tools))
+            };
+            set(
+                d,
+                Verdict::Defer,
+                Reason::ToolSuspect,
+                format!(
+                    "{agree}, but result agreement {}/{n} is below result_suspect {}{who}",
+                    r.count, opts.result_suspect
+                ),
+            );
+        }
+        Some(r) => {
+            set(
+                d,
+                Verdict::Defer,
+                Reason::ResultInconclusive,
+                format!(
+                    "{agree}, but result agreement {}/{n} is below result_accept {}",
+                    r.count, opts.result_accept
+                ),
+            );
+        }
+    }
 }
 
 fn set(d: &mut Decision, v: Verdict, r: Reason, why: String) {
@@ -764,41 +1124,50 @@ fn suspect_tools(p: &Prepared, is_det: &dyn Fn(&str) -> bool) -> Vec<String> {
     out.into_iter().collect()
 }
 
+/// Paths listed in a decision, most scattered first.
 const MAX_PATHS: usize = 32;
+/// Paths walked per task at most, so one enormous argument cannot stall a run.
+const PATH_WALK_LIMIT: usize = 10_000;
 
-fn divergent_paths(p: &Prepared, max_steps: usize) -> Vec<DivergentPath> {
+/// Every place where the samples' plans differ: the plan's length, each step's tool, and
+/// each argument path (objects are walked, arrays of one length too; absence counts as
+/// a value; unreadable arguments agree with nothing), each with its number of distinct
+/// values and how many samples share its most common one. Most scattered first.
+fn path_agreements(p: &Prepared, max_steps: usize) -> Vec<DivergentPath> {
+    let n = p.samples.len();
     let mut out = Vec::new();
-    let lens: BTreeSet<usize> = p.samples.iter().map(|s| s.steps.len()).collect();
-    if lens.len() > 1 {
-        out.push(DivergentPath {
-            path: "$.steps".into(),
-            distinct: lens.len(),
-        });
-    }
-    for j in 0..max_steps {
-        let tools: Vec<Option<&str>> = p
-            .samples
-            .iter()
-            .map(|s| s.steps.get(j).map(|st| st.tool.as_str()))
-            .collect();
-        let distinct_tools: BTreeSet<Option<&str>> = tools.iter().copied().collect();
-        if distinct_tools.len() > 1 {
+    let push_counted = |path: String, counts: BTreeMap<String, usize>, out: &mut Vec<_>| {
+        if counts.len() > 1 {
             out.push(DivergentPath {
-                path: format!("$.steps[{j}].tool"),
-                distinct: distinct_tools.len(),
+                path,
+                distinct: counts.len(),
+                agreement: Agreement::new(counts.values().copied().max().unwrap_or(0), n),
             });
         }
-        // Arguments are compared among well-formed samples; malformed ones are listed
-        // in the decision on their own. When every sample has this step and the
-        // well-formed ones share one (tool, arguments) key, their arguments print the
-        // same and there is nothing to diff.
+    };
+    let mut lens = BTreeMap::new();
+    for s in &p.samples {
+        *lens.entry(s.steps.len().to_string()).or_insert(0) += 1;
+    }
+    push_counted("$.steps".into(), lens, &mut out);
+    for j in 0..max_steps {
+        let mut tools = BTreeMap::new();
+        for s in &p.samples {
+            let t = s.steps.get(j).map_or("\u{0}", |st| st.tool.as_str());
+            *tools.entry(t.to_string()).or_insert(0) += 1;
+        }
+        push_counted(format!("$.steps[{j}].tool"), tools, &mut out);
+        // Arguments are compared among readable samples; unreadable ones are listed in
+        // the decision on their own. When every sample has this step and the readable
+        // ones share one (tool, arguments) key, their arguments print the same and
+        // there is nothing to walk.
         let mut keys = p
             .samples
             .iter()
             .map(|s| s.steps.get(j).map(|st| (st.key, st.args.is_some())));
-        let mut well_formed = keys.clone().flatten().filter(|(_, ok)| *ok).map(|(k, _)| k);
-        let first = well_formed.next();
-        if keys.all(|k| k.is_some()) && well_formed.all(|k| Some(k) == first) {
+        let mut readable = keys.clone().flatten().filter(|(_, ok)| *ok).map(|(k, _)| k);
+        let first = readable.next();
+        if keys.all(|k| k.is_some()) && readable.all(|k| Some(k) == first) {
             continue;
         }
         let args: Vec<Option<&Value>> = p
@@ -809,28 +1178,31 @@ fn divergent_paths(p: &Prepared, max_steps: usize) -> Vec<DivergentPath> {
                 Some(st) => st.args.as_deref().map(Some),
             })
             .collect();
-        diff(&format!("$.steps[{j}].arguments"), &args, &mut out);
+        walk(&format!("$.steps[{j}].arguments"), &args, n, &mut out);
     }
-    out.truncate(MAX_PATHS);
+    out.sort_by_key(|p| p.agreement.count);
     out
 }
 
-fn diff(path: &str, values: &[Option<&Value>], out: &mut Vec<DivergentPath>) {
-    if out.len() >= MAX_PATHS {
+fn walk(path: &str, values: &[Option<&Value>], n: usize, out: &mut Vec<DivergentPath>) {
+    if out.len() >= PATH_WALK_LIMIT {
         return;
     }
     // Values equal as trees print equal: print each such value once.
-    let mut unlike: Vec<Option<&Value>> = Vec::new();
+    let mut unlike: Vec<(Option<&Value>, usize)> = Vec::new();
     for v in values {
-        if !unlike.contains(v) {
-            unlike.push(*v);
+        match unlike.iter_mut().find(|(u, _)| u == v) {
+            Some((_, c)) => *c += 1,
+            None => unlike.push((*v, 1)),
         }
     }
-    let keys: BTreeSet<String> = unlike
-        .iter()
-        .map(|v| v.map_or_else(|| "\u{0}".into(), jcs::to_string))
-        .collect();
-    if keys.len() <= 1 {
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for (v, c) in &unlike {
+        *counts
+            .entry(v.map_or_else(|| "\u{0}".into(), jcs::to_string))
+            .or_insert(0) += c;
+    }
+    if counts.len() <= 1 {
         return;
     }
     if values.iter().all(|v| matches!(v, Some(Value::Object(_)))) {
@@ -841,7 +1213,7 @@ fn diff(path: &str, values: &[Option<&Value>], out: &mut Vec<DivergentPath>) {
         let names: BTreeSet<&String> = objs.iter().flat_map(|o| o.keys()).collect();
         for name in names {
             let sub: Vec<Option<&Value>> = objs.iter().map(|o| o.get(name)).collect();
-            diff(&format!("{path}{}", path_member(name)), &sub, out);
+            walk(&format!("{path}{}", path_member(name)), &sub, n, out);
         }
         return;
     }
@@ -855,14 +1227,15 @@ fn diff(path: &str, values: &[Option<&Value>], out: &mut Vec<DivergentPath>) {
                     .iter()
                     .map(|v| v.and_then(Value::as_array).and_then(|a| a.get(i)))
                     .collect();
-                diff(&format!("{path}[{i}]"), &sub, out);
+                walk(&format!("{path}[{i}]"), &sub, n, out);
             }
             return;
         }
     }
     out.push(DivergentPath {
         path: path.to_string(),
-        distinct: keys.len(),
+        distinct: counts.len(),
+        agreement: Agreement::new(counts.values().copied().max().unwrap_or(0), n),
     });
 }
 
