@@ -1273,3 +1273,96 @@ pub fn tool_states(catalog: &Catalog) -> BTreeMap<String, ToolState> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::json::parse;
+    use crate::task::parse_task_line;
+
+    fn catalog() -> Catalog {
+        Catalog::from_value(
+            &parse(
+                r#"[{"name":"w","input_schema":{"type":"object","properties":{
+                  "city":{"type":"string"},"unit":{"type":"string","default":"c"}},"required":["city"]},
+                  "x-plangate":{"deterministic":true,"verified":true}}]"#,
+            )
+            .unwrap(),
+        )
+        .unwrap()
+    }
+
+    fn decide_line(line: &str) -> serde_json::Value {
+        let c = catalog();
+        let t = parse_task_line(line.as_bytes()).unwrap_or_else(|e| panic!("{line}: {e}"));
+        let d = classify(
+            &prepare(&t, &c, None),
+            &tool_states(&c),
+            &Options::default(),
+        );
+        serde_json::to_value(&d).unwrap()
+    }
+
+    /// One task, its parallel calls shuffled per sample, written natively, as OpenAI
+    /// transcripts and as Anthropic transcripts: the same decision, field for field.
+    #[test]
+    fn a_task_decides_alike_in_every_sample_shape() {
+        // (calls in the order this sample made them: city, unit or none, result)
+        let samples: Vec<Vec<(&str, Option<&str>, u32)>> = vec![
+            vec![("Oslo", None, 3), ("Rome", Some("c"), 19)],
+            vec![("Rome", None, 19), ("Oslo", None, 3)],
+            vec![("Oslo", Some("c"), 3), ("Rome", None, 19)],
+            vec![("Rome", None, 19), ("Oslo", None, 3)],
+            vec![("Rome", None, 19), ("Oslo", Some("c"), 3)],
+            vec![("Oslo", None, 3), ("Bergen", None, 7)],
+        ];
+        let args = |city: &str, unit: Option<&str>| match unit {
+            Some(u) => serde_json::json!({"city": city, "unit": u}),
+            None => serde_json::json!({"city": city}),
+        };
+        let native: Vec<serde_json::Value> = samples
+            .iter()
+            .map(|s| {
+                let turn: Vec<_> = s
+                    .iter()
+                    .map(|(c, u, r)| serde_json::json!({"tool": "w", "arguments": args(c, *u), "result": {"t": r}}))
+                    .collect();
+                serde_json::json!({"turns": [turn]})
+            })
+            .collect();
+        let openai: Vec<serde_json::Value> = samples
+            .iter()
+            .map(|s| {
+                let calls: Vec<_> = s.iter().enumerate().map(|(k, (c, u, _))| serde_json::json!({"id": format!("c{k}"), "type": "function", "function": {"name": "w", "arguments": args(c, *u).to_string()}})).collect();
+                let mut messages = vec![
+                    serde_json::json!({"role": "user", "content": "weather?"}),
+                    serde_json::json!({"role": "assistant", "content": null, "tool_calls": calls}),
+                ];
+                for (k, (_, _, r)) in s.iter().enumerate().rev() {
+                    messages.push(serde_json::json!({"role": "tool", "tool_call_id": format!("c{k}"), "content": format!("{{\"t\": {r}}}")}));
+                }
+                serde_json::json!({"messages": messages})
+            })
+            .collect();
+        let anthropic: Vec<serde_json::Value> = samples
+            .iter()
+            .map(|s| {
+                let uses: Vec<_> = s.iter().enumerate().map(|(k, (c, u, _))| serde_json::json!({"type": "tool_use", "id": format!("t{k}"), "name": "w", "input": args(c, *u)})).collect();
+                let results: Vec<_> = s.iter().enumerate().map(|(k, (_, _, r))| serde_json::json!({"type": "tool_result", "tool_use_id": format!("t{k}"), "content": [{"type": "text", "text": format!("{{\"t\":{r}}}")}]})).collect();
+                serde_json::json!({"messages": [
+                    {"role": "user", "content": "weather?"},
+                    {"role": "assistant", "content": uses},
+                    {"role": "user", "content": results}]})
+            })
+            .collect();
+        let line = |samples: Vec<serde_json::Value>| {
+            serde_json::json!({"task_id": "t", "samples": samples}).to_string()
+        };
+        let want = decide_line(&line(native));
+        assert_eq!(want["decision"], "accept", "{want:#}");
+        assert_eq!(want["arg_agreement"]["count"], 5, "{want:#}");
+        for other in [openai, anthropic] {
+            assert_eq!(decide_line(&line(other)), want);
+        }
+    }
+}
