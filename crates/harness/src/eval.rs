@@ -440,6 +440,10 @@ impl<'w> Eval<'w> {
                 quarantined,
                 probed: book.probed,
                 evidence: book.evidence.clone(),
+                annotations: t
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| serde_json::from_str(&plangate_gate::jcs::to_string(a)).ok()),
             });
         }
         let world = self.world;

@@ -173,6 +173,11 @@ pub struct ToolHealth {
     /// Why it is quarantined.
     #[serde(default)]
     pub evidence: Vec<Evidence>,
+    /// The MCP server's `annotations` for the tool (`readOnlyHint`, `idempotentHint`,
+    /// ...), shown beside the verdict: hints from the server, not determinism
+    /// declarations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<serde_json::Value>,
 }
 
 /// `tool-health.json`.
@@ -337,6 +342,7 @@ mod tests {
                 quarantined: true,
                 probed: true,
                 evidence: vec![Evidence::pair(PairKind::Probe(0, 1), b"{}", &a, &b)],
+                annotations: Some(serde_json::json!({"readOnlyHint": true})),
             }],
         };
         let text = serde_json::to_string(&report).unwrap();
