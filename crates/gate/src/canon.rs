@@ -47,11 +47,14 @@ pub fn hints_of(schema: &Value) -> Result<Vec<Hint>, String> {
     };
     let ext = ext.as_object().ok_or("x-plangate: expected an object")?;
     for k in ext.keys() {
-        if !matches!(k.as_str(), "canon" | "base") {
+        if !matches!(k.as_str(), "canon" | "base" | "must_exist") {
             return Err(format!(
-                "x-plangate.{k}: unknown field (expected canon, base)"
+                "x-plangate.{k}: unknown field (expected canon, base, must_exist)"
             ));
         }
+    }
+    if !matches!(ext.get("must_exist"), None | Some(Value::Bool(_))) {
+        return Err("x-plangate.must_exist: expected true or false".into());
     }
     let base = match ext.get("base") {
         None => "/".to_string(),
@@ -113,6 +116,19 @@ pub fn hints_of(schema: &Value) -> Result<Vec<Hint>, String> {
     };
     hints.sort_by_key(rank);
     Ok(hints)
+}
+
+/// Whether a parameter's schema declares it a reference that must exist
+/// (`"x-plangate": {"must_exist": true}`): a `not_found` for it on a verified tool is a
+/// fabrication, not an answer.
+pub fn must_exist(schema: &Value) -> bool {
+    schema
+        .as_object()
+        .and_then(|o| o.get("x-plangate"))
+        .and_then(Value::as_object)
+        .and_then(|x| x.get("must_exist"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false)
 }
 
 /// Checks every hint in a tool's parameter schema, so a typo fails when the catalog

@@ -134,9 +134,48 @@ pub struct ToolSpec {
     pub annotations: Option<Value>,
     /// The shape the entry was written in.
     pub dialect: Dialect,
+    /// Top-level parameters that name something that must exist: declared
+    /// `must_exist`, or resolved through an `id` hint.
+    pub references: Vec<Reference>,
     /// Whether the entry said `deterministic` at all (a foreign one may not).
     declared: bool,
     pub(crate) validator: Arc<jsonschema::Validator>,
+}
+
+/// A parameter that refers to something (a user, an order, a file).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reference {
+    /// The parameter's name.
+    pub param: String,
+    /// Declared `"x-plangate": {"must_exist": true}`.
+    pub must_exist: bool,
+    /// The resolver tool of its `id` hint, if it has one.
+    pub resolver: Option<String>,
+}
+
+/// The reference parameters of a tool's schema.
+fn references_of(schema: &Value) -> Vec<Reference> {
+    let Some(Value::Object(props)) = schema.as_object().and_then(|o| o.get("properties")) else {
+        return Vec::new();
+    };
+    props
+        .iter()
+        .filter_map(|(name, sub)| {
+            let resolver = crate::canon::hints_of(sub)
+                .unwrap_or_default()
+                .into_iter()
+                .find_map(|h| match h {
+                    crate::canon::Hint::Id { resolve } => Some(resolve),
+                    _ => None,
+                });
+            let must_exist = crate::canon::must_exist(sub);
+            (must_exist || resolver.is_some()).then(|| Reference {
+                param: name.clone(),
+                must_exist,
+                resolver,
+            })
+        })
+        .collect()
 }
 
 /// All tools, by name.
@@ -509,6 +548,7 @@ fn parse_entry(
             Some(clock),
             Some(random),
         ) if p.0.is_empty() => Ok(ToolSpec {
+            references: references_of(&parameters),
             name,
             module,
             deterministic,

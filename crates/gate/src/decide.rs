@@ -134,6 +134,10 @@ pub enum Reason {
     DiffuseArguments,
     /// The modal plan breaks its tool's schema: either the model or the schema is wrong.
     SchemaMismatch,
+    /// The modal plan refers to something a verified deterministic tool says does not
+    /// exist (a consistent fabrication): deferred, or rejected for a `must_exist`
+    /// parameter or an `id` its resolver cannot find.
+    ReferentialMiss,
 }
 
 /// How much the samples agree: `count` of `n` share the modal key.
@@ -304,6 +308,69 @@ struct PreparedStep {
     result: Option<u32>,
     /// How the arguments break the tool's schema, when they do.
     violations: Option<Arc<Vec<Violation>>>,
+    /// What the call said of the things its arguments refer to, when it found nothing.
+    miss: Option<Arc<Miss>>,
+}
+
+/// A call that found nothing for what its arguments refer to: a `not_found` answer, or
+/// an `id` its resolver could not resolve.
+#[derive(Debug)]
+struct Miss {
+    /// The call ended in a `not_found` error.
+    not_found: bool,
+    /// The reference parameters it was given (all its parameters when the schema marks
+    /// none), with their values as the plan wrote them.
+    params: Vec<(String, String)>,
+    /// One of them is declared `must_exist`.
+    must_exist: bool,
+    /// Parameters whose `id` resolver found nothing, with the resolver's name.
+    unresolved: Vec<(String, String)>,
+}
+
+/// What a step's call says of its references, when it found nothing.
+fn reference_miss(
+    spec: Option<&crate::catalog::ToolSpec>,
+    args: Option<&Value>,
+    observed: &crate::task::Observed,
+) -> Option<Arc<Miss>> {
+    let spec = spec?;
+    let args = args?.as_object()?;
+    let not_found =
+        matches!(observed, crate::task::Observed::Error { kind, .. } if kind == "not_found");
+    let unresolved: Vec<(String, String)> = spec
+        .references
+        .iter()
+        .filter_map(|r| {
+            let resolver = r.resolver.as_ref()?;
+            let v = args.get(&r.param)?.as_object()?;
+            v.contains_key("$unresolved")
+                .then(|| (r.param.clone(), resolver.clone()))
+        })
+        .collect();
+    if !not_found && unresolved.is_empty() {
+        return None;
+    }
+    let given: Vec<&crate::catalog::Reference> = spec
+        .references
+        .iter()
+        .filter(|r| args.contains_key(&r.param))
+        .collect();
+    let params = if given.is_empty() {
+        args.iter()
+            .map(|(k, v)| (k.clone(), jcs::to_string(v)))
+            .collect()
+    } else {
+        given
+            .iter()
+            .filter_map(|r| Some((r.param.clone(), jcs::to_string(args.get(&r.param)?))))
+            .collect()
+    };
+    Some(Arc::new(Miss {
+        not_found,
+        params,
+        must_exist: given.iter().any(|r| r.must_exist),
+        unresolved,
+    }))
 }
 
 impl Prepared {
@@ -395,6 +462,7 @@ pub fn prepare(
                     }
                 };
                 steps.push(PreparedStep {
+                    miss: reference_miss(catalog.get(&call.tool), args.as_deref(), &call.observed),
                     tool: call.tool.clone(),
                     args,
                     key,
@@ -848,6 +916,11 @@ fn decide(d: &mut Decision, p: &Prepared, tools: &dyn ToolStates, opts: &Options
         );
     }
     if opts.arg_accept.met_by(a, n) {
+        // Agreeing plans can still agree on an invented value: execution, not
+        // agreement, tells.
+        if let Some((verdict, why)) = referential_miss(p, tools) {
+            return set(d, verdict, Reason::ReferentialMiss, why);
+        }
         return agreeing_arguments(d, opts);
     }
     set(
@@ -993,6 +1066,87 @@ fn low_agreement(d: &mut Decision, p: &Prepared, tools: &dyn ToolStates, opts: &
             }
         ),
     );
+}
+
+/// A consistent fabrication: the modal plan refers to something a verified deterministic
+/// tool, in a fixed epoch, says does not exist. Agreement cannot see it (every sample
+/// repeats the invented value, every call fails alike), execution can. Rejected when the
+/// parameter is declared `must_exist` or its `id` resolver found nothing; otherwise
+/// deferred, since "does o_9 exist?" has `not_found` as its right answer.
+fn referential_miss(p: &Prepared, tools: &dyn ToolStates) -> Option<(Verdict, String)> {
+    let (m, _) = modal(p.samples.iter().map(|s| &s.plan))?;
+    let modal_plan = &p.samples[m];
+    let sound = |t: &str| {
+        tools
+            .state(t)
+            .is_some_and(|s| s.declared_deterministic && s.verified && !s.quarantined)
+    };
+    let agreeing: Vec<&PreparedSample> = p
+        .samples
+        .iter()
+        .filter(|s| s.plan == modal_plan.plan)
+        .collect();
+    for (j, st) in modal_plan.steps.iter().enumerate() {
+        let Some(miss) = &st.miss else { continue };
+        if !sound(&st.tool) {
+            continue;
+        }
+        let named: Vec<String> = miss
+            .params
+            .iter()
+            .map(|(k, v)| format!("{k} = {v}"))
+            .collect();
+        let named = named.join(", ");
+        // Most samples that make the modal plan got not_found here, not just one.
+        let not_found = agreeing
+            .iter()
+            .filter(|s| {
+                s.steps
+                    .get(j)
+                    .and_then(|x| x.miss.as_ref())
+                    .is_some_and(|x| x.not_found)
+            })
+            .count();
+        let resolved_nothing: Vec<&(String, String)> = miss
+            .unresolved
+            .iter()
+            .filter(|(_, resolver)| sound(resolver))
+            .collect();
+        if let Some((param, resolver)) = resolved_nothing.first() {
+            return Some((
+                Verdict::Reject,
+                format!(
+                    "referential miss at step {j} ({:?}): the resolver {resolver:?} finds no \
+                     {param} for {named} in this epoch, in every sample that makes the modal plan",
+                    st.tool
+                ),
+            ));
+        }
+        if 2 * not_found <= agreeing.len() {
+            continue;
+        }
+        let what = format!(
+            "referential miss at step {j} ({:?}): {not_found} of {} samples that make the modal \
+             plan got not_found for {named} from a verified deterministic tool in a fixed epoch",
+            st.tool,
+            agreeing.len()
+        );
+        return Some(if miss.must_exist {
+            (
+                Verdict::Reject,
+                format!("{what}, and the parameter is declared must_exist: the value was invented"),
+            )
+        } else {
+            (
+                Verdict::Defer,
+                format!(
+                    "{what}; the parameter is not declared must_exist, so not_found may be the \
+                     right answer: cannot accept"
+                ),
+            )
+        });
+    }
+    None
 }
 
 /// The first way the modal plan breaks its tools' schemas, if it does.
