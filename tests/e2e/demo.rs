@@ -33,6 +33,16 @@ fn the_gate_is_not_fooled_where_the_naive_scorer_is() {
     assert!(f("/gate/false_positive_rate") <= 0.02, "{r}");
     assert!(f("/gate/hallucinations_caught") > 0.0, "{r}");
     assert_eq!(f("/gate/accepted_hallucinated"), 0.0, "{r}");
+    // Consistent fabrications (one invented value in nearly every sample): the seed's
+    // rule accepts them, the gate never does, and catches them by referential miss.
+    assert!(f("/consistent_fabrications") > 0.0, "{r}");
+    assert!(f("/seed_rule/consistent_accepted") > 0.0, "{r}");
+    assert_eq!(f("/gate/consistent_accepted"), 0.0, "{r}");
+    assert!(
+        f("/gate/consistent_caught_by_referential_miss") > 0.0,
+        "{r}"
+    );
+    assert!(f("/seed_rule/false_positive_rate") <= 0.02, "{r}");
     let mut quarantined: Vec<&str> = r["quarantined"]
         .as_array()
         .unwrap()

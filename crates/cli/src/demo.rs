@@ -15,7 +15,7 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use plangate_gate::baseline::naive;
 use plangate_gate::catalog::Catalog;
-use plangate_gate::decide::{Decision, Verdict};
+use plangate_gate::decide::{Decision, Reason, Rule, Verdict};
 use plangate_gate::json::{self, Value};
 use plangate_gate::task::{Label, Task, parse_task_line};
 use plangate_harness::{Eval, EvalOptions, World, WorldOptions};
@@ -42,6 +42,11 @@ pub(crate) struct DemoArgs {
     /// Share of tasks whose plan is hallucinated.
     #[arg(long, default_value_t = 0.3)]
     hallucinated: f64,
+    /// Share of hallucinated tasks on a reference tool (a file, user, order or product)
+    /// whose samples repeat one invented value: consistent fabrications, which agreement
+    /// cannot see.
+    #[arg(long, default_value_t = 0.25)]
+    consistent: f64,
     /// Run without the world driver: the live state stays still, so nothing drifts.
     #[arg(long)]
     no_driver: bool,
@@ -73,11 +78,28 @@ pub(crate) struct Column {
     /// Hallucinated plans rejected.
     pub(crate) hallucinations_caught: usize,
     pub(crate) accepted_hallucinated: usize,
+    /// Consistent fabrications (one invented value repeated in nearly every sample):
+    /// rejected for disagreeing arguments.
+    pub(crate) consistent_caught_by_agreement: usize,
+    /// Consistent fabrications rejected for a referential miss.
+    pub(crate) consistent_caught_by_referential_miss: usize,
+    pub(crate) consistent_deferred: usize,
+    pub(crate) consistent_accepted: usize,
 }
 
 impl Column {
-    fn count(&mut self, v: Verdict, label: Option<Label>) {
+    fn count(&mut self, v: Verdict, label: Option<Label>, consistent: bool, reasons: &[Reason]) {
         let hallucinated = label == Some(Label::Hallucinated);
+        if consistent {
+            match v {
+                Verdict::Reject if reasons.contains(&Reason::ReferentialMiss) => {
+                    self.consistent_caught_by_referential_miss += 1;
+                }
+                Verdict::Reject => self.consistent_caught_by_agreement += 1,
+                Verdict::Defer => self.consistent_deferred += 1,
+                Verdict::Accept => self.consistent_accepted += 1,
+            }
+        }
         match v {
             Verdict::Reject => {
                 self.rejected += 1;
@@ -112,7 +134,11 @@ pub(crate) struct DemoReport {
     pub(crate) samples: usize,
     pub(crate) seed: u64,
     pub(crate) hallucinated_tasks: usize,
+    /// Hallucinated tasks whose samples repeat one invented value.
+    pub(crate) consistent_fabrications: usize,
     pub(crate) naive: Column,
+    /// The seed's decision boundary alone, on the same canonical evidence.
+    pub(crate) seed_rule: Column,
     pub(crate) gate: Column,
     pub(crate) quarantined: Vec<String>,
     /// Each quarantined tool's evidence (probe drift, witnesses), as tool-health.json has it.
@@ -147,6 +173,7 @@ pub(crate) fn run(args: DemoArgs) -> Result<u8> {
             seed: args.seed,
             hallucinated: args.hallucinated,
             slip: 0.05,
+            consistent: args.consistent,
         },
     );
     if let Some(path) = &args.write_samples {
@@ -187,12 +214,14 @@ pub(crate) fn run(args: DemoArgs) -> Result<u8> {
     let done = AtomicUsize::new(0);
     let naive_col = Mutex::new(Column::default());
     let threshold = args.thresholds.arg_accept;
-    let on_done = |_line: usize, task: &Task| {
+    let on_done = |line: usize, task: &Task| {
         let d = naive(task, threshold);
-        naive_col
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .count(d.decision, task.label);
+        naive_col.lock().unwrap_or_else(|e| e.into_inner()).count(
+            d.decision,
+            task.label,
+            batch[line - 1].consistent,
+            &[],
+        );
         done.fetch_add(1, Ordering::Relaxed);
     };
     let total = batch.len();
@@ -237,11 +266,9 @@ pub(crate) fn run(args: DemoArgs) -> Result<u8> {
             .or_insert(0) += 1;
         gate.count(
             dec.decision,
-            Some(if labels[d.line - 1] {
-                Label::Hallucinated
-            } else {
-                Label::Correct
-            }),
+            label_of(labels[d.line - 1]),
+            batch[d.line - 1].consistent,
+            &dec.reasons,
         );
         for r in &dec.reasons {
             let code = serde_json::to_value(r)?
@@ -252,6 +279,21 @@ pub(crate) fn run(args: DemoArgs) -> Result<u8> {
         }
     }
     gate.close();
+    let mut seed_rule = Column::default();
+    let seed_options = plangate_gate::decide::Options {
+        rule: Rule::Seed,
+        ..args.thresholds.options()
+    };
+    for d in finished.decisions_with(seed_options) {
+        let g = &batch[d.line - 1];
+        seed_rule.count(
+            d.decision.decision,
+            label_of(g.hallucinated),
+            g.consistent,
+            &d.decision.reasons,
+        );
+    }
+    seed_rule.close();
     let mut naive_col = naive_col.into_inner().unwrap_or_else(|e| e.into_inner());
     naive_col.close();
     let calls = finished.stats.calls_executed + finished.stats.probe_calls;
@@ -260,7 +302,9 @@ pub(crate) fn run(args: DemoArgs) -> Result<u8> {
         samples: args.samples,
         seed: args.seed,
         hallucinated_tasks: labels.iter().filter(|h| **h).count(),
+        consistent_fabrications: batch.iter().filter(|g| g.consistent).count(),
         naive: naive_col,
+        seed_rule,
         gate,
         quarantined: finished
             .quarantined()
@@ -297,6 +341,14 @@ pub(crate) fn run(args: DemoArgs) -> Result<u8> {
             .with_context(|| format!("failed to write {}", path.display()))?;
     }
     Ok(crate::exit::OK)
+}
+
+fn label_of(hallucinated: bool) -> Option<Label> {
+    Some(if hallucinated {
+        Label::Hallucinated
+    } else {
+        Label::Correct
+    })
 }
 
 /// Acts on the live state at fixed points of the batch's progress, through the world's
@@ -397,58 +449,103 @@ fn pct(x: f64) -> String {
     format!("{:.1}%", x * 100.0)
 }
 
-fn print_table(r: &DemoReport) {
-    let rows: [(&str, String, String); 7] = [
+/// One row of the demo's table: a stable key (the HTML's cell ids), its label, whether
+/// it details the row above, and the naive scorer's, the seed's rule's and the gate's
+/// cells. The terminal table and the HTML report both print these.
+pub(crate) struct Row {
+    pub(crate) key: &'static str,
+    pub(crate) name: &'static str,
+    pub(crate) sub: bool,
+    pub(crate) cells: [String; 3],
+}
+
+/// The table's rows, once for both outputs.
+pub(crate) fn table_rows(r: &DemoReport) -> Vec<Row> {
+    type Cell = fn(&Column, &DemoReport) -> String;
+    let rows: [(&'static str, &'static str, bool, Cell); 11] = [
+        ("rejected", "rejected", false, |c, _| c.rejected.to_string()),
+        ("rejected_correct", "of which correct", true, |c, _| {
+            c.rejected_correct.to_string()
+        }),
         (
-            "rejected",
-            r.naive.rejected.to_string(),
-            r.gate.rejected.to_string(),
+            "false_positive_rate",
+            "false-positive share",
+            true,
+            |c, _| pct(c.false_positive_rate),
         ),
+        ("deferred", "deferred", false, |c, _| c.deferred.to_string()),
+        ("accepted", "accepted", false, |c, _| c.accepted.to_string()),
         (
-            "  of which correct",
-            r.naive.rejected_correct.to_string(),
-            r.gate.rejected_correct.to_string(),
-        ),
-        (
-            "  false-positive share",
-            pct(r.naive.false_positive_rate),
-            pct(r.gate.false_positive_rate),
-        ),
-        (
-            "deferred",
-            r.naive.deferred.to_string(),
-            r.gate.deferred.to_string(),
-        ),
-        (
-            "accepted",
-            r.naive.accepted.to_string(),
-            r.gate.accepted.to_string(),
-        ),
-        (
+            "hallucinations_caught",
             "hallucinations caught",
-            format!(
-                "{} of {}",
-                r.naive.hallucinations_caught, r.hallucinated_tasks
-            ),
-            format!(
-                "{} of {}",
-                r.gate.hallucinations_caught, r.hallucinated_tasks
-            ),
+            false,
+            |c, r| format!("{} of {}", c.hallucinations_caught, r.hallucinated_tasks),
         ),
         (
+            "accepted_hallucinated",
             "hallucinations accepted",
-            r.naive.accepted_hallucinated.to_string(),
-            r.gate.accepted_hallucinated.to_string(),
+            false,
+            |c, _| c.accepted_hallucinated.to_string(),
         ),
+        (
+            "consistent_caught_by_agreement",
+            "consistent: by disagreement",
+            false,
+            |c, r| {
+                format!(
+                    "{} of {}",
+                    c.consistent_caught_by_agreement, r.consistent_fabrications
+                )
+            },
+        ),
+        (
+            "consistent_caught_by_referential_miss",
+            "by referential miss",
+            true,
+            |c, _| c.consistent_caught_by_referential_miss.to_string(),
+        ),
+        ("consistent_deferred", "deferred", true, |c, _| {
+            c.consistent_deferred.to_string()
+        }),
+        ("consistent_accepted", "accepted", true, |c, _| {
+            c.consistent_accepted.to_string()
+        }),
     ];
+    rows.into_iter()
+        .map(|(key, name, sub, cell)| Row {
+            key,
+            name,
+            sub,
+            cells: [cell(&r.naive, r), cell(&r.seed_rule, r), cell(&r.gate, r)],
+        })
+        .collect()
+}
+
+/// The column heads, in the order of [`Row::cells`], with the HTML's id prefixes.
+pub(crate) const COLUMNS: [(&str, &str); 3] = [
+    ("naive", "naive scorer"),
+    ("seed", "seed's rule"),
+    ("gate", "plangate gate"),
+];
+
+fn print_table(r: &DemoReport) {
     println!(
         "plangate demo: {} tasks x {} samples over the seed world (seed {})",
         r.tasks, r.samples, r.seed
     );
     println!();
-    println!("{:<26}{:>16}{:>16}", "", "naive scorer", "plangate gate");
-    for (name, a, b) in rows {
-        println!("{name:<26}{a:>16}{b:>16}");
+    println!(
+        "{:<30}{:>14}{:>14}{:>16}",
+        "", COLUMNS[0].1, COLUMNS[1].1, COLUMNS[2].1
+    );
+    for row in table_rows(r) {
+        let name = if row.sub {
+            format!("  {}", row.name)
+        } else {
+            row.name.to_string()
+        };
+        let [a, b, c] = &row.cells;
+        println!("{name:<30}{a:>14}{b:>14}{c:>16}");
     }
     println!();
     println!(

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::demo::{Column, DemoReport};
+use crate::demo::{COLUMNS, DemoReport, table_rows};
 
 /// What the plots need of one task, beyond the report's counts.
 #[derive(Debug, Clone)]
@@ -185,51 +185,28 @@ pub(crate) fn render(r: &DemoReport, points: &[TaskPoint]) -> String {
     h
 }
 
-fn pct(x: f64) -> String {
-    format!("{:.1}%", x * 100.0)
-}
-
 fn decisions_table(h: &mut String, r: &DemoReport) {
-    type Cell = fn(&Column, usize) -> String;
-    let rows: [(&str, &str, bool, Cell); 7] = [
-        ("rejected", "rejected", false, |c, _| c.rejected.to_string()),
-        ("rejected_correct", "of which correct", true, |c, _| {
-            c.rejected_correct.to_string()
-        }),
-        (
-            "false_positive_rate",
-            "false-positive share",
-            true,
-            |c, _| pct(c.false_positive_rate),
-        ),
-        ("deferred", "deferred", false, |c, _| c.deferred.to_string()),
-        ("accepted", "accepted", false, |c, _| c.accepted.to_string()),
-        (
-            "hallucinations_caught",
-            "hallucinations caught",
-            false,
-            |c, of| format!("{} of {of}", c.hallucinations_caught),
-        ),
-        (
-            "accepted_hallucinated",
-            "hallucinations accepted",
-            false,
-            |c, _| c.accepted_hallucinated.to_string(),
-        ),
-    ];
-    h.push_str(
-        "<h2>Decisions</h2>\n<table id=\"decisions\">\n<thead><tr><th></th>\
-         <th class=\"n\">naive scorer</th><th class=\"n\">plangate gate</th></tr></thead>\n<tbody>\n",
-    );
-    for (key, name, sub, cell) in rows {
-        let _ = writeln!(
+    h.push_str("<h2>Decisions</h2>\n<table id=\"decisions\">\n<thead><tr><th></th>");
+    for (_, head) in COLUMNS {
+        let _ = write!(h, "<th class=\"n\">{}</th>", escape(head));
+    }
+    h.push_str("</tr></thead>\n<tbody>\n");
+    for row in table_rows(r) {
+        let _ = write!(
             h,
-            "<tr{}><th>{}</th><td class=\"n\" id=\"naive-{key}\">{}</td><td class=\"n\" id=\"gate-{key}\">{}</td></tr>",
-            if sub { " class=\"sub\"" } else { "" },
-            escape(name),
-            escape(&cell(&r.naive, r.hallucinated_tasks)),
-            escape(&cell(&r.gate, r.hallucinated_tasks)),
+            "<tr{}><th>{}</th>",
+            if row.sub { " class=\"sub\"" } else { "" },
+            escape(row.name)
         );
+        for ((id, _), cell) in COLUMNS.iter().zip(&row.cells) {
+            let _ = write!(
+                h,
+                "<td class=\"n\" id=\"{id}-{}\">{}</td>",
+                row.key,
+                escape(cell)
+            );
+        }
+        h.push_str("</tr>\n");
     }
     h.push_str("</tbody>\n</table>\n");
 }
@@ -640,6 +617,7 @@ fn tools_svg(rows: &[ToolResults]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::demo::Column;
 
     fn point(tool: &'static str, hallucinated: bool, count: usize, r: Option<f64>) -> TaskPoint {
         TaskPoint {
@@ -657,6 +635,7 @@ mod tests {
             samples: 10,
             seed: 7,
             hallucinated_tasks: 2,
+            consistent_fabrications: 1,
             naive: Column {
                 rejected: 3,
                 rejected_correct: 2,
@@ -665,6 +644,16 @@ mod tests {
                 accepted: 2,
                 hallucinations_caught: 1,
                 accepted_hallucinated: 1,
+                consistent_accepted: 1,
+                ..Column::default()
+            },
+            seed_rule: Column {
+                rejected: 1,
+                accepted: 3,
+                hallucinations_caught: 1,
+                accepted_hallucinated: 1,
+                consistent_accepted: 1,
+                ..Column::default()
             },
             gate: Column {
                 rejected: 2,
@@ -674,6 +663,8 @@ mod tests {
                 accepted: 2,
                 hallucinations_caught: 2,
                 accepted_hallucinated: 0,
+                consistent_caught_by_referential_miss: 1,
+                ..Column::default()
             },
             quarantined: vec!["search<index>".into()],
             quarantine_evidence: [(
@@ -775,6 +766,12 @@ mod tests {
         assert!(html.contains("(2 pieces of evidence)"));
         assert!(html.contains("<td class=\"n\" id=\"naive-false_positive_rate\">66.7%</td>"));
         assert!(html.contains("<td class=\"n\" id=\"gate-hallucinations_caught\">2 of 2</td>"));
+        assert!(html.contains("<td class=\"n\" id=\"seed-consistent_accepted\">1</td>"));
+        assert!(
+            html.contains(
+                "<td class=\"n\" id=\"gate-consistent_caught_by_referential_miss\">1</td>"
+            )
+        );
         // Nothing is fetched: no scripts, no external references.
         assert!(!html.contains("<script"));
         assert!(!html.contains("src="));

@@ -134,6 +134,10 @@ pub(crate) struct Config {
     pub(crate) hallucinated: f64,
     /// Chance that one sample of a correct task slips and fabricates anyway.
     pub(crate) slip: f64,
+    /// Share of hallucinated tasks on a reference tool whose samples repeat one invented
+    /// value (a consistent fabrication), a few of them with one or two samples that
+    /// invent their own.
+    pub(crate) consistent: f64,
 }
 
 /// One generated task: its samples line (no results: `eval` executes it) and its label.
@@ -141,6 +145,8 @@ pub(crate) struct Config {
 pub(crate) struct Generated {
     pub(crate) line: String,
     pub(crate) hallucinated: bool,
+    /// A hallucinated task whose samples repeat one invented value.
+    pub(crate) consistent: bool,
     /// The template's tool (or chain, `a>b`), for the per-tool breakdown.
     pub(crate) tool: &'static str,
 }
@@ -162,6 +168,19 @@ const TEMPLATES: &[(&str, u32, Writer)] = &[
     ("resolve_user", 6, resolve_user),
     ("get_current_time", 3, get_current_time),
     ("random_sample", 3, random_sample),
+];
+
+/// Templates whose made-up value names a thing that must exist (a file, a user, an
+/// order, a product): the ones a consistent fabrication is drawn for. An invented search
+/// query or clock offset is not a reference, and no tool can say it does not exist.
+const REFERENCES: &[&str] = &[
+    "read_file",
+    "list_dir",
+    "grep_file",
+    "get_user",
+    "get_order",
+    "lookup_product",
+    "get_order>get_user",
 ];
 
 /// Two-step plans: the second call reads the first's result through `$from`.
@@ -188,15 +207,26 @@ pub(crate) fn generate(world: &World, cfg: &Config) -> Vec<Generated> {
                 .unwrap_or(&all[0]);
             let hallucinated = rng.chance(cfg.hallucinated);
             // One task draws one intent: a correct plan names one real thing in every
-            // sample (surface forms vary); a hallucinated one makes up a new thing in each.
+            // sample (surface forms vary); a hallucinated one makes up a new thing in
+            // each, or, consistently, the same made-up thing in (nearly) every one.
             let intent = rng.next();
+            // Drawn from the task's own stream, so a batch without consistent
+            // fabrications is the batch the same seed always drew.
+            let mut side = Rng::new(intent ^ 0xC0E5_15EE_D0F0_0D5E);
+            let consistent =
+                hallucinated && REFERENCES.contains(&tool) && side.chance(cfg.consistent);
+            let strays = if consistent && side.chance(0.3) {
+                1 + side.below(2)
+            } else {
+                0
+            };
             let mut samples = Vec::with_capacity(cfg.samples);
-            for _ in 0..cfg.samples {
+            for k in 0..cfg.samples {
                 let fabricate = hallucinated || rng.chance(cfg.slip);
-                let mut what = if fabricate {
-                    Rng::new(rng.next())
-                } else {
-                    Rng::new(intent)
+                let own = fabricate.then(|| rng.next());
+                let mut what = match own {
+                    Some(seed) if !(consistent && k >= strays) => Rng::new(seed),
+                    _ => Rng::new(intent),
                 };
                 // The surface form is the sample's own; the thing it names is the task's.
                 let mut form = Rng::new(rng.next());
@@ -216,6 +246,7 @@ pub(crate) fn generate(world: &World, cfg: &Config) -> Vec<Generated> {
             Generated {
                 line,
                 hallucinated,
+                consistent,
                 tool,
             }
         })
@@ -481,6 +512,7 @@ mod tests {
             seed: 7,
             hallucinated: 0.3,
             slip: 0.05,
+            consistent: 0.25,
         };
         let a: Vec<String> = generate(&world(), &cfg)
             .into_iter()
@@ -498,6 +530,38 @@ mod tests {
         assert_ne!(a, c);
     }
 
+    /// A consistent fabrication repeats one invented value in nearly every sample, so
+    /// agreement alone cannot see it.
+    #[test]
+    fn consistent_fabrications_agree_with_themselves() {
+        let cfg = Config {
+            tasks: 600,
+            samples: 10,
+            seed: 2,
+            hallucinated: 0.5,
+            slip: 0.0,
+            consistent: 1.0,
+        };
+        let cat = catalog();
+        let states = decide::tool_states(&cat);
+        let mut seen = 0;
+        for g in generate(&world(), &cfg) {
+            assert!(!g.consistent || (g.hallucinated && REFERENCES.contains(&g.tool)));
+            if !g.consistent {
+                continue;
+            }
+            seen += 1;
+            let t = task::parse_task_line(g.line.as_bytes()).unwrap();
+            let d = decide::classify(
+                &decide::prepare(&t, &cat, None),
+                &states,
+                &decide::Options::default(),
+            );
+            assert!(d.arg_agreement.count >= 8, "{}: {}", g.tool, g.line);
+        }
+        assert!(seen > 50, "{seen} consistent fabrications drawn");
+    }
+
     /// The premise of the demo: correct plans look different as written but agree once
     /// canonicalized; hallucinated ones disagree after canonicalization too.
     #[test]
@@ -508,6 +572,7 @@ mod tests {
             seed: 1,
             hallucinated: 0.3,
             slip: 0.0,
+            consistent: 0.0,
         };
         let cat = catalog();
         let states = decide::tool_states(&cat);

@@ -69,6 +69,7 @@ impl ThresholdArgs {
             result_accept: self.result_accept,
             result_suspect: self.result_suspect,
             min_samples: self.min_samples,
+            rule: plangate_gate::decide::Rule::Gate,
         }
     }
 }

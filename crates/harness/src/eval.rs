@@ -606,9 +606,15 @@ impl std::fmt::Debug for Finished {
 impl Finished {
     /// Every task's decision, in input order, classified as it is yielded.
     pub fn decisions(&self) -> impl Iterator<Item = Decided> + '_ {
-        self.slots.iter().map(|(line, p)| Decided {
+        self.decisions_with(self.options)
+    }
+
+    /// The same evidence classified under other options (another rule, other
+    /// thresholds), for comparing decision boundaries on one run.
+    pub fn decisions_with(&self, options: decide::Options) -> impl Iterator<Item = Decided> + '_ {
+        self.slots.iter().map(move |(line, p)| Decided {
             line: *line,
-            decision: decide::classify(p, &self.states, &self.options),
+            decision: decide::classify(p, &self.states, &options),
         })
     }
 
