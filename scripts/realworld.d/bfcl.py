@@ -269,6 +269,22 @@ def _numbers(values):
     return out
 
 
+def _json_type(alternatives):
+    """The BFCL type of an answer's first alternative that is not `""`."""
+    v = next((x for x in (alternatives if isinstance(alternatives, list) else [alternatives]) if x != ""), "")
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, int):
+        return "integer"
+    if isinstance(v, float):
+        return "float"
+    if isinstance(v, list):
+        return "array"
+    if isinstance(v, dict):
+        return "dict"
+    return "string"
+
+
 def _invent_once(rng, schema, known):
     t = (schema or {}).get("type")
     if t in ("integer", "long", "short", "byte"):
@@ -285,6 +301,12 @@ def _invent_once(rng, schema, known):
         props = (schema or {}).get("properties")
         if props:
             return {k: _invent_once(rng, s, []) for k, s in props.items()}
+        # No declared keys: the answer's own keys (`{key: [alternatives]}`), each with
+        # an invented value of its answer's type.
+        answer = next((v for v in known if isinstance(v, dict) and v), None)
+        if answer:
+            return {k: _invent_once(rng, {"type": _json_type(alts)}, alts if isinstance(alts, list) else [alts])
+                    for k, alts in answer.items()}
         return {rng.choice(_WORDS): _invent_once(rng, {"type": "string"}, [])}
     if t in ("boolean", "bool"):
         return rng.choice([True, False])
@@ -402,7 +424,7 @@ def task_lines(entry, seed):
     return lines, ts
 
 
-def probe_line(catalog, dialect):
+def probe_line(catalog):
     """A one-task samples file for reading a catalog: one call to its first tool."""
     tools = catalog["tools"] if isinstance(catalog, dict) else catalog
     name = tools[0]["name"] if tools else "none"

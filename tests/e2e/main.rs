@@ -25,3 +25,6 @@ mod report;
 mod malformed;
 // `plangate score` on the README example, with the naive baseline in its summary.
 mod score;
+// Data nobody here wrote: BFCL catalogs in four dialects and its tasks in three shapes,
+// and three real MCP servers' tools/list (tests/realworld/, from scripts/realworld).
+mod realworld;

@@ -620,6 +620,7 @@ fn map_foreign_types(schema: &mut Value, field: &str, warnings: &mut Vec<Catalog
             };
             warnings.push(err(format!("{field}{at}/type"), message));
         }
+        mend_default(o, &format!("{field}{at}/default"), warnings);
         for (k, sub) in o.iter_mut() {
             let len = at.len();
             at.push('/');
@@ -673,6 +674,63 @@ fn map_foreign_types(schema: &mut Value, field: &str, warnings: &mut Vec<Catalog
         }
     }
     walk(schema, &mut String::new(), field, warnings);
+}
+
+/// A `default` that its own `type` does not admit would be filled into every call that
+/// leaves the parameter out and then disagree with the calls that give it (BFCL writes
+/// `"default": "false"` on booleans). A string that reads as the type is read so; any
+/// other mismatch is dropped. Both with a warning.
+fn mend_default(o: &mut Object, field: &str, warnings: &mut Vec<CatalogWarning>) {
+    let (Some(Value::String(t)), Some(d)) = (o.get("type"), o.get("default")) else {
+        return;
+    };
+    let (t, d) = (t.clone(), d.clone());
+    let d = &d;
+    let fits = match (t.as_str(), d) {
+        ("string", Value::String(_))
+        | ("number", Value::Number(_))
+        | ("boolean", Value::Bool(_))
+        | ("array", Value::Array(_))
+        | ("object", Value::Object(_))
+        | ("null", Value::Null) => true,
+        ("integer", Value::Number(n)) => n.as_f64().fract() == 0.0,
+        ("string" | "number" | "integer" | "boolean" | "array" | "object" | "null", _) => false,
+        // Not a JSON Schema type: the meta-schema check names it.
+        _ => true,
+    };
+    if fits {
+        return;
+    }
+    let read = match (t.as_str(), d) {
+        ("boolean", Value::String(s)) => match s.to_ascii_lowercase().as_str() {
+            "true" => Some(Value::Bool(true)),
+            "false" => Some(Value::Bool(false)),
+            _ => None,
+        },
+        ("number" | "integer", Value::String(s)) => {
+            crate::json::parse(s.trim()).ok().filter(|v| match v {
+                Value::Number(n) => t == "number" || n.as_f64().fract() == 0.0,
+                _ => false,
+            })
+        }
+        _ => None,
+    };
+    let shown = crate::jcs::to_string(d);
+    let message = match read {
+        Some(v) => {
+            let m = format!(
+                "default {shown} read as {} for type {t:?}",
+                crate::jcs::to_string(&v)
+            );
+            o.insert("default", v);
+            m
+        }
+        None => {
+            o.remove("default");
+            format!("default {shown} does not fit type {t:?}: not applied")
+        }
+    };
+    warnings.push(err(field, message));
 }
 
 /// Compiles a schema, or names every place it breaks the meta-schema (as a JSON Pointer
@@ -962,5 +1020,23 @@ mod tests {
             "{w:#?}"
         );
         assert_eq!(w.len(), 5, "and the undeclared-tools warning: {w:#?}");
+    }
+
+    #[test]
+    fn defaults_that_do_not_fit_their_type_are_read_or_dropped() {
+        let c = cat(r#"[{"name":"f","parameters":{"type":"dict","properties":{
+                "flag":{"type":"boolean","default":"false"},
+                "n":{"type":"integer","default":"5"},
+                "x":{"type":"float","default":"fast"},
+                "ok":{"type":"string","default":"a"}}}}]"#)
+        .unwrap();
+        let t = c.get("f").unwrap();
+        assert_eq!(
+            crate::jcs::to_string(&t.parameters),
+            r#"{"properties":{"flag":{"default":false,"type":"boolean"},"n":{"default":5,"type":"integer"},"ok":{"default":"a","type":"string"},"x":{"type":"number"}},"type":"object"}"#
+        );
+        let w: Vec<String> = c.warnings().iter().map(ToString::to_string).collect();
+        assert!(w.contains(&r#"[0].parameters/properties/flag/default: default "false" read as false for type "boolean""#.to_string()), "{w:#?}");
+        assert!(w.contains(&r#"[0].parameters/properties/x/default: default "fast" does not fit type "number": not applied"#.to_string()), "{w:#?}");
     }
 }

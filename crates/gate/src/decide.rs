@@ -632,20 +632,10 @@ fn line_up_turns(samples: &mut [PreparedSample]) {
             if range.len() < 2 {
                 continue;
             }
-            let mut left: Vec<PreparedStep> = s.steps[range.clone()].to_vec();
-            let mut lined = Vec::with_capacity(left.len());
-            for target in &reference.steps[want.clone()] {
-                let best = left
-                    .iter()
-                    .enumerate()
-                    .max_by_key(|(k, c)| (likeness(c, target), std::cmp::Reverse(*k)))
-                    .map(|(k, _)| k);
-                match best {
-                    Some(k) => lined.push(left.remove(k)),
-                    None => break,
-                }
-            }
-            lined.append(&mut left);
+            let targets = &reference.steps[want.clone()];
+            let calls = &s.steps[range.clone()];
+            let order = best_pairing(calls, targets);
+            let lined: Vec<PreparedStep> = order.iter().map(|&k| calls[k].clone()).collect();
             s.steps.splice(range, lined);
         }
     }
@@ -666,15 +656,99 @@ fn ranges(turns: &[usize], steps: usize) -> Vec<std::ops::Range<usize>> {
         .collect()
 }
 
-/// How alike two calls are: the same call, then the same tool, then arguments in common.
-fn likeness(a: &PreparedStep, b: &PreparedStep) -> (bool, bool, usize) {
-    let shared = match (a.args.as_deref(), b.args.as_deref()) {
-        (Some(Value::Object(x)), Some(Value::Object(y))) => {
-            x.iter().filter(|(k, v)| y.get(k) == Some(*v)).count()
+/// The order of `calls` that lines them up best with `targets`: the same call first,
+/// then the same tool, then the arguments that tell the target apart from the others of
+/// its turn (a value every call of the turn shares says nothing about which is which),
+/// then any argument in common. Exhaustive for turns of up to six calls, greedy past
+/// that; calls left over keep their order at the end.
+fn best_pairing(calls: &[PreparedStep], targets: &[PreparedStep]) -> Vec<usize> {
+    type Score = (usize, usize, usize, usize);
+    let score = |c: &PreparedStep, t: &PreparedStep| -> Score {
+        let (mut telling, mut shared) = (0, 0);
+        if let (Some(Value::Object(x)), Some(Value::Object(y))) =
+            (c.args.as_deref(), t.args.as_deref())
+        {
+            for (k, v) in y.iter() {
+                if x.get(k) != Some(v) {
+                    continue;
+                }
+                shared += 1;
+                let common = targets.iter().filter(|o| o.tool == t.tool).all(|o| {
+                    o.args
+                        .as_deref()
+                        .and_then(Value::as_object)
+                        .and_then(|o| o.get(k))
+                        == Some(v)
+                });
+                if !common {
+                    telling += 1;
+                }
+            }
         }
-        _ => 0,
+        (
+            usize::from(c.key == t.key),
+            usize::from(c.tool == t.tool),
+            telling,
+            shared,
+        )
     };
-    (a.key == b.key, a.tool == b.tool, shared)
+    let scores: Vec<Vec<Score>> = calls
+        .iter()
+        .map(|c| targets.iter().map(|t| score(c, t)).collect())
+        .collect();
+    let total = |perm: &[usize]| -> Score {
+        perm.iter()
+            .zip(0..targets.len())
+            .fold((0, 0, 0, 0), |acc, (&c, t)| {
+                let s = scores[c][t];
+                (acc.0 + s.0, acc.1 + s.1, acc.2 + s.2, acc.3 + s.3)
+            })
+    };
+    let n = calls.len();
+    let mut best: Vec<usize> = (0..n).collect();
+    if n <= 6 {
+        // Heap's algorithm over every order; the first best one wins, so the pairing
+        // is reproducible.
+        let mut perm: Vec<usize> = (0..n).collect();
+        let mut best_score = total(&perm);
+        let mut c = vec![0; n];
+        let mut i = 1;
+        while i < n {
+            if c[i] < i {
+                if i % 2 == 0 {
+                    perm.swap(0, i);
+                } else {
+                    perm.swap(c[i], i);
+                }
+                let sc = total(&perm);
+                if sc > best_score {
+                    best_score = sc;
+                    best.clone_from(&perm);
+                }
+                c[i] += 1;
+                i = 1;
+            } else {
+                c[i] = 0;
+                i += 1;
+            }
+        }
+        return best;
+    }
+    let mut left: Vec<usize> = (0..n).collect();
+    best.clear();
+    for t in 0..targets.len() {
+        let pick = left
+            .iter()
+            .enumerate()
+            .max_by_key(|(i, c)| (scores[**c][t], std::cmp::Reverse(*i)))
+            .map(|(i, _)| i);
+        match pick {
+            Some(i) => best.push(left.remove(i)),
+            None => break,
+        }
+    }
+    best.extend(left);
+    best
 }
 
 /// One call's key.
