@@ -662,17 +662,23 @@ fn ranges(turns: &[usize], steps: usize) -> Vec<std::ops::Range<usize>> {
 /// then any argument in common. Exhaustive for turns of up to six calls, greedy past
 /// that; calls left over keep their order at the end.
 fn best_pairing(calls: &[PreparedStep], targets: &[PreparedStep]) -> Vec<usize> {
-    type Score = (usize, usize, usize, usize);
+    type Score = (usize, usize, usize, usize, usize);
     let score = |c: &PreparedStep, t: &PreparedStep| -> Score {
-        let (mut telling, mut shared) = (0, 0);
+        let (mut telling, mut shared, mut like) = (0, 0, 0);
         if let (Some(Value::Object(x)), Some(Value::Object(y))) =
             (c.args.as_deref(), t.args.as_deref())
         {
             for (k, v) in y.iter() {
+                if let (Some(Value::String(a)), Value::String(b)) = (x.get(k), v) {
+                    like += resemblance(a, b);
+                }
                 if x.get(k) != Some(v) {
                     continue;
                 }
                 shared += 1;
+                // Only a plain value names the call: a list written in either order, or a
+                // value every call of the turn has, says nothing about which is which.
+                let plain = !matches!(v, Value::Array(_) | Value::Object(_));
                 let common = targets.iter().filter(|o| o.tool == t.tool).all(|o| {
                     o.args
                         .as_deref()
@@ -680,7 +686,7 @@ fn best_pairing(calls: &[PreparedStep], targets: &[PreparedStep]) -> Vec<usize> 
                         .and_then(|o| o.get(k))
                         == Some(v)
                 });
-                if !common {
+                if plain && !common {
                     telling += 1;
                 }
             }
@@ -689,6 +695,9 @@ fn best_pairing(calls: &[PreparedStep], targets: &[PreparedStep]) -> Vec<usize> 
             usize::from(c.key == t.key),
             usize::from(c.tool == t.tool),
             telling,
+            // A harmless variant (`GOOGL` for `GOOG`) is closer to its own call than to
+            // a made-up value.
+            like,
             shared,
         )
     };
@@ -699,9 +708,15 @@ fn best_pairing(calls: &[PreparedStep], targets: &[PreparedStep]) -> Vec<usize> 
     let total = |perm: &[usize]| -> Score {
         perm.iter()
             .zip(0..targets.len())
-            .fold((0, 0, 0, 0), |acc, (&c, t)| {
+            .fold((0, 0, 0, 0, 0), |acc, (&c, t)| {
                 let s = scores[c][t];
-                (acc.0 + s.0, acc.1 + s.1, acc.2 + s.2, acc.3 + s.3)
+                (
+                    acc.0 + s.0,
+                    acc.1 + s.1,
+                    acc.2 + s.2,
+                    acc.3 + s.3,
+                    acc.4 + s.4,
+                )
             })
     };
     let n = calls.len();
@@ -736,7 +751,7 @@ fn best_pairing(calls: &[PreparedStep], targets: &[PreparedStep]) -> Vec<usize> 
     }
     let mut left: Vec<usize> = (0..n).collect();
     best.clear();
-    for t in 0..targets.len() {
+    for (t, _) in targets.iter().enumerate() {
         let pick = left
             .iter()
             .enumerate()
@@ -749,6 +764,33 @@ fn best_pairing(calls: &[PreparedStep], targets: &[PreparedStep]) -> Vec<usize> 
     }
     best.extend(left);
     best
+}
+
+/// How alike two strings read: Dice's coefficient over character pairs, 0 to 1000.
+fn resemblance(a: &str, b: &str) -> usize {
+    let pairs = |s: &str| -> Vec<(char, char)> {
+        let cs: Vec<char> = s.to_lowercase().chars().collect();
+        let mut p: Vec<(char, char)> = cs.windows(2).map(|w| (w[0], w[1])).collect();
+        p.sort_unstable();
+        p
+    };
+    let (x, y) = (pairs(a), pairs(b));
+    if x.is_empty() && y.is_empty() {
+        return usize::from(a.eq_ignore_ascii_case(b)) * 1000;
+    }
+    let (mut i, mut j, mut common) = (0, 0, 0);
+    while i < x.len() && j < y.len() {
+        match x[i].cmp(&y[j]) {
+            std::cmp::Ordering::Equal => {
+                common += 1;
+                i += 1;
+                j += 1;
+            }
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+        }
+    }
+    2000 * common / (x.len() + y.len())
 }
 
 /// One call's key.
