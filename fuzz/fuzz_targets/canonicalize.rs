@@ -1,5 +1,5 @@
 //! Fuzzes schema-aware canonicalization with the seed world's real catalog: any argument
-//! object canonicalizes or is malformed with a reason, never panics, and canonical
+//! object canonicalizes, is unreadable or breaks the schema with a reason, never panics, and canonical
 //! arguments are a fixed point.
 #![no_main]
 
@@ -7,7 +7,7 @@
 mod seed_catalog;
 
 use libfuzzer_sys::fuzz_target;
-use plangate_gate::canon::canonicalize_arguments;
+use plangate_gate::canon::{Invalid, canonicalize_arguments};
 use plangate_gate::{jcs, json};
 use seed_catalog::catalog;
 
@@ -30,6 +30,7 @@ fuzz_target!(|data: &[u8]| {
                 "canonicalization is idempotent"
             );
         }
-        Err(problems) => assert!(!problems.is_empty()),
+        Err(Invalid::Unreadable(problems)) => assert!(!problems.is_empty()),
+        Err(Invalid::Violates(violations)) => assert!(!violations.is_empty()),
     }
 });
