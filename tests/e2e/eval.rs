@@ -364,7 +364,9 @@ fn without_a_probe_a_witness_in_the_batch_quarantines_the_tool() {
 #[test]
 fn from_chains_run_and_id_forms_agree_after_resolution() {
     let (run, s) = eval_summary("chains.jsonl", &[]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    // The one reject: every sample asks for order o_9999, which get_order (verified,
+    // `order_id` declared must_exist) says does not exist: a consistent fabrication.
+    assert_eq!(run.code, 1, "{}", run.stderr);
     // chain-resolved 10 calls; the broken pointer and the failed step run step 0 only
     // (5 + 5) and record step 1 as unresolved (5 + 5 not executed); two single-step
     // tasks of 5 calls each.
@@ -393,6 +395,19 @@ fn from_chains_run_and_id_forms_agree_after_resolution() {
         "{}",
         d["id-unresolved"]
     );
+    let failed = &d["chain-failed-step"];
+    assert_eq!(failed["decision"], "reject", "{failed}");
+    assert_eq!(
+        failed["reasons"],
+        serde_json::json!(["referential_miss"]),
+        "{failed}"
+    );
+    let rejected: Vec<&String> = d
+        .iter()
+        .filter(|(_, v)| v["decision"] == "reject")
+        .map(|(k, _)| k)
+        .collect();
+    assert_eq!(rejected, ["chain-failed-step"]);
 }
 
 fn count(xml: &str, element: &str) -> usize {

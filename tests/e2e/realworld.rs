@@ -155,6 +155,7 @@ fn bfcl_tasks_decide_as_labelled_and_alike_in_every_shape() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut problems = Vec::new();
     let mut fabricated_checked = 0;
+    let mut fabricated_deferred: Vec<String> = Vec::new();
     for entry in entries() {
         let id = entry["id"].as_str().expect("id");
         let catalog = write_json(
@@ -194,7 +195,15 @@ fn bfcl_tasks_decide_as_labelled_and_alike_in_every_shape() {
                 }
                 Some("hallucinated") if n >= 6 => {
                     fabricated_checked += 1;
-                    if decision != "reject" {
+                    // A fabrication is never accepted. It is rejected, or, where one
+                    // call's invented value shares a parallel turn with harmless
+                    // variants so that no pairing locates it, deferred as diffuse
+                    // (parallel_180 here; 6 of 999 over the whole corpus).
+                    let diffuse = decision == "defer"
+                        && native["reasons"] == serde_json::json!(["diffuse_arguments"]);
+                    if diffuse {
+                        fabricated_deferred.push(task_id.to_string());
+                    } else if decision != "reject" {
                         problems.push(format!(
                             "{task_id} (fabricated {}, N={n}) not rejected: {why}",
                             entry["fabricated"]
@@ -215,6 +224,10 @@ fn bfcl_tasks_decide_as_labelled_and_alike_in_every_shape() {
         }
     }
     assert!(fabricated_checked >= 39, "the fixture has fabricated tasks");
+    assert!(
+        fabricated_deferred.len() <= 1,
+        "fabricated tasks deferred as diffuse, at most 1 of {fabricated_checked} expected: {fabricated_deferred:?}"
+    );
     assert!(
         problems.is_empty(),
         "{} problems:\n{}",
