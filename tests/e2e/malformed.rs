@@ -18,7 +18,7 @@ const LIMIT: Duration = Duration::from_secs(60);
 
 fn suite() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/conformance/json-test-suite/test_parsing")
+        .join("../../tests/conformance/json-test-suite/test_parsing")
 }
 
 /// The suite's files whose names start with `prefix`, sorted, with their bytes.

@@ -1,5 +1,5 @@
 //! `plangate score` on the README's example: each task's verdict and reason, the exit
-//! code, and the naive scorer compared in the summary (design.md section 8).
+//! code, and the naive scorer compared in the summary (docs/design.md, "Outputs").
 
 use std::collections::BTreeMap;
 use std::process::Command;

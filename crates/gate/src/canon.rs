@@ -1,4 +1,4 @@
-//! Schema-aware canonical arguments (design.md section 5): what makes two spellings of
+//! Schema-aware canonical arguments (docs/design.md, "Canonical arguments"): what makes two spellings of
 //! one call agree (defaults, paths, IDs, sets, case, blanks) and what keeps two different
 //! calls apart (exact integers, unresolved IDs, malformed samples).
 //!
@@ -6,8 +6,9 @@
 //! "casefold", "unordered", {"id": {"resolve": "resolve_user"}}], "base": "/world"}`.
 //! `base` is the working directory relative paths are read against (default `/`).
 
-use crate::catalog::{CatalogError, ToolSpec};
+use crate::catalog::ToolSpec;
 use crate::convert::to_serde;
+use crate::hints::{Hint, Hints};
 use crate::jcs;
 use crate::json::{Object, Value};
 
@@ -16,143 +17,6 @@ use crate::json::{Object, Value};
 pub trait Resolver {
     /// The canonical value for `value` per `tool`, or `None` when it does not resolve.
     fn resolve(&mut self, tool: &str, value: &Value) -> Option<Value>;
-}
-
-/// One canonicalization hint.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Hint {
-    /// Lexical path normalization against a base directory.
-    Path {
-        /// Directory that relative paths are read against.
-        base: String,
-    },
-    /// Array compared as a set: sorted by canonical form, duplicates dropped.
-    Unordered,
-    /// Strings compared in lower case.
-    Casefold,
-    /// Strings compared without leading and trailing white space.
-    Trim,
-    /// Value replaced by what a resolver tool answers for it.
-    Id {
-        /// The resolver tool's name.
-        resolve: String,
-    },
-}
-
-/// The hints of one schema node, in the order they apply: trim, casefold, path, id, and
-/// unordered last (it sorts elements already canonical).
-pub fn hints_of(schema: &Value) -> Result<Vec<Hint>, String> {
-    let Some(ext) = schema.as_object().and_then(|o| o.get("x-plangate")) else {
-        return Ok(Vec::new());
-    };
-    let ext = ext.as_object().ok_or("x-plangate: expected an object")?;
-    for k in ext.keys() {
-        if !matches!(k.as_str(), "canon" | "base" | "must_exist") {
-            return Err(format!(
-                "x-plangate.{k}: unknown field (expected canon, base, must_exist)"
-            ));
-        }
-    }
-    if !matches!(ext.get("must_exist"), None | Some(Value::Bool(_))) {
-        return Err("x-plangate.must_exist: expected true or false".into());
-    }
-    let base = match ext.get("base") {
-        None => "/".to_string(),
-        Some(Value::String(b)) if b.starts_with('/') => b.clone(),
-        Some(_) => return Err("x-plangate.base: expected an absolute path string".into()),
-    };
-    let list = match ext.get("canon") {
-        None => return Ok(Vec::new()),
-        Some(Value::Array(l)) => l,
-        Some(_) => return Err("x-plangate.canon: expected an array of hints".into()),
-    };
-    let mut hints = Vec::new();
-    for (i, h) in list.iter().enumerate() {
-        let hint = match h {
-            Value::String(s) => match s.as_str() {
-                "path" => Hint::Path { base: base.clone() },
-                "unordered" => Hint::Unordered,
-                "casefold" => Hint::Casefold,
-                "trim" => Hint::Trim,
-                "id" => {
-                    return Err(format!(
-                        "x-plangate.canon[{i}]: \"id\" needs a resolver: {{\"id\": {{\"resolve\": \"TOOL\"}}}}"
-                    ));
-                }
-                other => {
-                    return Err(format!(
-                        "x-plangate.canon[{i}]: unknown hint {other:?} (expected path, unordered, casefold, trim, id)"
-                    ));
-                }
-            },
-            Value::Object(o) if o.len() == 1 && o.contains_key("id") => {
-                match o
-                    .get("id")
-                    .and_then(Value::as_object)
-                    .and_then(|id| id.get("resolve"))
-                {
-                    Some(Value::String(t)) if !t.is_empty() => Hint::Id { resolve: t.clone() },
-                    _ => {
-                        return Err(format!(
-                            "x-plangate.canon[{i}].id: expected {{\"resolve\": \"TOOL\"}}"
-                        ));
-                    }
-                }
-            }
-            _ => {
-                return Err(format!(
-                    "x-plangate.canon[{i}]: expected a hint name or {{\"id\": ...}}"
-                ));
-            }
-        };
-        hints.push(hint);
-    }
-    let rank = |h: &Hint| match h {
-        Hint::Trim => 0,
-        Hint::Casefold => 1,
-        Hint::Path { .. } => 2,
-        Hint::Id { .. } => 3,
-        Hint::Unordered => 4,
-    };
-    hints.sort_by_key(rank);
-    Ok(hints)
-}
-
-/// Whether a parameter's schema declares it a reference that must exist
-/// (`"x-plangate": {"must_exist": true}`): a `not_found` for it on a verified tool is a
-/// fabrication, not an answer.
-pub fn must_exist(schema: &Value) -> bool {
-    schema
-        .as_object()
-        .and_then(|o| o.get("x-plangate"))
-        .and_then(Value::as_object)
-        .and_then(|x| x.get("must_exist"))
-        .and_then(Value::as_bool)
-        .unwrap_or(false)
-}
-
-/// Checks every hint in a tool's parameter schema, so a typo fails when the catalog
-/// loads, naming its place (a JSON Pointer after `field`), rather than silently
-/// canonicalizing nothing. Every bad hint is pushed to `problems`.
-pub(crate) fn check_hints(schema: &Value, field: &str, problems: &mut Vec<CatalogError>) {
-    if let Err(message) = hints_of(schema) {
-        problems.push(CatalogError {
-            field: field.to_string(),
-            message,
-        });
-    }
-    let Some(o) = schema.as_object() else {
-        return;
-    };
-    if let Some(Value::Object(props)) = o.get("properties") {
-        for (k, sub) in props.iter() {
-            let k = k.replace('~', "~0").replace('/', "~1");
-            check_hints(sub, &format!("{field}/properties/{k}"), problems);
-        }
-    }
-    if let Some(items) = o.get("items") {
-        check_hints(items, &format!("{field}/items"), problems);
-    }
 }
 
 /// Lexically normalizes `path` against `base`: `.` and empty segments dropped, `..`
@@ -281,7 +145,7 @@ pub fn canonicalize_arguments(
         return Err(Invalid::Violates(violations));
     }
     let mut resolver = resolver;
-    Ok(apply(&tool.parameters, args, &mut resolver))
+    Ok(apply(&tool.hints, args, &mut resolver))
 }
 
 /// Finds `$from` references (checking each) and duplicate keys, recording where.
@@ -324,57 +188,46 @@ fn scan(
     }
 }
 
-fn apply(schema: &Value, v: &Value, resolver: &mut Option<&mut (dyn Resolver + '_)>) -> Value {
+fn apply(hints: &Hints, v: &Value, resolver: &mut Option<&mut (dyn Resolver + '_)>) -> Value {
     if as_from_ref(v).is_some() {
         // Symbolic on purpose: an upstream result, flaky or not, never reaches the
         // argument signal through a reference.
         return v.clone();
     }
-    let s = schema.as_object();
     let mut out = match v {
         Value::Object(o) => {
-            let props = s
-                .and_then(|s| s.get("properties"))
-                .and_then(Value::as_object);
             let mut res = Object::new();
             for (k, sub) in o.iter() {
-                let sub_schema = props.and_then(|p| p.get(k)).unwrap_or(&Value::Null);
-                res.insert(k.clone(), apply(sub_schema, sub, resolver));
+                res.insert(k.clone(), apply(hints.property(k), sub, resolver));
             }
-            if let Some(props) = props {
-                for (k, sub_schema) in props.iter() {
-                    if res.contains_key(k) {
-                        continue;
-                    }
-                    if let Some(d) = sub_schema.as_object().and_then(|o| o.get("default")) {
-                        // A default goes through its own hints, so `"default": "./a"`
-                        // agrees with an explicit "/a".
-                        res.insert(k.clone(), apply(sub_schema, d, resolver));
-                    }
+            for (k, sub) in hints.properties() {
+                if res.contains_key(k) {
+                    continue;
+                }
+                if let Some(d) = sub.default() {
+                    // A default goes through its own hints, so `"default": "./a"`
+                    // agrees with an explicit "/a".
+                    res.insert(k.clone(), apply(sub, d, resolver));
                 }
             }
             Value::Object(res)
         }
-        Value::Array(items) => {
-            let item_schema = s.and_then(|s| s.get("items")).unwrap_or(&Value::Null);
-            Value::Array(
-                items
-                    .iter()
-                    .map(|i| apply(item_schema, i, resolver))
-                    .collect(),
-            )
-        }
+        Value::Array(items) => Value::Array(
+            items
+                .iter()
+                .map(|i| apply(hints.items(), i, resolver))
+                .collect(),
+        ),
         other => other.clone(),
     };
-    // Hints were checked when the catalog loaded; an error here cannot happen.
-    for hint in hints_of(schema).unwrap_or_default() {
+    for hint in hints.hints() {
         out = match (hint, out) {
             (Hint::Trim, Value::String(t)) => Value::String(t.trim().to_string()),
             (Hint::Casefold, Value::String(t)) => Value::String(t.to_lowercase()),
-            (Hint::Path { base }, Value::String(p)) => Value::String(normalize_path(&p, &base)),
+            (Hint::Path { base }, Value::String(p)) => Value::String(normalize_path(&p, base)),
             (Hint::Id { resolve }, val) => match resolver {
                 None => val,
-                Some(r) => match r.resolve(&resolve, &val) {
+                Some(r) => match r.resolve(resolve, &val) {
                     Some(id) => id,
                     // Kept apart from every resolved value: a fabricated ID that happens
                     // to look canonical must not agree with a resolved one.

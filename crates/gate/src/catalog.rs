@@ -1,4 +1,4 @@
-//! The tool catalog (design.md section 3): what each tool declares, the schema its
+//! The tool catalog (docs/design.md, "Inputs"): what each tool declares, the schema its
 //! arguments are canonicalized against, and how the sandbox should run it. One parser
 //! for the native format, an MCP `tools/list` result and an OpenAI `tools` array, so
 //! every command reads catalogs the same way.
@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use crate::hints::Hints;
 use crate::json::{Object, Value};
 
 /// Where a catalog field went wrong: a path such as `tools[3].parameters`, and what.
@@ -139,6 +140,8 @@ pub struct ToolSpec {
     pub references: Vec<Reference>,
     /// Whether the entry said `deterministic` at all (a foreign one may not).
     declared: bool,
+    /// The schema's canonicalization hints, read once.
+    pub(crate) hints: Hints,
     pub(crate) validator: Arc<jsonschema::Validator>,
 }
 
@@ -153,25 +156,15 @@ pub struct Reference {
     pub resolver: Option<String>,
 }
 
-/// The reference parameters of a tool's schema.
-fn references_of(schema: &Value) -> Vec<Reference> {
-    let Some(Value::Object(props)) = schema.as_object().and_then(|o| o.get("properties")) else {
-        return Vec::new();
-    };
-    props
-        .iter()
+/// The reference parameters of a tool's hints.
+fn references_of(hints: &Hints) -> Vec<Reference> {
+    hints
+        .properties()
         .filter_map(|(name, sub)| {
-            let resolver = crate::canon::hints_of(sub)
-                .unwrap_or_default()
-                .into_iter()
-                .find_map(|h| match h {
-                    crate::canon::Hint::Id { resolve } => Some(resolve),
-                    _ => None,
-                });
-            let must_exist = crate::canon::must_exist(sub);
-            (must_exist || resolver.is_some()).then(|| Reference {
+            let resolver = sub.resolver().map(str::to_string);
+            (sub.must_exist() || resolver.is_some()).then(|| Reference {
                 param: name.clone(),
-                must_exist,
+                must_exist: sub.must_exist(),
                 resolver,
             })
         })
@@ -493,9 +486,15 @@ fn parse_entry(
         )),
     };
     let parameters = schema.and_then(|(schema, f)| {
-        crate::canon::check_hints(&schema, &f, &mut p.0);
+        let mut bad_hints = Vec::new();
+        let hints = Hints::compile(&schema, &f, &mut bad_hints);
+        p.0.extend(
+            bad_hints
+                .into_iter()
+                .map(|(field, message)| err(field, message)),
+        );
         p.take_all(compile(&schema, &f))
-            .map(|validator| (schema, validator))
+            .map(|validator| (schema, validator, hints))
     });
     let module = p.take(opt_string(get("module"), "expected a path string"));
     let description = p.take(opt_string(get("description"), "expected a string"));
@@ -540,7 +539,7 @@ fn parse_entry(
             Some(name),
             Some(deterministic),
             Some(verified),
-            Some((parameters, validator)),
+            Some((parameters, validator, hints)),
             Some(module),
             Some(description),
             Some(probe),
@@ -548,7 +547,8 @@ fn parse_entry(
             Some(clock),
             Some(random),
         ) if p.0.is_empty() => Ok(ToolSpec {
-            references: references_of(&parameters),
+            references: references_of(&hints),
+            hints,
             name,
             module,
             deterministic,

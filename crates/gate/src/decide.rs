@@ -1,4 +1,4 @@
-//! The decision (design.md section 6), in two phases so a whole batch can run before any
+//! The decision (docs/design.md, "Decision"), in two phases so a whole batch can run before any
 //! task is judged: [`prepare`] turns a task into canonical keys once, and [`classify`]
 //! applies the rules with the tool health known at the end of the batch.
 //!
@@ -19,7 +19,7 @@ use crate::json::{Object, Value};
 use crate::stats::{Ratio, wilson};
 use crate::task::{Arguments, Keys, Label, Recent, Task};
 
-/// The thresholds of design.md section 6.
+/// The thresholds of docs/design.md, "Decision".
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Options {
     /// Argument agreement at or above which a plan can be accepted.
@@ -859,7 +859,7 @@ pub(crate) fn modal<K: Ord>(keys: impl Iterator<Item = K>) -> Option<(usize, usi
         .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
 }
 
-/// Applies design.md section 6 to a prepared task.
+/// Applies docs/design.md, "Decision" to a prepared task.
 pub fn classify(p: &Prepared, tools: &dyn ToolStates, opts: &Options) -> Decision {
     let mut d = analyse(p, tools);
     if d.n > 0 && !opts.arg_reject.missed_by(1, d.n) {

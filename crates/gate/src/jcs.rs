@@ -95,7 +95,7 @@ pub fn write_string(s: &str, out: &mut String) {
 /// Appends a number in canonical form.
 ///
 /// RFC 8785 prints the ECMAScript form of the nearest double. That would merge
-/// `9007199254740993` with `9007199254740992`, two different IDs; design.md section 5
+/// `9007199254740993` with `9007199254740992`, two different IDs; docs/design.md, "Canonical arguments"
 /// forbids it. So an *integer* whose exact value differs from the value the ECMAScript
 /// form denotes is printed exactly instead (plain digits up to 21 of them, else
 /// `d.ddde+N`). Every RFC vector is unaffected: their integers are exact doubles, and
@@ -152,10 +152,32 @@ fn write_exact(d: &Decimal, out: &mut String) {
     out.push_str(&e.unsigned_abs().to_string());
 }
 
+impl std::fmt::Display for Value {
+    /// Writes the RFC 8785 canonical form.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&to_string(self))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::json::parse;
+
+    /// Huge exponents that the reader keeps exactly print canonically and read back the
+    /// same.
+    #[test]
+    fn huge_exponents_print_as_a_fixed_point() {
+        for ok in [
+            "1.1e999999999",
+            "11000e999999995",
+            "0.0011e1000000002",
+            "0e99999999999",
+        ] {
+            let c = to_string(&parse(ok).unwrap());
+            assert_eq!(to_string(&parse(&c).unwrap()), c, "{ok}");
+        }
+    }
 
     fn canon(s: &str) -> String {
         to_string(&parse(s).unwrap())

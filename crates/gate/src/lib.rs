@@ -30,6 +30,7 @@ pub mod canon;
 pub mod catalog;
 mod convert;
 pub mod decide;
+pub mod hints;
 pub mod jcs;
 pub mod json;
 pub mod seed;

@@ -1,4 +1,4 @@
-//! One task as plangate reads it (design.md section 3): N sampled plans, each a list of
+//! One task as plangate reads it (docs/design.md, "Inputs"): N sampled plans, each a list of
 //! tool calls with what each call returned. Parsing a samples line lives here, pure, so
 //! `score` and `eval` read lines identically and report bad ones the same way.
 

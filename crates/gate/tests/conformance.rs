@@ -1,16 +1,16 @@
-//! Conformance against the public suites in ../shared/conformance: every RFC 8785 vector
+//! Conformance against the public suites vendored in tests/conformance: every RFC 8785 vector
 //! byte for byte, and every JSONTestSuite parsing case (accept y_, refuse n_, survive i_).
 
 use std::path::PathBuf;
 
 use plangate_gate::{jcs, json};
 
-fn shared() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance")
+fn suites() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/conformance")
 }
 
 fn files(dir: &str) -> Vec<PathBuf> {
-    let d = shared().join(dir);
+    let d = suites().join(dir);
     let mut v: Vec<PathBuf> = std::fs::read_dir(&d)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", d.display()))
         .map(|e| e.unwrap().path())
@@ -29,7 +29,7 @@ fn rfc8785_vectors_byte_exact() {
     );
     for input in inputs {
         let name = input.file_name().unwrap();
-        let expected = std::fs::read(shared().join("jcs/output").join(name)).unwrap();
+        let expected = std::fs::read(suites().join("jcs/output").join(name)).unwrap();
         let value = json::parse_with(&std::fs::read(&input).unwrap(), json::Duplicates::Refuse)
             .unwrap_or_else(|e| panic!("{}: {e}", input.display()));
         let got = jcs::to_string(&value);

@@ -60,9 +60,9 @@ fn case_files_and_eval_lines_read_the_same() {
 #[test]
 fn json_test_suite_as_results_reads_the_same() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/conformance/json-test-suite/test_parsing");
+        .join("../../tests/conformance/json-test-suite/test_parsing");
     let (mut seen, mut fast) = (0, 0);
-    for entry in std::fs::read_dir(&dir).expect("JSONTestSuite beside the checkout") {
+    for entry in std::fs::read_dir(&dir).expect("JSONTestSuite in tests/conformance") {
         let doc = std::fs::read(entry.unwrap().path()).unwrap();
         let mut line = br#"{"task_id":"t","samples":[{"calls":[{"tool":"a","result":"#.to_vec();
         line.extend_from_slice(&doc);

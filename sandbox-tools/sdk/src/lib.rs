@@ -1,4 +1,4 @@
-//! Write a plangate tool in ten lines: this crate is the tool ABI (design.md section 4)
+//! Write a plangate tool in ten lines: this crate is the tool ABI (docs/design.md, "The sandbox epoch")
 //! so that a tool author writes only the tool.
 //!
 //! A plangate tool is a plain WASI preview1 command. plangate writes the call's
@@ -261,7 +261,7 @@ pub fn read_text(path: impl AsRef<Path>) -> Result<String, ToolError> {
 }
 
 /// Resolve a path argument against a mount the way plangate's `path` canonicalization
-/// hint does (design.md section 5), and refuse one that leaves the mount.
+/// hint does (docs/design.md, "Canonical arguments"), and refuse one that leaves the mount.
 ///
 /// A relative `input` is taken relative to `base`; `.`, `..`, repeated and trailing `/`
 /// are removed lexically (the sandbox has no symlinks to follow). The result is `base`
