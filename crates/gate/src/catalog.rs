@@ -383,23 +383,31 @@ impl Problems {
     }
 }
 
-fn parse_entry(
-    entry: &Value,
+/// A tool entry's fields by name, with the path each was found at.
+type Fields<'a> = BTreeMap<&'a str, (&'a Value, String)>;
+
+/// Gathers an entry's fields wherever its shape puts them: plangate's own fields at the
+/// top level of a native entry, under `x-plangate` in every foreign one.
+fn gather_fields<'a>(
+    o: &'a Object,
+    body: &'a Object,
     field: &str,
-    warnings: &mut Vec<CatalogWarning>,
-) -> Result<ToolSpec, Vec<CatalogError>> {
-    let o = entry.as_object().ok_or_else(|| {
-        vec![err(
-            field,
-            format!("expected an object, found {}", entry.kind()),
-        )]
-    })?;
-    let (dialect, body, body_field, schema_key) = dialect_of(o, field).map_err(|e| vec![e])?;
+    body_field: &str,
+    dialect: Dialect,
+    schema_key: &str,
+    p: &mut Problems,
+) -> Fields<'a> {
     let foreign = dialect != Dialect::Native;
-    let mut p = Problems::default();
-    // Gather the fields wherever the shape puts them: plangate's own fields at the top
-    // level of a native entry, under x-plangate in every foreign one.
-    let mut fields: BTreeMap<&str, (&Value, String)> = BTreeMap::new();
+    let unknown = |at: String| {
+        err(
+            at,
+            format!(
+                "unknown field (expected one of {})",
+                NATIVE_FIELDS.join(", ")
+            ),
+        )
+    };
+    let mut fields: Fields<'a> = BTreeMap::new();
     for (k, v) in body.iter() {
         let key = match k.as_str() {
             k if k == schema_key => "parameters",
@@ -415,13 +423,7 @@ fn parse_entry(
         if NATIVE_FIELDS.contains(&key) {
             fields.insert(key, (v, format!("{body_field}.{k}")));
         } else {
-            p.0.push(err(
-                format!("{body_field}.{k}"),
-                format!(
-                    "unknown field (expected one of {})",
-                    NATIVE_FIELDS.join(", ")
-                ),
-            ));
+            p.0.push(unknown(format!("{body_field}.{k}")));
         }
     }
     for (ext, ext_field) in [
@@ -440,16 +442,87 @@ fn parse_entry(
             if NATIVE_FIELDS.contains(&k.as_str()) {
                 fields.insert(k.as_str(), (v, format!("{ext_field}.{k}")));
             } else {
-                p.0.push(err(
-                    format!("{ext_field}.{k}"),
-                    format!(
-                        "unknown field (expected one of {})",
-                        NATIVE_FIELDS.join(", ")
-                    ),
-                ));
+                p.0.push(unknown(format!("{ext_field}.{k}")));
             }
         }
     }
+    fields
+}
+
+/// The entry's argument schema (foreign types mapped, defaults mended), compiled, and
+/// its hints; an entry without one takes `{"type": "object"}`.
+fn parse_schema(
+    given: Option<(&Value, &str)>,
+    body_field: &str,
+    warnings: &mut Vec<CatalogWarning>,
+    p: &mut Problems,
+) -> Option<(Value, jsonschema::Validator, Hints)> {
+    let (schema, f) = match given {
+        Some((v @ Value::Object(_), f)) => {
+            let mut schema = v.clone();
+            map_foreign_types(&mut schema, f, warnings);
+            (schema, f.to_string())
+        }
+        Some((_, f)) => return p.take(Err(err(f, "expected a JSON Schema object"))),
+        None => (
+            Value::Object(Object::from_iter([(
+                "type".to_string(),
+                Value::String("object".into()),
+            )])),
+            body_field.to_string(),
+        ),
+    };
+    let mut bad_hints = Vec::new();
+    let hints = Hints::compile(&schema, &f, &mut bad_hints);
+    p.0.extend(
+        bad_hints
+            .into_iter()
+            .map(|(field, message)| err(field, message)),
+    );
+    p.take_all(compile(&schema, &f))
+        .map(|validator| (schema, validator, hints))
+}
+
+fn parse_probe(v: Option<(&Value, &str)>) -> Result<Vec<Value>, CatalogError> {
+    match v {
+        Some((Value::Array(items), f)) => items
+            .iter()
+            .enumerate()
+            .find(|(_, p)| !matches!(p, Value::Object(_)))
+            .map_or(Ok(items.clone()), |(i, _)| {
+                Err(err(format!("{f}[{i}]"), "expected an arguments object"))
+            }),
+        Some((_, f)) => Err(err(f, "expected an array of argument objects")),
+        None => Ok(Vec::new()),
+    }
+}
+
+fn parse_mounts(v: Option<(&Value, &str)>) -> Result<Vec<MountSpec>, CatalogError> {
+    match v {
+        Some((Value::Array(items), f)) => items
+            .iter()
+            .enumerate()
+            .map(|(i, m)| parse_mount(m, &format!("{f}[{i}]")))
+            .collect(),
+        Some((_, f)) => Err(err(f, "expected an array of mounts")),
+        None => Ok(Vec::new()),
+    }
+}
+
+fn parse_entry(
+    entry: &Value,
+    field: &str,
+    warnings: &mut Vec<CatalogWarning>,
+) -> Result<ToolSpec, Vec<CatalogError>> {
+    let o = entry.as_object().ok_or_else(|| {
+        vec![err(
+            field,
+            format!("expected an object, found {}", entry.kind()),
+        )]
+    })?;
+    let (dialect, body, body_field, schema_key) = dialect_of(o, field).map_err(|e| vec![e])?;
+    let mut p = Problems::default();
+    let fields = gather_fields(o, body, field, &body_field, dialect, schema_key, &mut p);
     let get = |k: &str| fields.get(k).map(|(v, f)| (*v, f.as_str()));
 
     let name = p.take(match get("name") {
@@ -463,67 +536,35 @@ fn parse_entry(
         Some((_, f)) => Err(err(f, "expected true or false")),
         // MCP and OpenAI definitions carry no determinism field; absent, nothing is
         // promised, so results are not compared.
-        None if foreign => Ok(false),
+        None if dialect != Dialect::Native => Ok(false),
         None => Err(err(
             format!("{body_field}.deterministic"),
             "missing: declare true or false",
         )),
     });
     let verified = p.take(opt_bool(get("verified")));
-    let schema = match get("parameters") {
-        Some((v @ Value::Object(_), f)) => {
-            let mut schema = v.clone();
-            map_foreign_types(&mut schema, f, warnings);
-            Some((schema, f.to_string()))
-        }
-        Some((_, f)) => p.take(Err(err(f, "expected a JSON Schema object"))),
-        None => Some((
-            Value::Object(Object::from_iter([(
-                "type".to_string(),
-                Value::String("object".into()),
-            )])),
-            body_field.clone(),
-        )),
-    };
-    let parameters = schema.and_then(|(schema, f)| {
-        let mut bad_hints = Vec::new();
-        let hints = Hints::compile(&schema, &f, &mut bad_hints);
-        p.0.extend(
-            bad_hints
-                .into_iter()
-                .map(|(field, message)| err(field, message)),
-        );
-        p.take_all(compile(&schema, &f))
-            .map(|validator| (schema, validator, hints))
-    });
+    let parameters = parse_schema(get("parameters"), &body_field, warnings, &mut p);
     let module = p.take(opt_string(get("module"), "expected a path string"));
     let description = p.take(opt_string(get("description"), "expected a string"));
-    let probe = p.take(match get("probe") {
-        Some((Value::Array(items), f)) => items
-            .iter()
-            .enumerate()
-            .find(|(_, p)| !matches!(p, Value::Object(_)))
-            .map_or(Ok(items.clone()), |(i, _)| {
-                Err(err(format!("{f}[{i}]"), "expected an arguments object"))
-            }),
-        Some((_, f)) => Err(err(f, "expected an array of argument objects")),
-        None => Ok(Vec::new()),
-    });
-    let mounts = p.take(match get("mounts") {
-        Some((Value::Array(items), f)) => items
-            .iter()
-            .enumerate()
-            .map(|(i, m)| parse_mount(m, &format!("{f}[{i}]")))
-            .collect::<Result<Vec<_>, _>>(),
-        Some((_, f)) => Err(err(f, "expected an array of mounts")),
-        None => Ok(Vec::new()),
-    });
+    let probe = p.take(parse_probe(get("probe")));
+    let mounts = p.take(parse_mounts(get("mounts")));
     let clock = p.take(parse_mode(get("clock")));
     let random = p.take(parse_mode(get("random")));
     let annotations = (dialect == Dialect::Mcp)
         .then(|| body.get("annotations").cloned())
         .flatten();
-    match (
+    let (
+        Some(name),
+        Some(deterministic),
+        Some(verified),
+        Some((parameters, validator, hints)),
+        Some(module),
+        Some(description),
+        Some(probe),
+        Some(mounts),
+        Some(clock),
+        Some(random),
+    ) = (
         name,
         deterministic,
         verified,
@@ -534,38 +575,31 @@ fn parse_entry(
         mounts,
         clock,
         random,
-    ) {
-        (
-            Some(name),
-            Some(deterministic),
-            Some(verified),
-            Some((parameters, validator, hints)),
-            Some(module),
-            Some(description),
-            Some(probe),
-            Some(mounts),
-            Some(clock),
-            Some(random),
-        ) if p.0.is_empty() => Ok(ToolSpec {
-            references: references_of(&hints),
-            hints,
-            name,
-            module,
-            deterministic,
-            verified,
-            parameters,
-            probe,
-            mounts,
-            clock,
-            random,
-            description,
-            annotations,
-            dialect,
-            declared,
-            validator: Arc::new(validator),
-        }),
-        _ => Err(p.0),
+    )
+    else {
+        return Err(p.0);
+    };
+    if !p.0.is_empty() {
+        return Err(p.0);
     }
+    Ok(ToolSpec {
+        references: references_of(&hints),
+        hints,
+        name,
+        module,
+        deterministic,
+        verified,
+        parameters,
+        probe,
+        mounts,
+        clock,
+        random,
+        description,
+        annotations,
+        dialect,
+        declared,
+        validator: Arc::new(validator),
+    })
 }
 
 fn opt_bool(v: Option<(&Value, &str)>) -> Result<Option<bool>, CatalogError> {

@@ -487,21 +487,7 @@ pub fn prepare(
                     violations,
                 });
             }
-            if range.len() > 1 {
-                // Calls made together have no order: sort them by key, and remember
-                // where each went so later `$from` steps name the same call.
-                let mut order: Vec<usize> = range.clone().collect();
-                order.sort_by_key(|&j| steps[j].key);
-                if order.iter().zip(range.clone()).any(|(a, b)| *a != b) {
-                    let m = moved.get_or_insert_with(|| (0..sample.calls.len()).collect());
-                    let sorted: Vec<PreparedStep> =
-                        order.iter().map(|&j| steps[j].clone()).collect();
-                    for (k, &j) in order.iter().enumerate() {
-                        m[j] = start + k;
-                    }
-                    steps.splice(range.clone(), sorted);
-                }
-            }
+            sort_turn(&mut steps, range.clone(), &mut moved, sample.calls.len());
         }
         let turns: Vec<usize> = if turns.iter().all(|r| r.len() == 1) {
             Vec::new()
@@ -524,6 +510,30 @@ pub fn prepare(
         malformed,
         warnings: task.warnings.clone(),
     }
+}
+
+/// Sorts the calls of one turn by key (calls made together have no order), and
+/// remembers where each went in `moved` so later `$from` steps name the same call.
+fn sort_turn(
+    steps: &mut Vec<PreparedStep>,
+    range: std::ops::Range<usize>,
+    moved: &mut Option<Vec<usize>>,
+    calls: usize,
+) {
+    if range.len() < 2 {
+        return;
+    }
+    let mut order: Vec<usize> = range.clone().collect();
+    order.sort_by_key(|&j| steps[j].key);
+    if order.iter().zip(range.clone()).all(|(a, b)| *a == b) {
+        return;
+    }
+    let m = moved.get_or_insert_with(|| (0..calls).collect());
+    let sorted: Vec<PreparedStep> = order.iter().map(|&j| steps[j].clone()).collect();
+    for (k, &j) in order.iter().enumerate() {
+        m[j] = range.start + k;
+    }
+    steps.splice(range, sorted);
 }
 
 /// A sample's turns as index ranges, a turn cut before any call that refers (`$from`) to
@@ -719,11 +729,20 @@ fn best_pairing(calls: &[PreparedStep], targets: &[PreparedStep]) -> Vec<usize> 
                 )
             })
     };
-    let n = calls.len();
+    best_order(calls.len(), targets.len(), |c, t| scores[c][t], total)
+}
+
+/// The order of `n` calls over `places` that maximizes `total`: exhaustive (Heap's
+/// algorithm) for up to six calls, where the first best order wins so the pairing is
+/// reproducible; greedy by `score` past that, calls left over at the end in their order.
+fn best_order<S: Ord + Copy>(
+    n: usize,
+    places: usize,
+    score: impl Fn(usize, usize) -> S,
+    total: impl Fn(&[usize]) -> S,
+) -> Vec<usize> {
     let mut best: Vec<usize> = (0..n).collect();
     if n <= 6 {
-        // Heap's algorithm over every order; the first best one wins, so the pairing
-        // is reproducible.
         let mut perm: Vec<usize> = (0..n).collect();
         let mut best_score = total(&perm);
         let mut c = vec![0; n];
@@ -751,11 +770,11 @@ fn best_pairing(calls: &[PreparedStep], targets: &[PreparedStep]) -> Vec<usize> 
     }
     let mut left: Vec<usize> = (0..n).collect();
     best.clear();
-    for (t, _) in targets.iter().enumerate() {
+    for t in (0..places).take(n) {
         let pick = left
             .iter()
             .enumerate()
-            .max_by_key(|(i, c)| (scores[**c][t], std::cmp::Reverse(*i)))
+            .max_by_key(|(i, c)| (score(**c, t), std::cmp::Reverse(*i)))
             .map(|(i, _)| i);
         match pick {
             Some(i) => best.push(left.remove(i)),
@@ -1094,13 +1113,10 @@ fn sample_preconditions_fail(d: &mut Decision, p: &Prepared, opts: &Options) -> 
     blocked
 }
 
-/// Argument agreement below arg_reject. A reject needs every tool verified
-/// deterministic (seed condition 1), no upstream taint, and a located fabrication: one
-/// path whose own agreement is below arg_reject. Several paths that each vary harmlessly
-/// (a date in two formats, an optional field sometimes given) make every plan distinct
-/// without any fabricated value; such a task defers.
-fn low_agreement(d: &mut Decision, p: &Prepared, tools: &dyn ToolStates, opts: &Options) {
-    let (n, a) = (d.n, d.arg_agreement.count);
+/// Seed condition 1 for every tool the samples call: declared deterministic, verified
+/// this epoch, not quarantined. True when one failed (the task is then deferred, with
+/// every failed condition named).
+fn tool_conditions_fail(d: &mut Decision, tools: &dyn ToolStates, why_low: &str) -> bool {
     let states: Vec<(String, ToolState)> = d
         .tools
         .iter()
@@ -1116,10 +1132,6 @@ fn low_agreement(d: &mut Decision, p: &Prepared, tools: &dyn ToolStates, opts: &
     let nondet = failing(|s| !s.declared_deterministic);
     let unverified = failing(|s| s.declared_deterministic && !s.verified && !s.quarantined);
     let quarantined = failing(|s| s.declared_deterministic && s.quarantined);
-    let why_low = format!(
-        "argument agreement {a}/{n} is below arg_reject {}",
-        opts.arg_reject
-    );
     let mut deferred = false;
     for (list, reason, what) in [
         (
@@ -1148,6 +1160,21 @@ fn low_agreement(d: &mut Decision, p: &Prepared, tools: &dyn ToolStates, opts: &
             deferred = true;
         }
     }
+    deferred
+}
+
+/// Argument agreement below arg_reject. A reject needs every tool verified
+/// deterministic (seed condition 1), no upstream taint, and a located fabrication: one
+/// path whose own agreement is below arg_reject. Several paths that each vary harmlessly
+/// (a date in two formats, an optional field sometimes given) make every plan distinct
+/// without any fabricated value; such a task defers.
+fn low_agreement(d: &mut Decision, p: &Prepared, tools: &dyn ToolStates, opts: &Options) {
+    let (n, a) = (d.n, d.arg_agreement.count);
+    let why_low = format!(
+        "argument agreement {a}/{n} is below arg_reject {}",
+        opts.arg_reject
+    );
+    let deferred = tool_conditions_fail(d, tools, &why_low);
     if deferred {
         return;
     }

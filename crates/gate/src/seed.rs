@@ -3,9 +3,14 @@
 //! `reference/seed_gate.py`. Its defects are kept on purpose (raw `json.dumps`
 //! equality: `1` and `1.0` differ, no schema, no path or ID normalization; float
 //! thresholds). Use [`crate::decide`] for decisions.
+//!
+//! [`judge`] holds the rules of `--seed-compat` too: which tasks the seed can express at
+//! all, and how it refuses the rest, so the binary only writes down the outcome.
 
-use crate::decide::modal;
+use crate::catalog::Catalog;
+use crate::decide::{Verdict, modal};
 use crate::json::{Number, Value};
+use crate::task::{Arguments, Task};
 
 /// `ToolSchema` of the seed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,8 +53,8 @@ impl Default for SeedOptions {
 /// What the seed's code returns.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SeedDecision {
-    /// `"accept" | "reject" | "defer"`.
-    pub decision: &'static str,
+    /// The seed's `"accept" | "reject" | "defer"`.
+    pub decision: Verdict,
     /// Argument agreement as the seed computes it.
     pub arg_agreement: f64,
     /// Result agreement as the seed computes it.
@@ -82,16 +87,16 @@ pub fn classify_plan(
     let (a, r) = agreements(samples);
     let decision = if a < opts.arg_reject {
         if !tool.deterministic || !tool.verified {
-            "defer"
+            Verdict::Defer
         } else {
-            "reject"
+            Verdict::Reject
         }
     } else if a >= opts.arg_accept && r < opts.result_accept {
-        "defer"
+        Verdict::Defer
     } else if a >= opts.arg_accept && r >= opts.result_accept {
-        "accept"
+        Verdict::Accept
     } else {
-        "defer"
+        Verdict::Defer
     };
     Ok(SeedDecision {
         decision,
@@ -114,6 +119,150 @@ pub fn gate_or_raise(
         )));
     }
     classify_plan(tool, samples, opts)
+}
+
+/// Which of the seed's two entry points a task goes through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Entry {
+    /// [`gate_or_raise`]: refuses a declared-deterministic tool that was not verified.
+    GateOrRaise,
+    /// [`classify_plan`]: classifies whatever the tool's state.
+    ClassifyPlan,
+}
+
+/// Why the seed gave a task no verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// The seed's gate cannot express the task: not one call per sample, more than one
+    /// tool, or a tool the catalog does not have.
+    Unsupported,
+    /// The seed's own code raised [`HallucinationGateError`].
+    HallucinationGateError,
+}
+
+impl Refusal {
+    /// The kind as a decision record names it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Refusal::Unsupported => "unsupported",
+            Refusal::HallucinationGateError => "HallucinationGateError",
+        }
+    }
+}
+
+/// What the seed makes of one task.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SeedOutcome {
+    /// The seed's code decided, over `samples` (arguments, result) pairs.
+    Decided {
+        /// What the seed's code returned.
+        decision: SeedDecision,
+        /// Samples the agreements were computed over.
+        samples: usize,
+    },
+    /// The seed gave no verdict, with the reason in its own words.
+    Refused {
+        /// Whether the seed could not express the task or refused it itself.
+        kind: Refusal,
+        /// The message, word for word where the seed's code wrote it.
+        message: String,
+    },
+}
+
+impl SeedOutcome {
+    /// The verdict, when the seed gave one.
+    pub fn verdict(&self) -> Option<Verdict> {
+        match self {
+            SeedOutcome::Decided { decision, .. } => Some(decision.decision),
+            SeedOutcome::Refused { .. } => None,
+        }
+    }
+}
+
+/// One task through the seed's code at `entry`. The seed judges one call of one tool
+/// per sample; any other task is refused as [`Refusal::Unsupported`], naming the first
+/// sample that breaks the shape. A task's own `epoch_fixed` overrides
+/// `opts.fixed_epoch`.
+pub fn judge(task: &Task, catalog: &Catalog, entry: Entry, opts: &SeedOptions) -> SeedOutcome {
+    let (tool, pairs) = match seed_inputs(task, catalog) {
+        Ok(inputs) => inputs,
+        Err(message) => {
+            return SeedOutcome::Refused {
+                kind: Refusal::Unsupported,
+                message,
+            };
+        }
+    };
+    let opts = SeedOptions {
+        fixed_epoch: task.epoch_fixed.unwrap_or(opts.fixed_epoch),
+        ..*opts
+    };
+    let decided = match entry {
+        Entry::GateOrRaise => gate_or_raise(&tool, &pairs, &opts),
+        Entry::ClassifyPlan => classify_plan(&tool, &pairs, &opts),
+    };
+    match decided {
+        Ok(decision) => SeedOutcome::Decided {
+            decision,
+            samples: pairs.len(),
+        },
+        Err(e) => SeedOutcome::Refused {
+            kind: Refusal::HallucinationGateError,
+            message: e.0,
+        },
+    }
+}
+
+/// The seed's view of a task: its one tool and an (arguments, result) pair per sample,
+/// or why the seed cannot express it. Text that is not JSON stays a string, as the seed
+/// would have received it.
+fn seed_inputs(task: &Task, catalog: &Catalog) -> Result<(SeedTool, Vec<(Value, Value)>), String> {
+    let mut tool_name: Option<&str> = None;
+    let mut pairs = Vec::with_capacity(task.samples.len());
+    for (i, s) in task.samples.iter().enumerate() {
+        let [call] = s.calls.as_slice() else {
+            return Err(format!(
+                "samples[{i}] has {} calls; the seed's gate takes exactly one call per sample",
+                s.calls.len()
+            ));
+        };
+        match tool_name {
+            None => tool_name = Some(&call.tool),
+            Some(t) if t != call.tool => {
+                return Err(format!(
+                    "samples[{i}] calls {:?}, not {t:?}; the seed's gate takes one tool per task",
+                    call.tool
+                ));
+            }
+            Some(_) => {}
+        }
+        let args = match &call.arguments {
+            Arguments::Json(v) => v.clone(),
+            Arguments::Malformed(raw) => Value::String(raw.clone()),
+        };
+        pairs.push((args, call.observed.as_value()));
+    }
+    Ok((seed_tool(tool_name, catalog)?, pairs))
+}
+
+/// The seed's `ToolSchema` for the task's tool; a task with no samples names none, and
+/// the seed then sees a nameless tool declared nondeterministic.
+fn seed_tool(name: Option<&str>, catalog: &Catalog) -> Result<SeedTool, String> {
+    let Some(name) = name else {
+        return Ok(SeedTool {
+            name: String::new(),
+            deterministic: false,
+            verified: false,
+        });
+    };
+    match catalog.get(name) {
+        Some(spec) => Ok(SeedTool {
+            name: spec.name.clone(),
+            deterministic: spec.deterministic,
+            verified: spec.verified.unwrap_or(false),
+        }),
+        None => Err(format!("tool {name:?} is not in the catalog")),
+    }
 }
 
 /// Agreements as the seed computes them (`max count / n`, as floats).

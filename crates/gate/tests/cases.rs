@@ -80,11 +80,14 @@ fn run_case(path: &Path) -> Result<(), String> {
         return Ok(());
     }
     // Read with serde_json, as written: the decision's numbers are doubles (`1.0`).
-    let want: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(&expect_file)
-            .map_err(|e| format!("{}: {e} (PLANGATE_UPDATE_CASES=1 writes it)", expect_file.display()))?,
-    )
-    .map_err(|e| e.to_string())?;
+    let want: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&expect_file).map_err(|e| {
+            format!(
+                "{}: {e} (PLANGATE_UPDATE_CASES=1 writes it)",
+                expect_file.display()
+            )
+        })?)
+        .map_err(|e| e.to_string())?;
     if want == got {
         return Ok(());
     }
