@@ -198,7 +198,7 @@ fn apply(hints: &Hints, v: &Value, resolver: &mut Option<&mut (dyn Resolver + '_
         Value::Object(o) => {
             let mut res = Object::new();
             for (k, sub) in o.iter() {
-                res.insert(k.clone(), apply(hints.property(k), sub, resolver));
+                res.push_new(k.clone(), apply(hints.property(k), sub, resolver));
             }
             for (k, sub) in hints.properties() {
                 if res.contains_key(k) {

@@ -987,22 +987,25 @@ fn analyse(p: &Prepared, tools: &dyn ToolStates) -> Decision {
 /// Each distinct way steps break their schema, with the samples that break it so.
 fn schema_violations(p: &Prepared) -> Vec<SchemaViolation> {
     let mut out: Vec<SchemaViolation> = Vec::new();
+    // Where each distinct violation is listed, so many samples stay linear.
+    let mut listed: BTreeMap<(usize, &str, &str, &str), usize> = BTreeMap::new();
     for (i, s) in p.samples.iter().enumerate() {
         for (j, st) in s.steps.iter().enumerate() {
             for v in st.violations.iter().flat_map(|v| v.iter()) {
-                let seen = out.iter_mut().find(|o| {
-                    o.step == j && o.tool == st.tool && o.path == v.path && o.message == v.message
-                });
-                match seen {
-                    Some(o) => o.samples.push(i),
-                    None => out.push(SchemaViolation {
-                        step: j,
-                        tool: st.tool.clone(),
-                        path: v.path.clone(),
-                        keyword: v.keyword.clone(),
-                        message: v.message.clone(),
-                        samples: vec![i],
-                    }),
+                let at = (j, st.tool.as_str(), v.path.as_str(), v.message.as_str());
+                match listed.get(&at) {
+                    Some(&k) => out[k].samples.push(i),
+                    None => {
+                        listed.insert(at, out.len());
+                        out.push(SchemaViolation {
+                            step: j,
+                            tool: st.tool.clone(),
+                            path: v.path.clone(),
+                            keyword: v.keyword.clone(),
+                            message: v.message.clone(),
+                            samples: vec![i],
+                        });
+                    }
                 }
             }
         }
@@ -1516,19 +1519,13 @@ fn walk(path: &str, values: &[Option<&Value>], n: usize, out: &mut Vec<Divergent
     if out.len() >= PATH_WALK_LIMIT {
         return;
     }
-    // Values equal as trees print equal: print each such value once.
-    let mut unlike: Vec<(Option<&Value>, usize)> = Vec::new();
-    for v in values {
-        match unlike.iter_mut().find(|(u, _)| u == v) {
-            Some((_, c)) => *c += 1,
-            None => unlike.push((*v, 1)),
-        }
-    }
+    // Values equal as trees print equal: a value met again among the last few is not
+    // printed again, and the bound keeps many distinct values linear.
+    let mut printed: Recent<Option<&Value>, String> = Recent::new();
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
-    for (v, c) in &unlike {
-        *counts
-            .entry(v.map_or_else(|| "\u{0}".into(), jcs::to_string))
-            .or_insert(0) += c;
+    for v in values {
+        let key = printed.get_or(*v, || v.map_or_else(|| "\u{0}".into(), jcs::to_string));
+        *counts.entry(key).or_insert(0) += 1;
     }
     if counts.len() <= 1 {
         return;

@@ -31,6 +31,9 @@ pub enum Value {
     Object(Object),
 }
 
+/// Members past which a reader looks keys up in an index instead of scanning.
+const INDEX_FROM: usize = 32;
+
 /// A JSON object: members in input order, no key twice.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Object(Vec<(String, Value)>, Option<String>);
@@ -60,6 +63,12 @@ impl Object {
             Some(slot) => *slot = value,
             None => self.0.push((key, value)),
         }
+    }
+    /// Appends a member whose key the caller knows is new (it comes from another
+    /// object's members), without the scan `insert` does.
+    pub(crate) fn push_new(&mut self, key: String, value: Value) {
+        debug_assert!(self.get(&key).is_none(), "push_new with a present key");
+        self.0.push((key, value));
     }
     /// Whether `key` is present.
     pub fn contains_key(&self, key: &str) -> bool {
@@ -487,6 +496,9 @@ impl Parser<'_> {
                     return Ok(Value::Object(Object(members, None)));
                 }
                 let mut duplicate = None;
+                // Keys seen so far, once an object is large enough that scanning its
+                // members for each new key would make reading it quadratic.
+                let mut index: Option<std::collections::BTreeMap<String, usize>> = None;
                 loop {
                     self.ws();
                     if self.s.get(self.i) != Some(&b'"') {
@@ -501,7 +513,11 @@ impl Parser<'_> {
                     self.i += 1;
                     self.ws();
                     let v = self.value(depth + 1)?;
-                    match members.iter_mut().find(|(k, _)| *k == key) {
+                    let seen = match &index {
+                        Some(ix) => ix.get(&key).copied(),
+                        None => members.iter().position(|(k, _)| *k == key),
+                    };
+                    match seen.map(|i| &mut members[i]) {
                         Some(slot) => match self.duplicates {
                             Duplicates::Refuse => {
                                 return Err((key_at, JsonErrorKind::DuplicateKey(key)));
@@ -512,7 +528,21 @@ impl Parser<'_> {
                                 duplicate.get_or_insert(key);
                             }
                         },
-                        None => members.push((key, v)),
+                        None => {
+                            if let Some(ix) = &mut index {
+                                ix.insert(key.clone(), members.len());
+                            } else if members.len() >= INDEX_FROM {
+                                index = Some(
+                                    members
+                                        .iter()
+                                        .enumerate()
+                                        .map(|(i, (k, _))| (k.clone(), i))
+                                        .chain([(key.clone(), members.len())])
+                                        .collect(),
+                                );
+                            }
+                            members.push((key, v));
+                        }
                     }
                     self.ws();
                     match self.s.get(self.i) {
