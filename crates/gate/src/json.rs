@@ -484,78 +484,82 @@ impl Parser<'_> {
                     }
                 }
             }
-            Some(b'{') => {
-                if depth >= MAX_DEPTH {
-                    return Err((self.i, JsonErrorKind::TooDeep));
-                }
-                self.i += 1;
-                let mut members: Vec<(String, Value)> = Vec::new();
-                self.ws();
-                if self.s.get(self.i) == Some(&b'}') {
-                    self.i += 1;
-                    return Ok(Value::Object(Object(members, None)));
-                }
-                let mut duplicate = None;
-                // Keys seen so far, once an object is large enough that scanning its
-                // members for each new key would make reading it quadratic.
-                let mut index: Option<std::collections::BTreeMap<String, usize>> = None;
-                loop {
-                    self.ws();
-                    if self.s.get(self.i) != Some(&b'"') {
-                        return Err(self.unexpected());
+            Some(b'{') => self.object(depth),
+            Some(_) => Err(self.unexpected()),
+        }
+    }
+
+    /// An object after its `{`: members in input order; a repeated key is refused,
+    /// kept last or flagged, as `duplicates` says.
+    fn object(&mut self, depth: usize) -> PResult<Value> {
+        if depth >= MAX_DEPTH {
+            return Err((self.i, JsonErrorKind::TooDeep));
+        }
+        self.i += 1;
+        let mut members: Vec<(String, Value)> = Vec::new();
+        self.ws();
+        if self.s.get(self.i) == Some(&b'}') {
+            self.i += 1;
+            return Ok(Value::Object(Object(members, None)));
+        }
+        let mut duplicate = None;
+        // Keys seen so far, once an object is large enough that scanning its
+        // members for each new key would make reading it quadratic.
+        let mut index: Option<std::collections::BTreeMap<String, usize>> = None;
+        loop {
+            self.ws();
+            if self.s.get(self.i) != Some(&b'"') {
+                return Err(self.unexpected());
+            }
+            let key_at = self.i;
+            let key = self.string()?;
+            self.ws();
+            if self.s.get(self.i) != Some(&b':') {
+                return Err(self.unexpected());
+            }
+            self.i += 1;
+            self.ws();
+            let v = self.value(depth + 1)?;
+            let seen = match &index {
+                Some(ix) => ix.get(&key).copied(),
+                None => members.iter().position(|(k, _)| *k == key),
+            };
+            match seen.map(|i| &mut members[i]) {
+                Some(slot) => match self.duplicates {
+                    Duplicates::Refuse => {
+                        return Err((key_at, JsonErrorKind::DuplicateKey(key)));
                     }
-                    let key_at = self.i;
-                    let key = self.string()?;
-                    self.ws();
-                    if self.s.get(self.i) != Some(&b':') {
-                        return Err(self.unexpected());
+                    Duplicates::LastWins => slot.1 = v,
+                    Duplicates::Flag => {
+                        slot.1 = v;
+                        duplicate.get_or_insert(key);
                     }
-                    self.i += 1;
-                    self.ws();
-                    let v = self.value(depth + 1)?;
-                    let seen = match &index {
-                        Some(ix) => ix.get(&key).copied(),
-                        None => members.iter().position(|(k, _)| *k == key),
-                    };
-                    match seen.map(|i| &mut members[i]) {
-                        Some(slot) => match self.duplicates {
-                            Duplicates::Refuse => {
-                                return Err((key_at, JsonErrorKind::DuplicateKey(key)));
-                            }
-                            Duplicates::LastWins => slot.1 = v,
-                            Duplicates::Flag => {
-                                slot.1 = v;
-                                duplicate.get_or_insert(key);
-                            }
-                        },
-                        None => {
-                            if let Some(ix) = &mut index {
-                                ix.insert(key.clone(), members.len());
-                            } else if members.len() >= INDEX_FROM {
-                                index = Some(
-                                    members
-                                        .iter()
-                                        .enumerate()
-                                        .map(|(i, (k, _))| (k.clone(), i))
-                                        .chain([(key.clone(), members.len())])
-                                        .collect(),
-                                );
-                            }
-                            members.push((key, v));
-                        }
+                },
+                None => {
+                    if let Some(ix) = &mut index {
+                        ix.insert(key.clone(), members.len());
+                    } else if members.len() >= INDEX_FROM {
+                        index = Some(
+                            members
+                                .iter()
+                                .enumerate()
+                                .map(|(i, (k, _))| (k.clone(), i))
+                                .chain([(key.clone(), members.len())])
+                                .collect(),
+                        );
                     }
-                    self.ws();
-                    match self.s.get(self.i) {
-                        Some(b',') => self.i += 1,
-                        Some(b'}') => {
-                            self.i += 1;
-                            return Ok(Value::Object(Object(members, duplicate)));
-                        }
-                        _ => return Err(self.unexpected()),
-                    }
+                    members.push((key, v));
                 }
             }
-            Some(_) => Err(self.unexpected()),
+            self.ws();
+            match self.s.get(self.i) {
+                Some(b',') => self.i += 1,
+                Some(b'}') => {
+                    self.i += 1;
+                    return Ok(Value::Object(Object(members, duplicate)));
+                }
+                _ => return Err(self.unexpected()),
+            }
         }
     }
 
