@@ -949,6 +949,33 @@ mod tests {
         );
     }
 
+    /// Past `INDEX_FROM` members keys are found through an index: a repeat there is
+    /// still refused, kept last or flagged exactly as a repeat among the first few.
+    #[test]
+    fn repeated_keys_in_large_objects_are_caught() {
+        let members: Vec<String> = (0..100).map(|i| format!("\"k{i}\":{i}")).collect();
+        for at in [3, 40, 99] {
+            let doc = format!("{{{},\"k{at}\":\"again\"}}", members.join(","));
+            let e = parse_with(doc.as_bytes(), Duplicates::Refuse).unwrap_err();
+            assert_eq!(e.kind, JsonErrorKind::DuplicateKey(format!("k{at}")));
+            let v = parse_with(doc.as_bytes(), Duplicates::Flag).unwrap();
+            let o = v.as_object().unwrap();
+            assert_eq!(o.duplicate_key(), Some(format!("k{at}").as_str()));
+            assert_eq!(o.len(), 100);
+            assert_eq!(
+                o.get(&format!("k{at}")),
+                Some(&Value::String("again".into()))
+            );
+            let keys: Vec<&String> = o.keys().collect();
+            assert_eq!(keys[at], &format!("k{at}"), "input order kept");
+        }
+        let doc = format!("{{{}}}", members.join(","));
+        assert_eq!(
+            parse(&doc).unwrap().as_object().unwrap().duplicate_key(),
+            None
+        );
+    }
+
     /// `Cursor::raw` must accept exactly what the building reader accepts under
     /// `Flag`, or a task line would read differently through its fast path.
     fn skip_agrees(input: &[u8]) {
