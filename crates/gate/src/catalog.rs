@@ -660,7 +660,7 @@ fn map_foreign_types(schema: &mut Value, field: &str, warnings: &mut Vec<Catalog
             at.push('/');
             at.push_str(&k.replace('~', "~0").replace('/', "~1"));
             match k.as_str() {
-                // Keywords whose value is a schema or holds schemas by name or index.
+                // Keywords whose value is a schema or a list of schemas.
                 "items"
                 | "additionalProperties"
                 | "not"
@@ -669,7 +669,11 @@ fn map_foreign_types(schema: &mut Value, field: &str, warnings: &mut Vec<Catalog
                 | "additionalItems"
                 | "if"
                 | "then"
-                | "else" => {
+                | "else"
+                | "anyOf"
+                | "oneOf"
+                | "allOf"
+                | "prefixItems" => {
                     if let Value::Array(list) = sub {
                         for (i, s) in list.iter_mut().enumerate() {
                             let l = at.len();
@@ -687,16 +691,6 @@ fn map_foreign_types(schema: &mut Value, field: &str, warnings: &mut Vec<Catalog
                             let l = at.len();
                             at.push('/');
                             at.push_str(&name.replace('~', "~0").replace('/', "~1"));
-                            walk(s, at, field, warnings);
-                            at.truncate(l);
-                        }
-                    }
-                }
-                "anyOf" | "oneOf" | "allOf" | "prefixItems" => {
-                    if let Value::Array(list) = sub {
-                        for (i, s) in list.iter_mut().enumerate() {
-                            let l = at.len();
-                            at.push_str(&format!("/{i}"));
                             walk(s, at, field, warnings);
                             at.truncate(l);
                         }
