@@ -1,6 +1,6 @@
 //! `plangate eval` as a library: probe, execute every call of every sample concurrently,
 //! collect witnesses, then classify every task once tool health is known (two-phase,
-//! design.md section 6). Tasks stream in; what is kept per task is its
+//! docs/design.md, "Decision"). Tasks stream in; what is kept per task is its
 //! [`Prepared`] form, never the raw samples.
 
 use std::collections::{BTreeMap, BTreeSet};

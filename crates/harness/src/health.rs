@@ -1,16 +1,18 @@
-//! Tool health (design.md section 7): the evidence that a tool's `deterministic`
+//! Tool health (docs/design.md, "Probe and tool health"): the evidence that a tool's `deterministic`
 //! declaration does not hold, kept as data a person can read (`tool-health.json`) and a
 //! later run can start from (`--quarantine`).
 
 use std::collections::HashMap;
 use std::path::Path;
 
+use plangate_gate::decide::path_member as member;
+use plangate_gate::jcs;
+use plangate_gate::json::{Duplicates, Value, parse_with};
 use plangate_sandbox::CallRecord;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::error::HarnessError;
-use crate::probe::first_difference;
 
 /// Bytes of each output kept in evidence: enough to see the difference, small enough
 /// that a tool printing megabytes does not bloat the report.
@@ -64,6 +66,58 @@ pub struct FirstDifference {
     pub byte_offset: Option<usize>,
     /// The first JSON path whose values differ, when both outputs are JSON.
     pub json_path: Option<String>,
+}
+
+/// Where two executions' stdout first differs, by byte and (when both are JSON) by
+/// JSON path such as `$.hits[0].doc`.
+pub fn first_difference(a: &CallRecord, b: &CallRecord) -> FirstDifference {
+    let byte_offset = a
+        .stdout
+        .iter()
+        .zip(&b.stdout)
+        .position(|(x, y)| x != y)
+        .or_else(|| (a.stdout.len() != b.stdout.len()).then(|| a.stdout.len().min(b.stdout.len())));
+    let json_path = match (
+        parse_with(&a.stdout, Duplicates::LastWins),
+        parse_with(&b.stdout, Duplicates::LastWins),
+    ) {
+        (Ok(x), Ok(y)) => json_path(&x, &y, "$".to_string()),
+        _ => None,
+    };
+    FirstDifference {
+        byte_offset,
+        json_path,
+    }
+}
+
+fn json_path(a: &Value, b: &Value, at: String) -> Option<String> {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            for (k, va) in x.iter() {
+                let sub = format!("{at}{}", member(k));
+                match y.get(k) {
+                    Some(vb) => {
+                        if let Some(p) = json_path(va, vb, sub) {
+                            return Some(p);
+                        }
+                    }
+                    None => return Some(sub),
+                }
+            }
+            y.keys()
+                .find(|k| !x.contains_key(k))
+                .map(|k| format!("{at}{}", member(k)))
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            for (i, (va, vb)) in x.iter().zip(y).enumerate() {
+                if let Some(p) = json_path(va, vb, format!("{at}[{i}]")) {
+                    return Some(p);
+                }
+            }
+            (x.len() != y.len()).then(|| format!("{at}[{}]", x.len().min(y.len())))
+        }
+        _ => (jcs::to_string(a) != jcs::to_string(b)).then_some(at),
+    }
 }
 
 /// Why a tool's declaration is doubted.
@@ -351,5 +405,24 @@ mod tests {
         let back: HealthReport = serde_json::from_str(&text).unwrap();
         assert_eq!(back, report);
         assert_eq!(back.quarantined().collect::<Vec<_>>(), ["search_index"]);
+    }
+
+    #[test]
+    fn differences_by_byte_and_path() {
+        let d = first_difference(
+            &rec(r#"{"a":1,"b":{"c d":[1,2]}}"#),
+            &rec(r#"{"a":1,"b":{"c d":[1,3]}}"#),
+        );
+        assert_eq!(d.byte_offset, Some(21));
+        assert_eq!(d.json_path.as_deref(), Some(r#"$.b["c d"][1]"#));
+        let d = first_difference(&rec(r#"{"a":[1]}"#), &rec(r#"{"a":[1,2]}"#));
+        assert_eq!(d.json_path.as_deref(), Some("$.a[1]"));
+        let d = first_difference(&rec("abc"), &rec("abcd"));
+        assert_eq!((d.byte_offset, d.json_path), (Some(3), None));
+        let d = first_difference(&rec("same"), &rec("same"));
+        assert_eq!(d.byte_offset, None);
+        // Equal values written differently are no JSON difference.
+        let d = first_difference(&rec(r#"{"a":1.0}"#), &rec(r#"{"a":1}"#));
+        assert_eq!(d.json_path, None);
     }
 }

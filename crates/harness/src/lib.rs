@@ -1,4 +1,4 @@
-//! A whole plangate run (design.md sections 4, 6 and 7): the glue between the pure gate
+//! A whole plangate run (docs/design.md: "The sandbox epoch", "Decision", "Probe and tool health"): the glue between the pure gate
 //! and the sandbox, so the CLI only parses flags and writes files.
 //!
 //! 1. [`World::build`] pins one epoch for a catalog: every tool's module and mounts
@@ -14,6 +14,7 @@
 //!
 //! A verdict is a value: only setup (catalog, epoch, modules) returns [`HarnessError`].
 
+mod bridge;
 mod error;
 mod eval;
 mod health;
@@ -25,9 +26,9 @@ mod world;
 
 pub use error::HarnessError;
 pub use eval::{Decided, Eval, EvalOptions, EvalStats, Feeder, Finished, read_quarantine};
-pub use health::{Evidence, FirstDifference, HealthReport, Output, ToolHealth};
+pub use health::{Evidence, FirstDifference, HealthReport, Output, ToolHealth, first_difference};
 pub use observe::observed;
-pub use probe::{ProbeRun, compare_runs, first_difference, probe_arguments};
+pub use probe::{ProbeRun, compare_runs, probe_arguments};
 pub use refs::{pointer, substitute};
 pub use resolver::{SandboxResolver, resolver_answer};
 pub use world::{World, WorldOptions};

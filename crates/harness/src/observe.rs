@@ -1,6 +1,6 @@
 //! What a sandbox call means to the gate: a [`CallRecord`] becomes the
-//! [`Observed`] that result agreement compares, following the tool ABI of design.md
-//! section 4 (JSON on stdout with exit 0; `{"error":{...}}` with exit 1).
+//! [`Observed`] that result agreement compares, following the tool ABI of docs/design.md
+//! "The sandbox epoch" (JSON on stdout with exit 0; `{"error":{...}}` with exit 1).
 
 use plangate_gate::json::{Duplicates, Value, parse_with};
 use plangate_gate::task::Observed;

@@ -1,4 +1,4 @@
-//! `id` hints resolved in the run's own epoch (design.md section 5): the value a model
+//! `id` hints resolved in the run's own epoch (docs/design.md, "Canonical arguments"): the value a model
 //! wrote is sent to the hint's resolver tool and replaced by its canonical answer, so an
 //! email, a handle and a user ID for one account agree.
 //!

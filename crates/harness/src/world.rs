@@ -3,14 +3,15 @@
 //! and every decision can name one epoch id.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use plangate_gate::catalog::{Catalog, SourceMode};
 use plangate_sandbox::{
-    CallRecord, Epoch, EpochManifest, Limits, Mode, MountMismatch, MountSpec, Sandbox,
-    SandboxConfig, Tool, ToolSpec,
+    CallRecord, Epoch, EpochManifest, EpochMount, Limits, MountMismatch, Sandbox, SandboxConfig,
+    Tool,
 };
 
+use crate::bridge::{epoch_mount, module_spec};
 use crate::error::HarnessError;
 
 /// How to pin the epoch.
@@ -51,30 +52,27 @@ impl std::fmt::Debug for World {
     }
 }
 
-fn mode(m: SourceMode) -> Mode {
-    match m {
-        SourceMode::Pinned => Mode::Pinned,
-        SourceMode::Live => Mode::Live,
-    }
-}
-
 fn same_folder(a: &Path, b: &Path) -> bool {
     a == b
         || matches!((std::fs::canonicalize(a), std::fs::canonicalize(b)),
             (Ok(x), Ok(y)) if x == y)
 }
 
-impl World {
-    /// Pins the epoch for `catalog` (whose relative paths are read against `base_dir`,
-    /// the catalog file's folder) and loads every tool.
-    pub fn build(
-        catalog: &Catalog,
-        base_dir: &Path,
-        opts: WorldOptions,
-    ) -> Result<World, HarnessError> {
-        // One mount per guest path, in catalog order, so two runs declare them alike.
-        let mut mounts: Vec<(MountSpec, String)> = Vec::new();
-        let mut modules = Vec::new();
+/// What a catalog asks of its epoch: every tool's module, resolved against the
+/// catalog's folder, and one mount per guest path with the first tool that declared it,
+/// in catalog order so two runs declare them alike.
+struct Declared {
+    modules: Vec<PathBuf>,
+    mounts: Vec<(EpochMount, String)>,
+}
+
+impl Declared {
+    /// Reads tool after tool, so the first tool at fault is the one named.
+    fn of(catalog: &Catalog, base_dir: &Path) -> Result<Declared, HarnessError> {
+        let mut declared = Declared {
+            modules: Vec::new(),
+            mounts: Vec::new(),
+        };
         for (index, t) in catalog.tools().iter().enumerate() {
             let module = t.module.as_ref().ok_or_else(|| HarnessError::NoModule {
                 tool: t.name.clone(),
@@ -88,68 +86,84 @@ impl World {
                     path,
                 });
             }
-            modules.push(path);
+            declared.modules.push(path);
             for m in &t.mounts {
-                let spec = MountSpec {
-                    host: base_dir.join(&m.host),
-                    guest: m.guest.clone(),
-                    mode: mode(m.mode),
-                };
-                match mounts.iter().find(|(s, _)| s.guest == spec.guest) {
-                    Some((s, _)) if s.mode == spec.mode && same_folder(&s.host, &spec.host) => {}
-                    Some((_, first)) => {
-                        return Err(HarnessError::MountConflict {
-                            guest: spec.guest,
-                            first: first.clone(),
-                            second: t.name.clone(),
-                        });
-                    }
-                    None => mounts.push((spec, t.name.clone())),
-                }
+                declared.mount(epoch_mount(m, base_dir), &t.name)?;
             }
         }
+        Ok(declared)
+    }
+
+    /// Adds `tool`'s mount unless an earlier tool declared the same one; an earlier
+    /// tool's other folder or mode at the same guest path is a conflict.
+    fn mount(&mut self, spec: EpochMount, tool: &str) -> Result<(), HarnessError> {
+        match self.mounts.iter().find(|(s, _)| s.guest == spec.guest) {
+            Some((s, _)) if s.mode == spec.mode && same_folder(&s.host, &spec.host) => {}
+            Some((_, first)) => {
+                return Err(HarnessError::MountConflict {
+                    guest: spec.guest,
+                    first: first.clone(),
+                    second: tool.to_string(),
+                });
+            }
+            None => self.mounts.push((spec, tool.to_string())),
+        }
+        Ok(())
+    }
+
+    /// Replays `manifest`, serving each of its mounts from the catalog's folder at the
+    /// same guest path; the two must declare the very same guest paths.
+    fn replay(&self, manifest: EpochManifest) -> Result<Epoch, HarnessError> {
+        let specs: Vec<EpochMount> = self.mounts.iter().map(|(s, _)| s.clone()).collect();
+        let hosts = manifest.mount_hosts(&specs).map_err(|m| {
+            HarnessError::ManifestMismatch(match m {
+                MountMismatch::NotGiven { guest } => {
+                    format!("it mounts {guest} and no catalog tool does")
+                }
+                MountMismatch::NotRecorded { index } => format!(
+                    "tool {:?} mounts {} and the manifest does not",
+                    self.mounts[index].1, self.mounts[index].0.guest
+                ),
+            })
+        })?;
+        Ok(Epoch::from_manifest(manifest, &hosts, None)?)
+    }
+
+    /// Pins a new epoch: snapshots the pinned mounts and hashes every module.
+    fn pin(&self, seed: u64, instant_unix_ns: Option<u64>) -> Result<Epoch, HarnessError> {
+        let mut b = Epoch::builder().seed(seed);
+        if let Some(ns) = instant_unix_ns {
+            b = b.instant_unix_ns(ns);
+        }
+        for m in &self.modules {
+            b = b.module(m);
+        }
+        for (s, _) in &self.mounts {
+            b = b.mount(s.clone());
+        }
+        Ok(b.build()?)
+    }
+}
+
+impl World {
+    /// Pins the epoch for `catalog` (whose relative paths are read against `base_dir`,
+    /// the catalog file's folder) and loads every tool.
+    pub fn build(
+        catalog: &Catalog,
+        base_dir: &Path,
+        opts: WorldOptions,
+    ) -> Result<World, HarnessError> {
+        let declared = Declared::of(catalog, base_dir)?;
         let epoch = match opts.manifest {
-            Some(manifest) => {
-                let specs: Vec<MountSpec> = mounts.iter().map(|(s, _)| s.clone()).collect();
-                let hosts = manifest.mount_hosts(&specs).map_err(|m| {
-                    HarnessError::ManifestMismatch(match m {
-                        MountMismatch::NotGiven { guest } => {
-                            format!("it mounts {guest} and no catalog tool does")
-                        }
-                        MountMismatch::NotRecorded { index } => format!(
-                            "tool {:?} mounts {} and the manifest does not",
-                            mounts[index].1, mounts[index].0.guest
-                        ),
-                    })
-                })?;
-                Epoch::from_manifest(manifest, &hosts, None)?
-            }
-            None => {
-                let mut b = Epoch::builder().seed(opts.seed);
-                if let Some(ns) = opts.instant_unix_ns {
-                    b = b.instant_unix_ns(ns);
-                }
-                for m in &modules {
-                    b = b.module(m);
-                }
-                for (s, _) in &mounts {
-                    b = b.mount(s.clone());
-                }
-                b.build()?
-            }
+            Some(manifest) => declared.replay(manifest)?,
+            None => declared.pin(opts.seed, opts.instant_unix_ns)?,
         };
         tracing::info!(epoch_id = epoch.id(), "epoch pinned");
         let sandbox = Sandbox::new(opts.sandbox, epoch)?;
         let mut tools = BTreeMap::new();
-        for (t, module) in catalog.tools().iter().zip(&modules) {
-            let mut spec = ToolSpec::new(module)
-                .clock(mode(t.clock))
-                .random(mode(t.random));
-            for m in &t.mounts {
-                spec = spec.mount(base_dir.join(&m.host), &m.guest);
-            }
+        for (t, module) in catalog.tools().iter().zip(&declared.modules) {
             let tool = sandbox
-                .load_tool(&spec)
+                .load_tool(&module_spec(t, module, base_dir))
                 .map_err(|source| HarnessError::LoadTool {
                     tool: t.name.clone(),
                     source,

@@ -13,7 +13,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use plangate_sandbox::{Epoch, Limits, Sandbox, SandboxConfig, ToolSpec};
+use plangate_sandbox::{Epoch, Limits, ModuleSpec, Sandbox, SandboxConfig};
 use wasmtime::Module;
 
 #[path = "../tests/it/guests.rs"]
@@ -29,7 +29,7 @@ fn bench(c: &mut Criterion) {
     let echo = guests::guest("echo");
     let epoch = Epoch::builder().module(&echo).build().expect("epoch");
     let sandbox = Sandbox::new(SandboxConfig::default(), epoch).expect("sandbox");
-    let tool = sandbox.load_tool(&ToolSpec::new(&echo)).expect("tool");
+    let tool = sandbox.load_tool(&ModuleSpec::new(&echo)).expect("tool");
     let limits = Limits::default();
     let module = Module::from_file(sandbox.engine(), &echo).expect("module");
     let bare = Bare::new(sandbox.engine(), &module);

@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use plangate_sandbox::{Epoch, Limits, MountSpec, Sandbox, SandboxConfig, Tool, ToolSpec};
+use plangate_sandbox::{Epoch, EpochMount, Limits, ModuleSpec, Sandbox, SandboxConfig, Tool};
 use wasmtime::Module;
 
 /// Same input as the criterion bench (`benches/call.rs`), so the two agree on the floor.
@@ -153,13 +153,13 @@ fn main() {
         .seed(0)
         .module(&o.echo)
         .module(&o.tool)
-        .mount(MountSpec::pinned(&o.world, "/world"))
+        .mount(EpochMount::pinned(&o.world, "/world"))
         .build()
         .expect("epoch");
     let sandbox = Sandbox::new(SandboxConfig::default(), epoch).expect("sandbox");
-    let echo = sandbox.load_tool(&ToolSpec::new(&o.echo)).expect("echo");
+    let echo = sandbox.load_tool(&ModuleSpec::new(&o.echo)).expect("echo");
     let tool = sandbox
-        .load_tool(&ToolSpec::new(&o.tool).mount(&o.world, "/world"))
+        .load_tool(&ModuleSpec::new(&o.tool).mount(&o.world, "/world"))
         .expect("tool");
     let module = Module::from_file(sandbox.engine(), &o.echo).expect("echo module");
     let bare = Bare::new(sandbox.engine(), &module);

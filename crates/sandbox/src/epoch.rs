@@ -1,4 +1,4 @@
-//! The sandbox epoch (design.md section 4): everything a guest can observe, pinned once
+//! The sandbox epoch (docs/design.md, "The sandbox epoch"): everything a guest can observe, pinned once
 //! and written down as a manifest whose sha256 is the epoch id. Pinned mounts are copied
 //! into a private snapshot here, so a host file that changes later cannot reach a guest.
 
@@ -34,7 +34,7 @@ pub const DEFAULT_CLOCK_STEP_NS: u64 = 1_000;
 /// How a mount (or a tool's clock or randomness) relates to the epoch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
-pub enum Mode {
+pub enum EpochMode {
     /// Fixed for the epoch: a private snapshot, the virtual clock, the seeded stream.
     #[default]
     Pinned,
@@ -50,7 +50,7 @@ pub struct MountRecord {
     /// Where the guest sees it (absolute, e.g. `/world`).
     pub guest: String,
     /// Pinned or live.
-    pub mode: Mode,
+    pub mode: EpochMode,
     /// `sha256:<hex>` over the sorted tree of relative paths and file bytes.
     pub digest: String,
 }
@@ -111,7 +111,7 @@ impl EpochManifest {
     /// epoch.
     pub fn mount_hosts(
         &self,
-        mounts: &[MountSpec],
+        mounts: &[EpochMount],
     ) -> std::result::Result<Vec<PathBuf>, MountMismatch> {
         let hosts = self
             .mounts
@@ -161,24 +161,26 @@ impl EpochManifest {
     }
 }
 
-/// A mount to declare in a new epoch.
+/// A mount as the sandbox sees it: a host directory served to guests at an absolute
+/// guest path, pinned (a snapshot) or live. Declared when an epoch is built, or given
+/// again to replay one.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MountSpec {
+pub struct EpochMount {
     /// The host directory.
     pub host: PathBuf,
     /// The guest path (absolute).
     pub guest: String,
     /// Pinned (snapshot) or live (the host's own).
-    pub mode: Mode,
+    pub mode: EpochMode,
 }
 
-impl MountSpec {
+impl EpochMount {
     /// A pinned mount: the guest sees a private snapshot taken at epoch start.
     pub fn pinned(host: impl Into<PathBuf>, guest: impl Into<String>) -> Self {
         Self {
             host: host.into(),
             guest: guest.into(),
-            mode: Mode::Pinned,
+            mode: EpochMode::Pinned,
         }
     }
 
@@ -187,14 +189,14 @@ impl MountSpec {
         Self {
             host: host.into(),
             guest: guest.into(),
-            mode: Mode::Live,
+            mode: EpochMode::Live,
         }
     }
 }
 
-/// One mount of a built epoch.
+/// One mount of a built epoch, with the directory the sandbox actually serves.
 #[derive(Debug, Clone)]
-pub(crate) struct EpochMount {
+pub(crate) struct ServedMount {
     /// The directory the caller named (compared when a tool asks for this mount).
     pub(crate) host: PathBuf,
     /// The directory actually preopened: the snapshot for pinned mounts, `host` for live.
@@ -231,7 +233,7 @@ pub struct Epoch {
     id: String,
     pub(crate) instant_ns: u64,
     pub(crate) seed: u64,
-    pub(crate) mounts: Vec<EpochMount>,
+    pub(crate) mounts: Vec<ServedMount>,
     // Held for its Drop, which deletes the snapshot tree.
     _snapshots: Option<tempfile::TempDir>,
 }
@@ -264,11 +266,11 @@ impl Epoch {
         }
         let instant_ns = manifest.instant_ns()?;
         let seed = manifest.seed_u64()?;
-        let specs: Vec<MountSpec> = manifest
+        let specs: Vec<EpochMount> = manifest
             .mounts
             .iter()
             .zip(mount_hosts)
-            .map(|(m, host)| MountSpec {
+            .map(|(m, host)| EpochMount {
                 host: host.clone(),
                 guest: m.guest.clone(),
                 mode: m.mode,
@@ -276,7 +278,7 @@ impl Epoch {
             .collect();
         let (mounts, snapshots) = take_mounts(&specs, snapshot_root)?;
         for (m, rec) in mounts.iter().zip(&manifest.mounts) {
-            if rec.mode == Mode::Pinned && m.record.digest != rec.digest {
+            if rec.mode == EpochMode::Pinned && m.record.digest != rec.digest {
                 return Err(Error::MountDigestMismatch {
                     guest: rec.guest.clone(),
                     host: m.host.clone(),
@@ -315,11 +317,11 @@ impl Epoch {
         &self.id
     }
 
-    /// Digests every live mount again, for the end-of-batch check (design.md section 4).
+    /// Digests every live mount again, for the end-of-batch check (docs/design.md, "The sandbox epoch").
     pub fn recheck_live(&self) -> Result<Vec<LiveCheck>> {
         self.mounts
             .iter()
-            .filter(|m| m.record.mode == Mode::Live)
+            .filter(|m| m.record.mode == EpochMode::Live)
             .map(|m| {
                 Ok(LiveCheck {
                     guest: m.record.guest.clone(),
@@ -345,7 +347,7 @@ pub struct EpochBuilder {
     seed: u64,
     env: BTreeMap<String, String>,
     argv: Vec<String>,
-    mounts: Vec<MountSpec>,
+    mounts: Vec<EpochMount>,
     modules: Vec<PathBuf>,
     snapshot_root: Option<PathBuf>,
 }
@@ -402,7 +404,7 @@ impl EpochBuilder {
     }
 
     /// Declares a mount.
-    pub fn mount(mut self, spec: MountSpec) -> Self {
+    pub fn mount(mut self, spec: EpochMount) -> Self {
         self.mounts.push(spec);
         self
     }
@@ -458,9 +460,9 @@ impl EpochBuilder {
 }
 
 fn take_mounts(
-    specs: &[MountSpec],
+    specs: &[EpochMount],
     snapshot_root: Option<&Path>,
-) -> Result<(Vec<EpochMount>, Option<tempfile::TempDir>)> {
+) -> Result<(Vec<ServedMount>, Option<tempfile::TempDir>)> {
     let mut guests: Vec<&str> = Vec::new();
     for s in specs {
         if !s.guest.starts_with('/') {
@@ -482,7 +484,7 @@ fn take_mounts(
             });
         }
     }
-    let snapshots = if specs.iter().any(|s| s.mode == Mode::Pinned) {
+    let snapshots = if specs.iter().any(|s| s.mode == EpochMode::Pinned) {
         let root = snapshot_root.map_or_else(std::env::temp_dir, Path::to_path_buf);
         Some(
             tempfile::Builder::new()
@@ -496,7 +498,7 @@ fn take_mounts(
     let mut mounts = Vec::with_capacity(specs.len());
     for (i, s) in specs.iter().enumerate() {
         let (served, digest) = match s.mode {
-            Mode::Pinned => {
+            EpochMode::Pinned => {
                 let dst = snapshots
                     .as_ref()
                     .expect("a snapshot dir exists when a mount is pinned")
@@ -506,9 +508,9 @@ fn take_mounts(
                 let digest = walk(&s.host, Some(&dst))?;
                 (dst, digest)
             }
-            Mode::Live => (s.host.clone(), digest_tree(&s.host)?),
+            EpochMode::Live => (s.host.clone(), digest_tree(&s.host)?),
         };
-        mounts.push(EpochMount {
+        mounts.push(ServedMount {
             host: s.host.clone(),
             served,
             record: MountRecord {
@@ -748,13 +750,13 @@ mod tests {
     fn replay_mounts_match_by_guest_path_both_ways() {
         let rec = |g: &str| MountRecord {
             guest: g.into(),
-            mode: Mode::Pinned,
+            mode: EpochMode::Pinned,
             digest: "sha256:0".into(),
         };
-        let spec = |h: &str, g: &str| MountSpec {
+        let spec = |h: &str, g: &str| EpochMount {
             host: h.into(),
             guest: g.into(),
-            mode: Mode::Pinned,
+            mode: EpochMode::Pinned,
         };
         let m = EpochManifest {
             format: 1,

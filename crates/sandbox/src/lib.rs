@@ -1,5 +1,5 @@
 //! plangate's sandbox: one WASI preview1 tool call in wasmtime under a pinned *epoch*
-//! (design.md section 4). It knows nothing of plans; the harness drives it.
+//! (docs/design.md, "The sandbox epoch"). It knows nothing of plans; the harness drives it.
 //!
 //! # What is pinned
 //!
@@ -26,12 +26,12 @@
 //! # Use
 //!
 //! ```no_run
-//! use plangate_sandbox::{Epoch, Limits, MountSpec, Sandbox, SandboxConfig, ToolSpec};
+//! use plangate_sandbox::{Epoch, EpochMount, Limits, ModuleSpec, Sandbox, SandboxConfig};
 //!
 //! # fn main() -> Result<(), plangate_sandbox::Error> {
 //! let epoch = Epoch::builder()
 //!     .seed(42)
-//!     .mount(MountSpec::pinned("fixtures/world", "/world"))
+//!     .mount(EpochMount::pinned("fixtures/world", "/world"))
 //!     .module("tools/get_user.wasm")
 //!     .build()?; // snapshots and digests /world, hashes the module
 //! println!("epoch {}", epoch.id());
@@ -40,7 +40,7 @@
 //! let sandbox = Sandbox::new(SandboxConfig::default(), epoch)?;
 //! // Compiled once (cached on disk), linked once; the handle is a cheap clone.
 //! let tool = sandbox.load_tool(
-//!     &ToolSpec::new("tools/get_user.wasm").mount("fixtures/world", "/world"),
+//!     &ModuleSpec::new("tools/get_user.wasm").mount("fixtures/world", "/world"),
 //! )?;
 //! // A fresh store per call; callable from many threads at once.
 //! let record = sandbox.call(&tool, br#"{"user_id":"u_42"}"#, &Limits::default());
@@ -69,13 +69,14 @@ mod error;
 mod pinned;
 mod sandbox;
 mod scrub;
+mod store;
 
 pub use epoch::{
-    DEFAULT_CLOCK_STEP_NS, DEFAULT_INSTANT_UNIX_NS, Epoch, EpochBuilder, EpochManifest, LiveCheck,
-    MANIFEST_FORMAT, Mode, MountMismatch, MountRecord, MountSpec, PLANGATE_VERSION,
+    DEFAULT_CLOCK_STEP_NS, DEFAULT_INSTANT_UNIX_NS, Epoch, EpochBuilder, EpochManifest, EpochMode,
+    EpochMount, LiveCheck, MANIFEST_FORMAT, MountMismatch, MountRecord, PLANGATE_VERSION,
     WASMTIME_VERSION, digest_tree,
 };
 pub use error::{Error, Result};
 pub use sandbox::{
-    CallRecord, Limits, Outcome, Sandbox, SandboxConfig, Tool, ToolSpec, TrapKind, build_engine,
+    CallRecord, Limits, ModuleSpec, Outcome, Sandbox, SandboxConfig, Tool, TrapKind, build_engine,
 };

@@ -12,15 +12,17 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use wasmtime::{
     Config, Enabled, Engine, InstanceAllocationStrategy, InstancePre, Linker, Module,
-    PoolingAllocationConfig, ResourceLimiter, Store, Trap,
+    PoolingAllocationConfig, Store, Trap,
 };
 use wasmtime_wasi::p1::WasiP1Ctx;
 use wasmtime_wasi::p2::pipe::{MemoryInputPipe, MemoryOutputPipe};
 use wasmtime_wasi::{FsPerms, I32Exit, WasiCtxBuilder};
 
-use crate::epoch::{Epoch, Mode, hex};
+use crate::epoch::{Epoch, EpochMode, hex};
 use crate::error::{Error, Result, io};
 use crate::pinned::{ByteStreamRng, PinnedMonotonicClock, PinnedWallClock, VirtualTime};
+use crate::scrub;
+use crate::store::{Ctx, Limiter, MemoryLimitHit};
 
 /// How the shared engine is built. One per process is the intent; every field bounds
 /// something that is expensive to change once calls run.
@@ -190,28 +192,28 @@ pub struct CallRecord {
     pub detail: Option<String>,
 }
 
-/// What a tool is: its module, the epoch mounts it sees, and whether its clock and
-/// randomness are pinned or live.
+/// A module to instantiate as a tool: the `.wasm`, the epoch mounts it sees, and whether
+/// its clock and randomness are pinned or live.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolSpec {
+pub struct ModuleSpec {
     /// The `.wasm` module (its sha256 must be one of the epoch's modules).
     pub module: PathBuf,
     /// `(host dir, guest path)` of each epoch mount the tool sees.
     pub mounts: Vec<(PathBuf, String)>,
     /// Pinned (virtual clock) or live (the host's clocks).
-    pub clock: Mode,
+    pub clock: EpochMode,
     /// Pinned (seeded stream) or live (the host's randomness).
-    pub random: Mode,
+    pub random: EpochMode,
 }
 
-impl ToolSpec {
+impl ModuleSpec {
     /// A tool with no mounts, pinned clock and randomness.
     pub fn new(module: impl Into<PathBuf>) -> Self {
         Self {
             module: module.into(),
             mounts: Vec::new(),
-            clock: Mode::Pinned,
-            random: Mode::Pinned,
+            clock: EpochMode::Pinned,
+            random: EpochMode::Pinned,
         }
     }
 
@@ -222,13 +224,13 @@ impl ToolSpec {
     }
 
     /// Sets the clock mode.
-    pub fn clock(mut self, mode: Mode) -> Self {
+    pub fn clock(mut self, mode: EpochMode) -> Self {
         self.clock = mode;
         self
     }
 
     /// Sets the randomness mode.
-    pub fn random(mut self, mode: Mode) -> Self {
+    pub fn random(mut self, mode: EpochMode) -> Self {
         self.random = mode;
         self
     }
@@ -243,8 +245,8 @@ pub struct Tool {
 struct ToolInner {
     pre: InstancePre<Ctx>,
     preopens: Vec<(PathBuf, String)>,
-    clock: Mode,
-    random: Mode,
+    clock: EpochMode,
+    random: EpochMode,
     sha256: String,
 }
 
@@ -263,63 +265,6 @@ impl std::fmt::Debug for Tool {
             .field("clock", &self.inner.clock)
             .field("random", &self.inner.random)
             .finish_non_exhaustive()
-    }
-}
-
-/// Per-store state.
-pub(crate) struct Ctx {
-    pub(crate) wasi: WasiP1Ctx,
-    limiter: Limiter,
-    /// The call's virtual time; `None` when the tool's clock is live.
-    pub(crate) time: Option<Arc<VirtualTime>>,
-    /// What the metadata scrub writes into every timestamp.
-    pub(crate) instant_ns: u64,
-    /// The sorted listing of each directory fd the guest is reading (see `scrub`).
-    pub(crate) readdir: Vec<(u32, Vec<crate::scrub::DirEntry>)>,
-    /// When the call's wall time is up; a live sleep never runs past it.
-    pub(crate) deadline: Instant,
-}
-
-/// Refuses growth past the call's limit with an error of its own, so the outcome says
-/// `memory_limit` rather than the trap a guest makes of a failed allocation.
-struct Limiter {
-    memory_bytes: usize,
-    hit: bool,
-}
-
-#[derive(Debug)]
-struct MemoryLimitHit;
-
-impl std::fmt::Display for MemoryLimitHit {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("the call's memory limit was reached")
-    }
-}
-
-impl std::error::Error for MemoryLimitHit {}
-
-impl ResourceLimiter for Limiter {
-    fn memory_growing(
-        &mut self,
-        _current: usize,
-        desired: usize,
-        _maximum: Option<usize>,
-    ) -> wasmtime::Result<bool> {
-        if desired > self.memory_bytes {
-            self.hit = true;
-            return Err(wasmtime::Error::new(MemoryLimitHit));
-        }
-        Ok(true)
-    }
-
-    fn table_growing(
-        &mut self,
-        _current: usize,
-        desired: usize,
-        _maximum: Option<usize>,
-    ) -> wasmtime::Result<bool> {
-        // Tables are small in real tools; the pool caps them anyway. Refuse quietly.
-        Ok(desired <= 1 << 20)
     }
 }
 
@@ -411,7 +356,7 @@ impl Sandbox {
         let mut linker: Linker<Ctx> = Linker::new(&engine);
         wasmtime_wasi::p1::add_to_linker_sync(&mut linker, |c: &mut Ctx| &mut c.wasi)
             .map_err(|e| Error::Engine(format!("{e:#}")))?;
-        crate::scrub::shadow(&mut linker).map_err(|e| Error::Engine(format!("{e:#}")))?;
+        scrub::shadow(&mut linker).map_err(|e| Error::Engine(format!("{e:#}")))?;
         let ticker_stop = Arc::new(AtomicBool::new(false));
         let ticker = {
             let engine = engine.clone();
@@ -456,7 +401,7 @@ impl Sandbox {
 
     /// Compiles (or loads from cache) the module and links it once. The module's sha256
     /// must be in the epoch manifest, and each mount must be one of the epoch's.
-    pub fn load_tool(&self, spec: &ToolSpec) -> Result<Tool> {
+    pub fn load_tool(&self, spec: &ModuleSpec) -> Result<Tool> {
         let bytes = std::fs::read(&spec.module).map_err(io("read module", &spec.module))?;
         let sha256 = hex(&Sha256::digest(&bytes));
         if !self.epoch.manifest().modules.contains(&sha256) {
@@ -528,66 +473,18 @@ impl Sandbox {
         let _slot = self.slots.acquire();
         let start = Instant::now();
         let t = &tool.inner;
-        let out_cap = limits.output_bytes;
         // One byte over the cap, so a guest that writes exactly the cap is not cut off
         // and one that writes more is caught.
-        let stdout = MemoryOutputPipe::new(out_cap.saturating_add(1));
-        let stderr = MemoryOutputPipe::new(out_cap.saturating_add(1));
-        let mut b = WasiCtxBuilder::new();
-        // Before any preopen: wasmtime-wasi captures it per preopen. Blocking on the
-        // calling thread skips a tokio round trip per file operation.
-        b.allow_blocking_current_thread(true);
-        b.stdin(MemoryInputPipe::new(stdin.to_vec()))
-            .stdout(stdout.clone())
-            .stderr(stderr.clone());
-        let manifest = self.epoch.manifest();
-        b.args(&manifest.argv);
-        for (k, v) in &manifest.env {
-            b.env(k, v);
-        }
-        let time = match t.clock {
-            Mode::Pinned => {
-                let vt = VirtualTime::new(self.epoch.instant_ns, manifest.clock_step_ns);
-                b.wall_clock(PinnedWallClock(vt.clone()))
-                    .monotonic_clock(PinnedMonotonicClock(vt.clone()));
-                Some(vt)
-            }
-            Mode::Live => None,
+        let stdout = MemoryOutputPipe::new(limits.output_bytes.saturating_add(1));
+        let stderr = MemoryOutputPipe::new(limits.output_bytes.saturating_add(1));
+        let (wasi, time) = match self.wasi_ctx(t, stdin, &stdout, &stderr) {
+            Ok(built) => built,
+            Err(detail) => return host_failure(start, detail),
         };
-        if t.random == Mode::Pinned {
-            b.secure_random(self.rng_secure.clone())
-                .insecure_random(self.rng_insecure.clone())
-                .insecure_random_seed(u128::from(self.epoch.seed));
-        }
-        for (dir, guest) in &t.preopens {
-            if let Err(e) = b.preopened_dir(dir, guest, FsPerms::ReadOnly) {
-                return host_failure(
-                    start,
-                    format!("failed to preopen `{}`: {e:#}", dir.display()),
-                );
-            }
-        }
-        let memory_bytes =
-            (limits.memory_mb.min(self.config.max_memory_mb) as usize).saturating_mul(1 << 20);
-        let ctx = Ctx {
-            wasi: b.build_p1(),
-            limiter: Limiter {
-                memory_bytes,
-                hit: false,
-            },
-            time,
-            instant_ns: self.epoch.instant_ns,
-            readdir: Vec::new(),
-            deadline: start + Duration::from_millis(limits.wall_ms),
+        let mut store = match self.store(wasi, time, limits, start) {
+            Ok(store) => store,
+            Err(detail) => return host_failure(start, detail),
         };
-        let mut store = Store::new(&self.engine, ctx);
-        store.limiter(|c| &mut c.limiter);
-        if let Err(e) = store.set_fuel(limits.fuel) {
-            return host_failure(start, format!("failed to set fuel: {e:#}"));
-        }
-        let tick_ms = self.config.tick.as_millis().max(1) as u64;
-        store.set_epoch_deadline(limits.wall_ms.div_ceil(tick_ms) + 1);
-
         let result = match t.pre.instantiate(&mut store) {
             Ok(instance) => match instance.get_typed_func::<(), ()>(&mut store, "_start") {
                 Ok(start_fn) => start_fn.call(&mut store, ()),
@@ -598,12 +495,7 @@ impl Sandbox {
         let fuel_used = limits.fuel.saturating_sub(store.get_fuel().unwrap_or(0));
         let memory_hit = store.data().limiter.hit;
         drop(store);
-
-        let mut out = stdout.contents().to_vec();
-        let mut err = stderr.contents().to_vec();
-        let over = out.len() > out_cap || err.len() > out_cap;
-        out.truncate(out_cap);
-        err.truncate(out_cap);
+        let (out, err, over) = cut_output(&stdout, &stderr, limits.output_bytes);
         let (outcome, detail) = if over {
             (Outcome::OutputLimit, None)
         } else {
@@ -622,6 +514,96 @@ impl Sandbox {
             detail,
         }
     }
+
+    /// What the guest sees of the world: its stdio, the epoch's argv and env, the
+    /// tool's clock and randomness (the epoch's or the host's), and its read-only
+    /// mounts. Also the call's virtual time when its clock is pinned, which the scrub
+    /// moves on a sleep. `Err` is a host failure's detail.
+    fn wasi_ctx(
+        &self,
+        t: &ToolInner,
+        stdin: &[u8],
+        stdout: &MemoryOutputPipe,
+        stderr: &MemoryOutputPipe,
+    ) -> std::result::Result<(WasiP1Ctx, Option<Arc<VirtualTime>>), String> {
+        let mut b = WasiCtxBuilder::new();
+        // Before any preopen: wasmtime-wasi captures it per preopen. Blocking on the
+        // calling thread skips a tokio round trip per file operation.
+        b.allow_blocking_current_thread(true);
+        b.stdin(MemoryInputPipe::new(stdin.to_vec()))
+            .stdout(stdout.clone())
+            .stderr(stderr.clone());
+        let manifest = self.epoch.manifest();
+        b.args(&manifest.argv);
+        for (k, v) in &manifest.env {
+            b.env(k, v);
+        }
+        let time = match t.clock {
+            EpochMode::Pinned => {
+                let vt = VirtualTime::new(self.epoch.instant_ns, manifest.clock_step_ns);
+                b.wall_clock(PinnedWallClock(vt.clone()))
+                    .monotonic_clock(PinnedMonotonicClock(vt.clone()));
+                Some(vt)
+            }
+            EpochMode::Live => None,
+        };
+        if t.random == EpochMode::Pinned {
+            b.secure_random(self.rng_secure.clone())
+                .insecure_random(self.rng_insecure.clone())
+                .insecure_random_seed(u128::from(self.epoch.seed));
+        }
+        for (dir, guest) in &t.preopens {
+            b.preopened_dir(dir, guest, FsPerms::ReadOnly)
+                .map_err(|e| format!("failed to preopen `{}`: {e:#}", dir.display()))?;
+        }
+        Ok((b.build_p1(), time))
+    }
+
+    /// A fresh store for one call, holding it to the call's memory, fuel and wall-time
+    /// limits. `Err` is a host failure's detail.
+    fn store(
+        &self,
+        wasi: WasiP1Ctx,
+        time: Option<Arc<VirtualTime>>,
+        limits: &Limits,
+        start: Instant,
+    ) -> std::result::Result<Store<Ctx>, String> {
+        let memory_bytes =
+            (limits.memory_mb.min(self.config.max_memory_mb) as usize).saturating_mul(1 << 20);
+        let ctx = Ctx {
+            wasi,
+            limiter: Limiter {
+                memory_bytes,
+                hit: false,
+            },
+            time,
+            instant_ns: self.epoch.instant_ns,
+            readdir: Vec::new(),
+            deadline: start + Duration::from_millis(limits.wall_ms),
+        };
+        let mut store = Store::new(&self.engine, ctx);
+        store.limiter(|c| &mut c.limiter);
+        store
+            .set_fuel(limits.fuel)
+            .map_err(|e| format!("failed to set fuel: {e:#}"))?;
+        let tick_ms = self.config.tick.as_millis().max(1) as u64;
+        store.set_epoch_deadline(limits.wall_ms.div_ceil(tick_ms) + 1);
+        Ok(store)
+    }
+}
+
+/// stdout and stderr cut at `cap`, and whether either went over it.
+fn cut_output(
+    stdout: &MemoryOutputPipe,
+    stderr: &MemoryOutputPipe,
+    cap: usize,
+) -> (Vec<u8>, Vec<u8>, bool) {
+    let mut out = stdout.contents().to_vec();
+    let mut err = stderr.contents().to_vec();
+    let over = out.len() > cap || err.len() > cap;
+    out.truncate(cap);
+    err.truncate(cap);
+    (out, err, over)
 }
 
 impl Drop for Sandbox {

@@ -16,7 +16,7 @@ use wasmtime_wasi::p1::wasi_snapshot_preview1::WasiSnapshotPreview1;
 use wasmtime_wasi::runtime::in_tokio;
 use wiggle::{GuestMemory, GuestPtr};
 
-use crate::sandbox::Ctx;
+use crate::store::{Ctx, DirEntry};
 
 const MODULE: &str = "wasi_snapshot_preview1";
 const DIRENT_SIZE: usize = 24;
@@ -122,13 +122,6 @@ fn path_filestat_get(
         GuestPtr::new((path as u32, path_len as u32)),
     ));
     write_scrubbed(&mut gm, stat, ctx.instant_ns, buf)
-}
-
-/// One directory entry as the guest will see it: type and name only.
-#[derive(Clone)]
-pub(crate) struct DirEntry {
-    d_type: u8,
-    name: Vec<u8>,
 }
 
 /// Reads the whole directory through wasmtime-wasi into a scratch buffer, sorts it by

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use plangate_sandbox::{
-    CallRecord, Epoch, EpochManifest, Error, Limits, Mode, MountSpec, Outcome, Sandbox, ToolSpec,
+    CallRecord, Epoch, EpochManifest, EpochMode, EpochMount, Error, Limits, ModuleSpec, Outcome,
+    Sandbox,
 };
 
 use crate::guests::guest;
@@ -87,7 +88,7 @@ fn tmpfs_or_temp() -> tempfile::TempDir {
 fn observe(epoch: Epoch, world: &Path) -> (String, CallRecord) {
     let sb = Sandbox::new(test_config(), epoch).unwrap();
     let tool = sb
-        .load_tool(&ToolSpec::new(guest("observe")).mount(world, "/world"))
+        .load_tool(&ModuleSpec::new(guest("observe")).mount(world, "/world"))
         .unwrap();
     let r = sb.call(&tool, b"{}", &Limits::default());
     assert_eq!(
@@ -104,7 +105,7 @@ fn builder(world: &Path, snapshots: &Path) -> plangate_sandbox::EpochBuilder {
         .seed(0x00c0_ffee)
         .env("LANG", "C")
         .argv(["observe", "--all"])
-        .mount(MountSpec::pinned(world, "/world"))
+        .mount(EpochMount::pinned(world, "/world"))
         .module(guest("observe"))
         .snapshot_root(snapshots)
 }
@@ -246,9 +247,9 @@ fn live_clock_and_random_differ_between_runs() {
     let base = tempfile::tempdir().unwrap();
     let world = make_fixture(base.path(), false, SystemTime::now(), false);
     let sb = Sandbox::new(test_config(), builder(&world, base.path()).build().unwrap()).unwrap();
-    let spec = ToolSpec::new(guest("observe")).mount(&world, "/world");
+    let spec = ModuleSpec::new(guest("observe")).mount(&world, "/world");
     let live = sb
-        .load_tool(&spec.clone().clock(Mode::Live).random(Mode::Live))
+        .load_tool(&spec.clone().clock(EpochMode::Live).random(EpochMode::Live))
         .unwrap();
     let pinned = sb.load_tool(&spec).unwrap();
     let l = Limits::default();
@@ -282,13 +283,13 @@ fn a_changed_live_mount_is_detected() {
     let base = tempfile::tempdir().unwrap();
     let world = make_fixture(base.path(), false, SystemTime::now(), false);
     let epoch = Epoch::builder()
-        .mount(MountSpec::live(&world, "/world"))
+        .mount(EpochMount::live(&world, "/world"))
         .module(guest("observe"))
         .build()
         .unwrap();
     let sb = Sandbox::new(test_config(), epoch).unwrap();
     let tool = sb
-        .load_tool(&ToolSpec::new(guest("observe")).mount(&world, "/world"))
+        .load_tool(&ModuleSpec::new(guest("observe")).mount(&world, "/world"))
         .unwrap();
     let before = sb.call(&tool, b"", &Limits::default());
     assert!(

@@ -5,7 +5,7 @@
 use std::fs;
 use std::path::Path;
 
-use plangate_sandbox::{Epoch, Limits, MountSpec, Outcome, Sandbox, ToolSpec};
+use plangate_sandbox::{Epoch, EpochMount, Limits, ModuleSpec, Outcome, Sandbox};
 
 use crate::guests::guest;
 use crate::support::{test_config, write};
@@ -20,7 +20,7 @@ fn fixture(base: &Path) -> std::path::PathBuf {
     world
 }
 
-fn run_escape(mount: MountSpec) -> String {
+fn run_escape(mount: EpochMount) -> String {
     let world = mount.host.clone();
     let epoch = Epoch::builder()
         .mount(mount)
@@ -29,7 +29,7 @@ fn run_escape(mount: MountSpec) -> String {
         .unwrap();
     let sb = Sandbox::new(test_config(), epoch).unwrap();
     let tool = sb
-        .load_tool(&ToolSpec::new(guest("escape")).mount(&world, "/world"))
+        .load_tool(&ModuleSpec::new(guest("escape")).mount(&world, "/world"))
         .unwrap();
     let r = sb.call(&tool, b"{}", &Limits::default());
     assert_eq!(r.outcome, Outcome::Exit { code: 0 });
@@ -55,7 +55,7 @@ fn assert_all_denied(report: &str, world: &Path) {
 fn no_way_out_of_a_pinned_mount() {
     let base = tempfile::tempdir().unwrap();
     let world = fixture(base.path());
-    let report = run_escape(MountSpec::pinned(&world, "/world"));
+    let report = run_escape(EpochMount::pinned(&world, "/world"));
     assert_all_denied(&report, &world);
 }
 
@@ -63,6 +63,6 @@ fn no_way_out_of_a_pinned_mount() {
 fn no_way_out_of_a_live_mount() {
     let base = tempfile::tempdir().unwrap();
     let world = fixture(base.path());
-    let report = run_escape(MountSpec::live(&world, "/world"));
+    let report = run_escape(EpochMount::live(&world, "/world"));
     assert_all_denied(&report, &world);
 }

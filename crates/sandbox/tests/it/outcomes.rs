@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use plangate_sandbox::{Limits, Mode, Outcome, ToolSpec, TrapKind};
+use plangate_sandbox::{EpochMode, Limits, ModuleSpec, Outcome, TrapKind};
 
 use crate::guests::guest;
 use crate::support::sandbox_with;
@@ -102,7 +102,7 @@ fn a_thirty_second_sleep_is_virtual() {
 fn a_real_sleep_with_a_live_clock_still_ends_at_the_wall_limit() {
     let (sb, _) = sandbox_with(&["sleepy"]);
     let tool = sb
-        .load_tool(&ToolSpec::new(guest("sleepy")).clock(Mode::Live))
+        .load_tool(&ModuleSpec::new(guest("sleepy")).clock(EpochMode::Live))
         .unwrap();
     let l = Limits {
         wall_ms: 400,
@@ -174,7 +174,7 @@ fn output_of_exactly_the_limit_is_not_cut() {
 #[test]
 fn a_module_outside_the_epoch_is_refused() {
     let (sb, _) = sandbox_with(&["echo"]);
-    let err = sb.load_tool(&ToolSpec::new(guest("exit7"))).unwrap_err();
+    let err = sb.load_tool(&ModuleSpec::new(guest("exit7"))).unwrap_err();
     assert!(
         err.to_string().contains("is not in the epoch manifest"),
         "{err}"

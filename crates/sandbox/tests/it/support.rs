@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use plangate_sandbox::{Epoch, Sandbox, SandboxConfig, Tool, ToolSpec};
+use plangate_sandbox::{Epoch, ModuleSpec, Sandbox, SandboxConfig, Tool};
 
 use crate::guests::guest;
 
@@ -17,7 +17,7 @@ pub(crate) fn sandbox_with(names: &[&str]) -> (Sandbox, Vec<Tool>) {
         .iter()
         .map(|n| {
             sandbox
-                .load_tool(&ToolSpec::new(guest(n)))
+                .load_tool(&ModuleSpec::new(guest(n)))
                 .expect("load tool")
         })
         .collect();

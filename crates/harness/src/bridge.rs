@@ -1,0 +1,40 @@
+//! The one place where the catalog's declarations (gate types) become what the sandbox
+//! instantiates. gate and sandbox never see each other, so their twin types meet only
+//! here: `SourceMode` becomes `EpochMode`, a catalog `MountSpec` an `EpochMount`, and a
+//! catalog `ToolSpec` a `ModuleSpec`.
+
+use std::path::Path;
+
+use plangate_gate::catalog::{MountSpec, SourceMode, ToolSpec};
+use plangate_sandbox::{EpochMode, EpochMount, ModuleSpec};
+
+/// Whether a catalog source is pinned or live, as the sandbox says it.
+pub(crate) fn epoch_mode(m: SourceMode) -> EpochMode {
+    match m {
+        SourceMode::Pinned => EpochMode::Pinned,
+        SourceMode::Live => EpochMode::Live,
+    }
+}
+
+/// A catalog mount as the sandbox serves it; its host path, written relative to the
+/// catalog file, is read against `base_dir`, the catalog file's folder.
+pub(crate) fn epoch_mount(m: &MountSpec, base_dir: &Path) -> EpochMount {
+    EpochMount {
+        host: base_dir.join(&m.host),
+        guest: m.guest.clone(),
+        mode: epoch_mode(m.mode),
+    }
+}
+
+/// A catalog tool as the module the sandbox instantiates: `module` (already resolved
+/// against `base_dir`), the tool's mounts, its clock and its randomness.
+pub(crate) fn module_spec(t: &ToolSpec, module: &Path, base_dir: &Path) -> ModuleSpec {
+    let mut spec = ModuleSpec::new(module)
+        .clock(epoch_mode(t.clock))
+        .random(epoch_mode(t.random));
+    for m in &t.mounts {
+        let mount = epoch_mount(m, base_dir);
+        spec = spec.mount(mount.host, mount.guest);
+    }
+    spec
+}

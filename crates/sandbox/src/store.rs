@@ -1,0 +1,76 @@
+//! What one call's wasmtime store carries: the WASI context, the memory limiter and the
+//! state the metadata scrub keeps between host calls. Its own module because both the
+//! sandbox (which builds a store per call) and the scrub (whose host functions read and
+//! update it) need it, and neither should have to reach into the other.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use wasmtime::ResourceLimiter;
+use wasmtime_wasi::p1::WasiP1Ctx;
+
+use crate::pinned::VirtualTime;
+
+/// Per-store state.
+pub(crate) struct Ctx {
+    pub(crate) wasi: WasiP1Ctx,
+    pub(crate) limiter: Limiter,
+    /// The call's virtual time; `None` when the tool's clock is live.
+    pub(crate) time: Option<Arc<VirtualTime>>,
+    /// What the metadata scrub writes into every timestamp.
+    pub(crate) instant_ns: u64,
+    /// The sorted listing of each directory fd the guest is reading (see `scrub`).
+    pub(crate) readdir: Vec<(u32, Vec<DirEntry>)>,
+    /// When the call's wall time is up; a live sleep never runs past it.
+    pub(crate) deadline: Instant,
+}
+
+/// One directory entry as the guest will see it: type and name only.
+#[derive(Clone)]
+pub(crate) struct DirEntry {
+    pub(crate) d_type: u8,
+    pub(crate) name: Vec<u8>,
+}
+
+/// Refuses growth past the call's limit with an error of its own, so the outcome says
+/// `memory_limit` rather than the trap a guest makes of a failed allocation.
+pub(crate) struct Limiter {
+    pub(crate) memory_bytes: usize,
+    pub(crate) hit: bool,
+}
+
+#[derive(Debug)]
+pub(crate) struct MemoryLimitHit;
+
+impl std::fmt::Display for MemoryLimitHit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the call's memory limit was reached")
+    }
+}
+
+impl std::error::Error for MemoryLimitHit {}
+
+impl ResourceLimiter for Limiter {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if desired > self.memory_bytes {
+            self.hit = true;
+            return Err(wasmtime::Error::new(MemoryLimitHit));
+        }
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        // Tables are small in real tools; the pool caps them anyway. Refuse quietly.
+        Ok(desired <= 1 << 20)
+    }
+}
