@@ -8,11 +8,12 @@ use anyhow::{Context, Result, bail};
 use base64::Engine as _;
 use clap::{Args, ValueEnum};
 use plangate_sandbox::{
-    Epoch, EpochManifest, Limits, Mode, MountMismatch, MountSpec, Outcome, Sandbox, SandboxConfig,
-    ToolSpec,
+    Epoch, EpochManifest, EpochMode, EpochMount, ModuleSpec, MountMismatch, Outcome, Sandbox,
+    SandboxConfig,
 };
 use serde_json::{Map, Value, json};
 
+use crate::args::LimitArgs;
 use crate::exit;
 
 /// Run one WASM tool call under a pinned epoch and print what it did as JSON.
@@ -50,34 +51,6 @@ pub(crate) struct CallArgs {
     limits: LimitArgs,
 }
 
-/// Per-call limits, shared by every command that runs tools.
-#[derive(Debug, Clone, Args)]
-pub(crate) struct LimitArgs {
-    /// Fuel per call: the deterministic CPU budget.
-    #[arg(long, default_value_t = Limits::default().fuel)]
-    fuel: u64,
-    /// Linear memory limit per call, MiB.
-    #[arg(long, default_value_t = Limits::default().memory_mb)]
-    memory_mb: u64,
-    /// Wall-time limit per call, ms (a safety net; fuel is the deterministic bound).
-    #[arg(long, default_value_t = Limits::default().wall_ms)]
-    timeout_ms: u64,
-    /// Bytes of stdout (and of stderr) kept before a call ends as `output_limit`.
-    #[arg(long, default_value_t = Limits::default().output_bytes)]
-    output_bytes: usize,
-}
-
-impl LimitArgs {
-    pub(crate) fn limits(&self) -> Limits {
-        Limits {
-            fuel: self.fuel,
-            memory_mb: self.memory_mb,
-            wall_ms: self.timeout_ms,
-            output_bytes: self.output_bytes,
-        }
-    }
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum LiveSource {
     Clock,
@@ -90,13 +63,13 @@ enum ModeArg {
     Live,
 }
 
-fn parse_mount(spec: &str) -> Result<MountSpec> {
+fn parse_mount(spec: &str) -> Result<EpochMount> {
     let (rest, mode) = if let Some(r) = spec.strip_suffix(":live") {
-        (r, Mode::Live)
+        (r, EpochMode::Live)
     } else if let Some(r) = spec.strip_suffix(":pinned") {
-        (r, Mode::Pinned)
+        (r, EpochMode::Pinned)
     } else {
-        (spec, Mode::Pinned)
+        (spec, EpochMode::Pinned)
     };
     // The guest path is absolute and has no ':'; the host path may (rarely) have one.
     let Some((host, guest)) = rest.rsplit_once(':') else {
@@ -105,7 +78,7 @@ fn parse_mount(spec: &str) -> Result<MountSpec> {
     if host.is_empty() || !guest.starts_with('/') {
         bail!("--mount `{spec}`: the host path is empty or the guest path is not absolute");
     }
-    Ok(MountSpec {
+    Ok(EpochMount {
         host: PathBuf::from(host),
         guest: guest.to_owned(),
         mode,
@@ -150,12 +123,12 @@ pub(crate) fn run(args: CallArgs) -> Result<u8> {
     }
     let live_mode = |flag: Option<ModeArg>, source: LiveSource| {
         if flag == Some(ModeArg::Live) || args.live.contains(&source) {
-            Mode::Live
+            EpochMode::Live
         } else {
-            Mode::Pinned
+            EpochMode::Pinned
         }
     };
-    let mut spec = ToolSpec::new(&args.module)
+    let mut spec = ModuleSpec::new(&args.module)
         .clock(live_mode(args.clock, LiveSource::Clock))
         .random(live_mode(args.random, LiveSource::Random));
     for m in &mounts {
@@ -208,12 +181,12 @@ mod tests {
         let m = parse_mount("fixtures/world:/world").unwrap();
         assert_eq!(
             (m.host, m.guest.as_str(), m.mode),
-            (PathBuf::from("fixtures/world"), "/world", Mode::Pinned)
+            (PathBuf::from("fixtures/world"), "/world", EpochMode::Pinned)
         );
         let m = parse_mount("/a:b/c:/data:live").unwrap();
         assert_eq!(
             (m.host, m.guest.as_str(), m.mode),
-            (PathBuf::from("/a:b/c"), "/data", Mode::Live)
+            (PathBuf::from("/a:b/c"), "/data", EpochMode::Live)
         );
         assert!(parse_mount("nohost").is_err());
         assert!(parse_mount("x:relative").is_err());

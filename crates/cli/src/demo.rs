@@ -15,15 +15,15 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use plangate_gate::baseline::naive;
 use plangate_gate::catalog::Catalog;
-use plangate_gate::decide::{Decision, Reason, Rule, Verdict};
+use plangate_gate::decide::{Decision, Options, Rule};
 use plangate_gate::json::{self, Value};
 use plangate_gate::task::{Label, Task, parse_task_line};
-use plangate_harness::{Eval, EvalOptions, World, WorldOptions};
-use serde::Serialize;
+use plangate_harness::{Eval, EvalOptions, Finished, World, WorldOptions};
 
+use crate::args::ThresholdArgs;
 use crate::report::{self, TaskPoint};
-use crate::scenario::{self, Config};
-use crate::score::ThresholdArgs;
+use crate::results::{COLUMNS, Column, DemoReport, table_rows};
+use crate::scenario::{self, Config, Generated};
 
 #[derive(Debug, Args)]
 pub(crate) struct DemoArgs {
@@ -66,97 +66,28 @@ pub(crate) struct DemoArgs {
     thresholds: ThresholdArgs,
 }
 
-/// One scorer's column of the table.
-#[derive(Debug, Default, Clone, Serialize)]
-pub(crate) struct Column {
-    pub(crate) rejected: usize,
-    pub(crate) rejected_correct: usize,
-    /// Share of rejected plans that were correct.
-    pub(crate) false_positive_rate: f64,
-    pub(crate) deferred: usize,
-    pub(crate) accepted: usize,
-    /// Hallucinated plans rejected.
-    pub(crate) hallucinations_caught: usize,
-    pub(crate) accepted_hallucinated: usize,
-    /// Consistent fabrications (one invented value repeated in nearly every sample):
-    /// rejected for disagreeing arguments.
-    pub(crate) consistent_caught_by_agreement: usize,
-    /// Consistent fabrications rejected for a referential miss.
-    pub(crate) consistent_caught_by_referential_miss: usize,
-    pub(crate) consistent_deferred: usize,
-    pub(crate) consistent_accepted: usize,
-}
-
-impl Column {
-    fn count(&mut self, v: Verdict, label: Option<Label>, consistent: bool, reasons: &[Reason]) {
-        let hallucinated = label == Some(Label::Hallucinated);
-        if consistent {
-            match v {
-                Verdict::Reject if reasons.contains(&Reason::ReferentialMiss) => {
-                    self.consistent_caught_by_referential_miss += 1;
-                }
-                Verdict::Reject => self.consistent_caught_by_agreement += 1,
-                Verdict::Defer => self.consistent_deferred += 1,
-                Verdict::Accept => self.consistent_accepted += 1,
-            }
-        }
-        match v {
-            Verdict::Reject => {
-                self.rejected += 1;
-                if hallucinated {
-                    self.hallucinations_caught += 1;
-                } else {
-                    self.rejected_correct += 1;
-                }
-            }
-            Verdict::Defer => self.deferred += 1,
-            Verdict::Accept => {
-                self.accepted += 1;
-                if hallucinated {
-                    self.accepted_hallucinated += 1;
-                }
-            }
-        }
-    }
-    fn close(&mut self) {
-        self.false_positive_rate = if self.rejected == 0 {
-            0.0
-        } else {
-            self.rejected_correct as f64 / self.rejected as f64
-        };
-    }
-}
-
-/// What `--json` writes.
-#[derive(Debug, Serialize)]
-pub(crate) struct DemoReport {
-    pub(crate) tasks: usize,
-    pub(crate) samples: usize,
-    pub(crate) seed: u64,
-    pub(crate) hallucinated_tasks: usize,
-    /// Hallucinated tasks whose samples repeat one invented value.
-    pub(crate) consistent_fabrications: usize,
-    pub(crate) naive: Column,
-    /// The seed's decision boundary alone, on the same canonical evidence.
-    pub(crate) seed_rule: Column,
-    pub(crate) gate: Column,
-    pub(crate) quarantined: Vec<String>,
-    /// Each quarantined tool's evidence (probe drift, witnesses), as tool-health.json has it.
-    pub(crate) quarantine_evidence: BTreeMap<String, serde_json::Value>,
-    pub(crate) changed_live_mounts: Vec<String>,
-    pub(crate) driver_actions: Vec<String>,
-    pub(crate) epoch_id: String,
-    pub(crate) calls: usize,
-    pub(crate) elapsed_s: f64,
-    pub(crate) calls_per_s: f64,
-    /// Gate decisions by reason code, for the curious.
-    pub(crate) gate_reasons: BTreeMap<String, usize>,
-    /// Gate verdicts per tool the plans were drawn for (`a>b` for a two-step chain).
-    pub(crate) gate_by_tool: BTreeMap<String, BTreeMap<&'static str, usize>>,
-}
-
 pub(crate) fn run(args: DemoArgs) -> Result<u8> {
     let started = Instant::now();
+    let batch = generate_batch(&args)?;
+    let ran = run_batch(&args, &batch)?;
+    let elapsed = started.elapsed().as_secs_f64();
+    let (gate, points) = judge_gate(&batch, &ran.finished)?;
+    let seed_rule = judge_seed_rule(&args.thresholds, &batch, &ran.finished);
+    let report = demo_report(&args, &batch, ran, gate, seed_rule, elapsed)?;
+    print_table(&report);
+    if let Some(path) = &args.json {
+        std::fs::write(path, serde_json::to_string_pretty(&report)? + "\n")
+            .with_context(|| format!("failed to write {}", path.display()))?;
+    }
+    if let Some(path) = &args.html {
+        std::fs::write(path, report::render(&report, &points))
+            .with_context(|| format!("failed to write {}", path.display()))?;
+    }
+    Ok(crate::exit::OK)
+}
+
+/// The seeded batch over the seed world, written out when asked for.
+fn generate_batch(args: &DemoArgs) -> Result<Vec<Generated>> {
     let dir = &args.world;
     if !dir.join("catalog.json").is_file() {
         bail!(
@@ -186,7 +117,21 @@ pub(crate) fn run(args: DemoArgs) -> Result<u8> {
         }
         f.flush()?;
     }
+    Ok(batch)
+}
 
+/// What running the batch produced: the harness's results, the naive scorer's column
+/// (it judges each task as it is executed) and what the world driver did.
+struct Ran {
+    finished: Finished,
+    naive: Column,
+    driver_actions: Vec<String>,
+}
+
+/// Runs the batch through the harness in one pinned epoch, with the world driver
+/// changing a private copy of the live state beside it.
+fn run_batch(args: &DemoArgs, batch: &[Generated]) -> Result<Ran> {
+    let dir = &args.world;
     // The driver writes to a private copy of live/, so the demo never changes the
     // repository's fixtures.
     let scratch = tempfile::tempdir().context("failed to make a scratch folder")?;
@@ -210,7 +155,25 @@ pub(crate) fn run(args: DemoArgs) -> Result<u8> {
         opts.jobs = j;
     }
     let eval = Eval::start(&world, &catalog, opts);
+    let (naive, driver_actions) = execute_with_driver(&eval, args, batch, &live);
+    // Finished before the scratch folder goes: the end of the batch rechecks live/.
+    let finished = eval.finish()?;
+    Ok(Ran {
+        finished,
+        naive,
+        driver_actions,
+    })
+}
 
+/// Phase one: every generated task executed, the naive scorer counting each as it
+/// finishes, and the driver (unless `--no-driver`) acting on `live` as the batch
+/// progresses. Returns the naive column and the driver's log.
+fn execute_with_driver(
+    eval: &Eval<'_>,
+    args: &DemoArgs,
+    batch: &[Generated],
+    live: &Path,
+) -> (Column, Vec<String>) {
     let done = AtomicUsize::new(0);
     let naive_col = Mutex::new(Column::default());
     let threshold = args.thresholds.arg_accept;
@@ -226,10 +189,10 @@ pub(crate) fn run(args: DemoArgs) -> Result<u8> {
     };
     let total = batch.len();
     let actions = Mutex::new(Vec::new());
-    let writer = dir.join("writer");
-    std::thread::scope(|s| -> Result<()> {
+    let writer = args.world.join("writer");
+    std::thread::scope(|s| {
         if !args.no_driver {
-            s.spawn(|| drive(&writer, &live, &done, total, &actions));
+            s.spawn(|| drive(&writer, live, &done, total, &actions));
         }
         eval.execute(&on_done, |feeder| {
             for (i, g) in batch.iter().enumerate() {
@@ -240,34 +203,49 @@ pub(crate) fn run(args: DemoArgs) -> Result<u8> {
                 }
             }
         });
-        Ok(())
-    })?;
-    let finished = eval.finish()?;
-    let elapsed = started.elapsed().as_secs_f64();
+    });
+    (
+        naive_col.into_inner().unwrap_or_else(|e| e.into_inner()),
+        actions.into_inner().unwrap_or_else(|e| e.into_inner()),
+    )
+}
 
-    let mut gate = Column::default();
-    let mut reasons = BTreeMap::new();
-    let mut by_tool: BTreeMap<String, BTreeMap<&'static str, usize>> = BTreeMap::new();
-    let labels: Vec<bool> = batch.iter().map(|g| g.hallucinated).collect();
-    let mut points = Vec::with_capacity(total);
+/// The gate's side of the comparison: its column and its verdicts counted by reason
+/// code and by tool.
+struct GateResults {
+    column: Column,
+    reasons: BTreeMap<String, usize>,
+    by_tool: BTreeMap<String, BTreeMap<&'static str, usize>>,
+}
+
+/// Counts the gate's decisions, and gives each task's point for the HTML plots.
+fn judge_gate(batch: &[Generated], finished: &Finished) -> Result<(GateResults, Vec<TaskPoint>)> {
+    let mut gate = GateResults {
+        column: Column::default(),
+        reasons: BTreeMap::new(),
+        by_tool: BTreeMap::new(),
+    };
+    let mut points = Vec::with_capacity(batch.len());
     for d in finished.decisions() {
         let dec: &Decision = &d.decision;
+        let g = &batch[d.line - 1];
         points.push(TaskPoint {
-            tool: batch[d.line - 1].tool,
-            hallucinated: labels[d.line - 1],
+            tool: g.tool,
+            hallucinated: g.hallucinated,
             arg_count: dec.arg_agreement.count,
             arg_n: dec.arg_agreement.n,
             result_agreement: dec.result_agreement.map(|r| r.value),
         });
-        *by_tool
-            .entry(batch[d.line - 1].tool.to_string())
+        *gate
+            .by_tool
+            .entry(g.tool.to_string())
             .or_default()
             .entry(dec.decision.as_str())
             .or_insert(0) += 1;
-        gate.count(
+        gate.column.count(
             dec.decision,
-            label_of(labels[d.line - 1]),
-            batch[d.line - 1].consistent,
+            label_of(g.hallucinated),
+            g.consistent,
             &dec.reasons,
         );
         for r in &dec.reasons {
@@ -275,14 +253,20 @@ pub(crate) fn run(args: DemoArgs) -> Result<u8> {
                 .as_str()
                 .unwrap_or_default()
                 .to_string();
-            *reasons.entry(code).or_insert(0) += 1;
+            *gate.reasons.entry(code).or_insert(0) += 1;
         }
     }
-    gate.close();
+    gate.column.close();
+    Ok((gate, points))
+}
+
+/// The seed's decision boundary alone on the same evidence: the comparison's middle
+/// column, which shows what the gate's additions change.
+fn judge_seed_rule(thresholds: &ThresholdArgs, batch: &[Generated], finished: &Finished) -> Column {
     let mut seed_rule = Column::default();
-    let seed_options = plangate_gate::decide::Options {
+    let seed_options = Options {
         rule: Rule::Seed,
-        ..args.thresholds.options()
+        ..thresholds.options()
     };
     for d in finished.decisions_with(seed_options) {
         let g = &batch[d.line - 1];
@@ -294,18 +278,34 @@ pub(crate) fn run(args: DemoArgs) -> Result<u8> {
         );
     }
     seed_rule.close();
-    let mut naive_col = naive_col.into_inner().unwrap_or_else(|e| e.into_inner());
-    naive_col.close();
+    seed_rule
+}
+
+/// The whole `--json` report, from the three columns and what the run found.
+fn demo_report(
+    args: &DemoArgs,
+    batch: &[Generated],
+    ran: Ran,
+    gate: GateResults,
+    seed_rule: Column,
+    elapsed: f64,
+) -> Result<DemoReport> {
+    let Ran {
+        finished,
+        mut naive,
+        driver_actions,
+    } = ran;
+    naive.close();
     let calls = finished.stats.calls_executed + finished.stats.probe_calls;
-    let report = DemoReport {
-        tasks: total,
+    Ok(DemoReport {
+        tasks: batch.len(),
         samples: args.samples,
         seed: args.seed,
-        hallucinated_tasks: labels.iter().filter(|h| **h).count(),
+        hallucinated_tasks: batch.iter().filter(|g| g.hallucinated).count(),
         consistent_fabrications: batch.iter().filter(|g| g.consistent).count(),
-        naive: naive_col,
+        naive,
         seed_rule,
-        gate,
+        gate: gate.column,
         quarantined: finished
             .quarantined()
             .into_iter()
@@ -323,24 +323,14 @@ pub(crate) fn run(args: DemoArgs) -> Result<u8> {
             .into_iter()
             .map(str::to_string)
             .collect(),
-        driver_actions: actions.into_inner().unwrap_or_else(|e| e.into_inner()),
+        driver_actions,
         epoch_id: finished.epoch_id.clone(),
         calls,
         elapsed_s: elapsed,
         calls_per_s: calls as f64 / elapsed,
-        gate_reasons: reasons,
-        gate_by_tool: by_tool,
-    };
-    print_table(&report);
-    if let Some(path) = &args.json {
-        std::fs::write(path, serde_json::to_string_pretty(&report)? + "\n")
-            .with_context(|| format!("failed to write {}", path.display()))?;
-    }
-    if let Some(path) = &args.html {
-        std::fs::write(path, report::render(&report, &points))
-            .with_context(|| format!("failed to write {}", path.display()))?;
-    }
-    Ok(crate::exit::OK)
+        gate_reasons: gate.reasons,
+        gate_by_tool: gate.by_tool,
+    })
 }
 
 fn label_of(hallucinated: bool) -> Option<Label> {
@@ -444,89 +434,6 @@ fn copy_tree(from: &Path, to: &Path) -> Result<()> {
     }
     Ok(())
 }
-
-fn pct(x: f64) -> String {
-    format!("{:.1}%", x * 100.0)
-}
-
-/// One row of the demo's table: a stable key (the HTML's cell ids), its label, whether
-/// it details the row above, and the naive scorer's, the seed's rule's and the gate's
-/// cells. The terminal table and the HTML report both print these.
-pub(crate) struct Row {
-    pub(crate) key: &'static str,
-    pub(crate) name: &'static str,
-    pub(crate) sub: bool,
-    pub(crate) cells: [String; 3],
-}
-
-/// The table's rows, once for both outputs.
-pub(crate) fn table_rows(r: &DemoReport) -> Vec<Row> {
-    type Cell = fn(&Column, &DemoReport) -> String;
-    let rows: [(&'static str, &'static str, bool, Cell); 11] = [
-        ("rejected", "rejected", false, |c, _| c.rejected.to_string()),
-        ("rejected_correct", "of which correct", true, |c, _| {
-            c.rejected_correct.to_string()
-        }),
-        (
-            "false_positive_rate",
-            "false-positive share",
-            true,
-            |c, _| pct(c.false_positive_rate),
-        ),
-        ("deferred", "deferred", false, |c, _| c.deferred.to_string()),
-        ("accepted", "accepted", false, |c, _| c.accepted.to_string()),
-        (
-            "hallucinations_caught",
-            "hallucinations caught",
-            false,
-            |c, r| format!("{} of {}", c.hallucinations_caught, r.hallucinated_tasks),
-        ),
-        (
-            "accepted_hallucinated",
-            "hallucinations accepted",
-            false,
-            |c, _| c.accepted_hallucinated.to_string(),
-        ),
-        (
-            "consistent_caught_by_agreement",
-            "consistent: by disagreement",
-            false,
-            |c, r| {
-                format!(
-                    "{} of {}",
-                    c.consistent_caught_by_agreement, r.consistent_fabrications
-                )
-            },
-        ),
-        (
-            "consistent_caught_by_referential_miss",
-            "by referential miss",
-            true,
-            |c, _| c.consistent_caught_by_referential_miss.to_string(),
-        ),
-        ("consistent_deferred", "deferred", true, |c, _| {
-            c.consistent_deferred.to_string()
-        }),
-        ("consistent_accepted", "accepted", true, |c, _| {
-            c.consistent_accepted.to_string()
-        }),
-    ];
-    rows.into_iter()
-        .map(|(key, name, sub, cell)| Row {
-            key,
-            name,
-            sub,
-            cells: [cell(&r.naive, r), cell(&r.seed_rule, r), cell(&r.gate, r)],
-        })
-        .collect()
-}
-
-/// The column heads, in the order of [`Row::cells`], with the HTML's id prefixes.
-pub(crate) const COLUMNS: [(&str, &str); 3] = [
-    ("naive", "naive scorer"),
-    ("seed", "seed's rule"),
-    ("gate", "plangate gate"),
-];
 
 fn print_table(r: &DemoReport) {
     println!(

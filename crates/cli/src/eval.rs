@@ -4,28 +4,28 @@
 //! JUnit and a summary. The work itself is plangate-harness; this file is flags and files.
 
 use std::collections::BTreeMap;
-use std::io::{IsTerminal, Write};
+use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use plangate_gate::baseline::naive;
 use plangate_gate::decide::{Decision, Verdict};
-use plangate_gate::task::{Label, TaskError, parse_task_line};
+use plangate_gate::task::{Label, Task, TaskError, parse_task_line};
 use plangate_harness::{Eval, EvalOptions, Finished, World, WorldOptions, read_quarantine};
-use plangate_sandbox::EpochManifest;
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 use serde::Serialize;
 use serde_json::json;
 
-use crate::call::LimitArgs;
-use crate::score::{
-    Baseline, IoArgs, Tally, ThresholdArgs, check_distinct, compares_baseline, for_each_line,
-    load_catalog, open_out, open_samples, skip_line, source_name,
+use crate::args::{Baseline, IoArgs, LimitArgs, ThresholdArgs, compares_baseline};
+use crate::files::{
+    catalog_dir, check_distinct, load_catalog, open_out, read_manifest, write_json,
 };
+use crate::lines::{for_each_line, open_samples, skip_line, source_name};
+use crate::tally::Tally;
 
 #[derive(Debug, Args)]
 pub(crate) struct EvalArgs {
@@ -78,28 +78,28 @@ struct Record<'a> {
     epoch_id: &'a str,
 }
 
-/// Reads an epoch manifest file.
-pub(crate) fn read_manifest(path: &Path) -> Result<EpochManifest> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("failed to read epoch manifest {}", path.display()))?;
-    serde_json::from_str(&text)
-        .with_context(|| format!("failed to parse epoch manifest {}", path.display()))
+/// The naive scorer's verdict on a task, with the task's label.
+type NaiveVerdict = (Verdict, Option<Label>);
+
+/// What executing the batch leaves for writing, beside the harness's own results.
+#[derive(Default)]
+struct Executed {
+    /// Lines that are not tasks, by input line, to be written in their place.
+    skipped: Vec<(usize, TaskError)>,
+    /// The naive scorer's verdicts by input line, for the tasks it compares.
+    naive_by_line: BTreeMap<usize, NaiveVerdict>,
 }
 
-/// Writes `value` as pretty JSON to `path`.
-pub(crate) fn write_json(path: &Path, value: &impl Serialize) -> Result<()> {
-    let text = serde_json::to_string_pretty(value)?;
-    std::fs::write(path, text + "\n").with_context(|| format!("failed to write {}", path.display()))
+/// When the run started, and when each of its phases ended, from that start.
+struct Timings {
+    started: Instant,
+    setup: Duration,
+    probed: Duration,
+    executed: Duration,
+    decided: Duration,
 }
 
-/// The folder a catalog's relative paths are read against.
-pub(crate) fn catalog_dir(catalog: &Path) -> PathBuf {
-    match catalog.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    }
-}
-
+/// A progress bar when stderr is a terminal; hidden otherwise, so logs stay clean.
 fn progress() -> ProgressBar {
     if !std::io::stderr().is_terminal() {
         return ProgressBar::hidden();
@@ -114,23 +114,7 @@ fn progress() -> ProgressBar {
 
 pub(crate) fn run(args: EvalArgs) -> Result<u8> {
     let started = Instant::now();
-    let outputs: Vec<&Path> = [
-        &args.write_epoch,
-        &args.tool_health,
-        &args.junit,
-        &args.summary_json,
-        &args.io.out,
-    ]
-    .into_iter()
-    .flatten()
-    .map(PathBuf::as_path)
-    .collect();
-    let mut inputs: Vec<&Path> = vec![&args.io.catalog, &args.io.samples];
-    inputs.extend(args.epoch.as_deref());
-    inputs.extend(args.quarantine.as_deref());
-    for o in &outputs {
-        check_distinct(Some(o), &inputs)?;
-    }
+    check_outputs(&args)?;
     let catalog = load_catalog(&args.io.catalog)?;
     let manifest = args.epoch.as_deref().map(read_manifest).transpose()?;
     let quarantine = args
@@ -169,13 +153,64 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
 
     let source = source_name(&args.io.samples);
     let mut tally = Tally::default();
+    let executed_batch = execute(&eval, input, &args, &mut tally)?;
+    let executed = started.elapsed();
+
+    let finished = eval.finish()?;
+    let mut outputs = Outputs::open(&args, &source)?;
+    outputs.write_all(&finished, executed_batch, &mut tally)?;
+    let decided = started.elapsed();
+
+    let timings = Timings {
+        started,
+        setup,
+        probed,
+        executed,
+        decided,
+    };
+    write_reports(&args, &world, &finished, outputs, &tally, &timings)?;
+    tally.report(&source);
+    eprintln!("plangate: {}", human(&finished, executed - probed));
+    Ok(tally.exit_code())
+}
+
+/// Refuses any output path that is also one of the run's inputs.
+fn check_outputs(args: &EvalArgs) -> Result<()> {
+    let outputs: Vec<&Path> = [
+        &args.write_epoch,
+        &args.tool_health,
+        &args.junit,
+        &args.summary_json,
+        &args.io.out,
+    ]
+    .into_iter()
+    .flatten()
+    .map(PathBuf::as_path)
+    .collect();
+    let mut inputs: Vec<&Path> = vec![&args.io.catalog, &args.io.samples];
+    inputs.extend(args.epoch.as_deref());
+    inputs.extend(args.quarantine.as_deref());
+    for o in &outputs {
+        check_distinct(Some(o), &inputs)?;
+    }
+    Ok(())
+}
+
+/// Phase one: feeds every line that is a task to the harness, which executes it; keeps
+/// the lines that are not, and scores executed tasks the naive way as they finish.
+fn execute(
+    eval: &Eval<'_>,
+    input: Box<dyn BufRead>,
+    args: &EvalArgs,
+    tally: &mut Tally,
+) -> Result<Executed> {
     let mut skipped: Vec<(usize, TaskError)> = Vec::new();
     let bar = progress();
     // The naive scorer sees each task as executed, results and all; the gate decides
     // later, when tool health is known, so its verdicts wait here by input line.
-    let naive_by_line: Mutex<BTreeMap<usize, (Verdict, Option<Label>)>> = Mutex::default();
+    let naive_by_line: Mutex<BTreeMap<usize, NaiveVerdict>> = Mutex::default();
     let threshold = args.thresholds.arg_accept;
-    let on_done = |line: usize, task: &plangate_gate::task::Task| {
+    let on_done = |line: usize, task: &Task| {
         if compares_baseline(args.baseline, task) {
             let verdict = naive(task, threshold).decision;
             naive_by_line
@@ -186,7 +221,7 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
         bar.inc(1);
     };
     eval.execute(&on_done, |feeder| {
-        for_each_line(input, &mut tally, |number, line, _| {
+        for_each_line(input, tally, |number, line, _| {
             match parse_task_line(line) {
                 Ok(task) => {
                     bar.inc_length(1);
@@ -198,26 +233,64 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
         })
     })?;
     bar.finish_and_clear();
-    let executed = started.elapsed();
+    Ok(Executed {
+        skipped,
+        naive_by_line: naive_by_line
+            .into_inner()
+            .unwrap_or_else(|e| e.into_inner()),
+    })
+}
 
-    let finished = eval.finish()?;
-    let naive_by_line = naive_by_line
-        .into_inner()
-        .unwrap_or_else(|e| e.into_inner());
-    let mut out = open_out(args.io.out.as_deref())?;
-    let mut junit = args.junit.as_ref().map(|_| TestSuite::new("plangate eval"));
-    let mut skipped = skipped.into_iter().peekable();
-    let mut labels: BTreeMap<String, [usize; 3]> = Default::default();
-    for d in finished.decisions() {
-        while let Some((line, e)) = skipped.next_if(|(l, _)| *l < d.line) {
-            skip_line(&mut out, &source, line, &e, &mut tally)?;
-            if let Some(s) = junit.as_mut() {
-                s.add_test_case(input_case(line, &e));
+/// Where phase two writes each line's outcome: the decisions file and, when asked, the
+/// JUnit suite; it also counts verdicts by label for the summary.
+struct Outputs<'a> {
+    out: Box<dyn Write + Send>,
+    source: &'a str,
+    junit: Option<TestSuite>,
+    /// Verdict counts per label, indexed by `Verdict as usize`.
+    labels: BTreeMap<String, [usize; 3]>,
+}
+
+impl<'a> Outputs<'a> {
+    fn open(args: &EvalArgs, source: &'a str) -> Result<Self> {
+        Ok(Outputs {
+            out: open_out(args.io.out.as_deref())?,
+            source,
+            junit: args.junit.as_ref().map(|_| TestSuite::new("plangate eval")),
+            labels: BTreeMap::new(),
+        })
+    }
+
+    /// Writes every decision, with the lines that were not tasks in their input place.
+    fn write_all(
+        &mut self,
+        finished: &Finished,
+        executed: Executed,
+        tally: &mut Tally,
+    ) -> Result<()> {
+        let mut skipped = executed.skipped.into_iter().peekable();
+        for d in finished.decisions() {
+            while let Some((line, e)) = skipped.next_if(|(l, _)| *l < d.line) {
+                self.skipped(line, &e, tally)?;
             }
+            let naive = executed.naive_by_line.get(&d.line);
+            self.decided(&d.decision, &finished.epoch_id, naive, tally)?;
         }
-        let dec = &d.decision;
+        for (line, e) in skipped {
+            self.skipped(line, &e, tally)?;
+        }
+        self.out.flush().context("failed to write decisions")
+    }
+
+    fn decided(
+        &mut self,
+        dec: &Decision,
+        epoch_id: &str,
+        naive: Option<&NaiveVerdict>,
+        tally: &mut Tally,
+    ) -> Result<()> {
         tally.count(dec.decision);
-        if let Some((naive, label)) = naive_by_line.get(&d.line) {
+        if let Some((naive, label)) = naive {
             tally.baseline.count(dec.decision, *naive, *label);
         }
         if let Some(label) = dec.label {
@@ -225,34 +298,45 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
                 .as_str()
                 .unwrap_or_default()
                 .to_string();
-            labels.entry(key).or_default()[dec.decision as usize] += 1;
+            self.labels.entry(key).or_default()[dec.decision as usize] += 1;
         }
         serde_json::to_writer(
-            &mut out,
+            &mut self.out,
             &Record {
                 decision: dec,
-                epoch_id: &finished.epoch_id,
+                epoch_id,
             },
         )
         .context("failed to write decisions")?;
-        writeln!(out).context("failed to write decisions")?;
-        if let Some(s) = junit.as_mut() {
+        writeln!(self.out).context("failed to write decisions")?;
+        if let Some(s) = self.junit.as_mut() {
             s.add_test_case(task_case(dec));
         }
+        Ok(())
     }
-    for (line, e) in skipped {
-        skip_line(&mut out, &source, line, &e, &mut tally)?;
-        if let Some(s) = junit.as_mut() {
-            s.add_test_case(input_case(line, &e));
-        }
-    }
-    out.flush().context("failed to write decisions")?;
-    let decided = started.elapsed();
 
+    fn skipped(&mut self, line: usize, e: &TaskError, tally: &mut Tally) -> Result<()> {
+        skip_line(&mut self.out, self.source, line, e, tally)?;
+        if let Some(s) = self.junit.as_mut() {
+            s.add_test_case(input_case(line, e));
+        }
+        Ok(())
+    }
+}
+
+/// Writes the reports asked for beside the decisions: tool health, JUnit, the summary.
+fn write_reports(
+    args: &EvalArgs,
+    world: &World,
+    finished: &Finished,
+    outputs: Outputs<'_>,
+    tally: &Tally,
+    timings: &Timings,
+) -> Result<()> {
     if let Some(file) = &args.tool_health {
         write_json(file, &finished.health)?;
     }
-    if let (Some(file), Some(suite)) = (&args.junit, junit) {
+    if let (Some(file), Some(suite)) = (&args.junit, outputs.junit) {
         let mut report = Report::new("plangate");
         report.add_test_suite(suite);
         let f = std::fs::File::create(file)
@@ -261,44 +345,51 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
             .serialize(std::io::BufWriter::new(f))
             .with_context(|| format!("failed to write {}", file.display()))?;
     }
-    let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
     if let Some(file) = &args.summary_json {
-        let summary = json!({
-            "epoch_id": finished.epoch_id,
-            "epoch": world.epoch().manifest(),
-            "lines": {
-                "total": tally.lines, "blank": tally.blank, "skipped": tally.skipped,
-                "accept": tally.accept, "reject": tally.reject, "defer": tally.defer,
-            },
-            "by_label": labels.iter().map(|(l, c)| (l.clone(), json!({
-                "accept": c[Verdict::Accept as usize],
-                "defer": c[Verdict::Defer as usize],
-                "reject": c[Verdict::Reject as usize],
-            }))).collect::<serde_json::Map<_, _>>(),
-            "baseline": tally.baseline.line().map(|_| &tally.baseline),
-            "stats": finished.stats,
-            "tools": finished.health.tools,
-            "quarantined": finished.quarantined(),
-            "live_mounts": finished.live.iter().map(|c| json!({
-                "guest": c.guest, "at_start": c.at_start, "at_end": c.now, "changed": c.changed(),
-            })).collect::<Vec<_>>(),
-            "timings_ms": {
-                "setup": ms(setup),
-                "probe": ms(probed - setup),
-                "execute": ms(executed - probed),
-                "classify_and_write": ms(decided - executed),
-                "total": ms(started.elapsed()),
-            },
-            "exit_code": tally.exit_code(),
-        });
+        let summary = summary(world, finished, tally, &outputs.labels, timings);
         write_json(file, &summary)?;
     }
-    eprintln!("plangate: {}", tally.summary(&source));
-    if let Some(line) = tally.baseline.line() {
-        eprintln!("plangate: {line}");
-    }
-    eprintln!("plangate: {}", human(&finished, executed - probed));
-    Ok(tally.exit_code())
+    Ok(())
+}
+
+/// The `--summary-json` document: counts, tool health, the epoch, and how long each
+/// phase took (the total up to now).
+fn summary(
+    world: &World,
+    finished: &Finished,
+    tally: &Tally,
+    labels: &BTreeMap<String, [usize; 3]>,
+    t: &Timings,
+) -> serde_json::Value {
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    json!({
+        "epoch_id": finished.epoch_id,
+        "epoch": world.epoch().manifest(),
+        "lines": {
+            "total": tally.lines, "blank": tally.blank, "skipped": tally.skipped,
+            "accept": tally.accept, "reject": tally.reject, "defer": tally.defer,
+        },
+        "by_label": labels.iter().map(|(l, c)| (l.clone(), json!({
+            "accept": c[Verdict::Accept as usize],
+            "defer": c[Verdict::Defer as usize],
+            "reject": c[Verdict::Reject as usize],
+        }))).collect::<serde_json::Map<_, _>>(),
+        "baseline": tally.baseline.line().map(|_| &tally.baseline),
+        "stats": finished.stats,
+        "tools": finished.health.tools,
+        "quarantined": finished.quarantined(),
+        "live_mounts": finished.live.iter().map(|c| json!({
+            "guest": c.guest, "at_start": c.at_start, "at_end": c.now, "changed": c.changed(),
+        })).collect::<Vec<_>>(),
+        "timings_ms": {
+            "setup": ms(t.setup),
+            "probe": ms(t.probed - t.setup),
+            "execute": ms(t.executed - t.probed),
+            "classify_and_write": ms(t.decided - t.executed),
+            "total": ms(t.started.elapsed()),
+        },
+        "exit_code": tally.exit_code(),
+    })
 }
 
 fn human(f: &Finished, exec: std::time::Duration) -> String {

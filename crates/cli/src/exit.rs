@@ -1,5 +1,5 @@
-//! Every exit code plangate uses, in one place (design.md section 8), so scripts and CI
-//! suites can rely on them and tests can name them.
+//! Every exit code plangate uses, in one place (docs/design.md, "Exit codes"), so
+//! scripts and CI suites can rely on them and tests can name them.
 
 /// Every task was accepted or deferred; or a command that decides nothing succeeded.
 pub(crate) const OK: u8 = 0;

@@ -1,14 +1,19 @@
 //! The `plangate` binary: parses the command line, runs one subcommand, and is the only
 //! place that prints results or picks an exit code.
 
+mod args;
 mod call;
 mod demo;
 mod eval;
 mod exit;
+mod files;
+mod lines;
 mod probe;
 mod report;
+mod results;
 mod scenario;
 mod score;
+mod tally;
 
 use std::process::ExitCode;
 

@@ -9,13 +9,13 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
+use plangate_gate::catalog::ToolSpec;
 use plangate_harness::{Evidence, ProbeRun, World, WorldOptions, compare_runs, probe_arguments};
 use plangate_sandbox::DEFAULT_INSTANT_UNIX_NS;
 use serde::Serialize;
 
-use crate::eval::catalog_dir;
 use crate::exit;
-use crate::score::load_catalog;
+use crate::files::{catalog_dir, load_catalog};
 
 #[derive(Debug, Args)]
 pub(crate) struct ProbeArgs {
@@ -99,52 +99,10 @@ pub(crate) fn run(args: ProbeArgs) -> Result<u8> {
         })
         .collect::<Result<Vec<_>>>()?;
     let epoch_ids: Vec<String> = worlds.iter().map(|w| w.epoch().id().to_string()).collect();
-    let mut reports = Vec::new();
-    for t in tools {
-        let probe_args = probe_arguments(t);
-        if !t.deterministic || probe_args.is_empty() {
-            reports.push(ToolReport {
-                name: t.name.clone(),
-                declared_deterministic: t.deterministic,
-                status: if t.deterministic {
-                    Status::NoProbeArguments
-                } else {
-                    Status::NotDeclared
-                },
-                evidence: Vec::new(),
-            });
-            continue;
-        }
-        let runs: Vec<ProbeRun> = worlds
-            .iter()
-            .map(|w| {
-                ProbeRun::run(w, &t.name, &probe_args, args.runs as usize)
-                    .expect("every catalog tool is in the world")
-            })
-            .collect();
-        let drift: Vec<Evidence> = runs.iter().flat_map(ProbeRun::drift).collect();
-        let (status, evidence) = if !drift.is_empty() {
-            (Status::Drift, drift)
-        } else {
-            let across: Vec<Evidence> = runs
-                .iter()
-                .zip(&epoch_ids)
-                .skip(1)
-                .flat_map(|(r, id)| compare_runs(&runs[0], &epoch_ids[0], r, id))
-                .collect();
-            if across.is_empty() {
-                (Status::Verified, across)
-            } else {
-                (Status::EpochSensitive, across)
-            }
-        };
-        reports.push(ToolReport {
-            name: t.name.clone(),
-            declared_deterministic: true,
-            status,
-            evidence,
-        });
-    }
+    let reports: Vec<ToolReport> = tools
+        .into_iter()
+        .map(|t| probe_tool(t, &worlds, &epoch_ids, args.runs))
+        .collect();
     for r in &reports {
         eprintln!("plangate: probe {}: {}", r.name, describe(r));
     }
@@ -160,6 +118,53 @@ pub(crate) fn run(args: ProbeArgs) -> Result<u8> {
         Ok(exit::REJECT)
     } else {
         Ok(exit::OK)
+    }
+}
+
+/// Probes one tool in every epoch: drift within any epoch first, since it falsifies
+/// the declaration outright; else differences across epochs, against the first.
+fn probe_tool(t: &ToolSpec, worlds: &[World], epoch_ids: &[String], runs: u64) -> ToolReport {
+    let probe_args = probe_arguments(t);
+    if !t.deterministic || probe_args.is_empty() {
+        return ToolReport {
+            name: t.name.clone(),
+            declared_deterministic: t.deterministic,
+            status: if t.deterministic {
+                Status::NoProbeArguments
+            } else {
+                Status::NotDeclared
+            },
+            evidence: Vec::new(),
+        };
+    }
+    let runs: Vec<ProbeRun> = worlds
+        .iter()
+        .map(|w| {
+            ProbeRun::run(w, &t.name, &probe_args, runs as usize)
+                .expect("every catalog tool is in the world")
+        })
+        .collect();
+    let drift: Vec<Evidence> = runs.iter().flat_map(ProbeRun::drift).collect();
+    let (status, evidence) = if !drift.is_empty() {
+        (Status::Drift, drift)
+    } else {
+        let across: Vec<Evidence> = runs
+            .iter()
+            .zip(epoch_ids)
+            .skip(1)
+            .flat_map(|(r, id)| compare_runs(&runs[0], &epoch_ids[0], r, id))
+            .collect();
+        if across.is_empty() {
+            (Status::Verified, across)
+        } else {
+            (Status::EpochSensitive, across)
+        }
+    };
+    ToolReport {
+        name: t.name.clone(),
+        declared_deterministic: true,
+        status,
+        evidence,
     }
 }
 

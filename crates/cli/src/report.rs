@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::demo::{COLUMNS, DemoReport, table_rows};
+use crate::results::{COLUMNS, DemoReport, table_rows};
 
 /// What the plots need of one task, beyond the report's counts.
 #[derive(Debug, Clone)]
@@ -344,6 +344,35 @@ fn count_ticks(max: usize) -> (usize, Vec<usize>) {
     (top, (0..=top).step_by(step).collect())
 }
 
+/// Opens an `<svg>` of `w` by `ht` whose accessible name is `title`.
+fn svg_open(s: &mut String, id: &str, title: &str, w: f64, ht: f64) {
+    let _ = writeln!(
+        s,
+        "<svg id=\"{id}\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {w} {ht}\" width=\"{w}\" height=\"{ht}\" role=\"img\" aria-labelledby=\"{id}-title\">"
+    );
+    let _ = writeln!(s, "<title id=\"{id}-title\">{title}</title>");
+}
+
+/// Where the histogram's parts go: the plot area inside the picture, the count scale,
+/// and the width of a bin's slot and of each of its two bars.
+struct HistLayout {
+    samples: usize,
+    ht: f64,
+    left: f64,
+    top: f64,
+    pw: f64,
+    ph: f64,
+    ymax: usize,
+    slot: f64,
+    bar: f64,
+}
+
+impl HistLayout {
+    fn y(&self, v: usize) -> f64 {
+        self.top + self.ph - self.ph * v as f64 / self.ymax as f64
+    }
+}
+
 fn histogram_svg(samples: usize, hist: &Histogram) -> String {
     let (w, ht) = (1000.0, 380.0);
     let (left, right, top, bottom) = (60.0, 20.0, 50.0, 60.0);
@@ -357,19 +386,21 @@ fn histogram_svg(samples: usize, hist: &Histogram) -> String {
         .max()
         .unwrap_or(0);
     let (ymax, yticks) = count_ticks(max);
-    let y = |v: usize| top + ph - ph * v as f64 / ymax as f64;
     let slot = pw / bins as f64;
-    let bar = slot * 0.38;
+    let l = HistLayout {
+        samples,
+        ht,
+        left,
+        top,
+        pw,
+        ph,
+        ymax,
+        slot,
+        bar: slot * 0.38,
+    };
 
     let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "<svg id=\"arg-hist\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {w} {ht}\" width=\"{w}\" height=\"{ht}\" role=\"img\" aria-labelledby=\"arg-hist-title\">"
-    );
-    let _ = writeln!(
-        s,
-        "<title id=\"arg-hist-title\">Argument agreement by label</title>"
-    );
+    svg_open(&mut s, "arg-hist", "Argument agreement by label", w, ht);
     let _ = writeln!(
         s,
         "<text class=\"title\" x=\"{left}\" y=\"22\">Argument agreement by label</text>"
@@ -388,7 +419,7 @@ fn histogram_svg(samples: usize, hist: &Histogram) -> String {
         ],
     );
     for t in &yticks {
-        let yy = y(*t);
+        let yy = l.y(*t);
         let _ = writeln!(
             s,
             "<line class=\"grid\" x1=\"{left}\" y1=\"{yy:.1}\" x2=\"{:.1}\" y2=\"{yy:.1}\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{t}</text>",
@@ -401,46 +432,71 @@ fn histogram_svg(samples: usize, hist: &Histogram) -> String {
     let labelled = bins <= 21;
     let every = bins.div_ceil(11).max(1);
     for b in 0..bins {
-        let x0 = left + slot * b as f64 + slot * 0.12;
-        for (i, (v, color, label)) in [
-            (hist.correct[b], CORRECT, "correct"),
-            (hist.hallucinated[b], HALLUCINATED, "hallucinated"),
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            let x = x0 + bar * i as f64;
-            let yy = y(v);
-            let _ = writeln!(
-                s,
-                "<rect x=\"{x:.1}\" y=\"{yy:.1}\" width=\"{bar:.1}\" height=\"{:.1}\" fill=\"{color}\"><title>{label}, agreement {}/{samples}: {v} tasks</title></rect>",
-                top + ph - yy,
-                b
-            );
-            if labelled && v > 0 {
-                let _ = writeln!(
-                    s,
-                    "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" font-size=\"10\">{v}</text>",
-                    x + bar / 2.0,
-                    yy - 3.0
-                );
-            }
-        }
+        histogram_bars(
+            &mut s,
+            &l,
+            b,
+            [hist.correct[b], hist.hallucinated[b]],
+            labelled,
+        );
         if b % every == 0 || b + 1 == bins {
-            let agreement = if samples == 0 {
-                0.0
-            } else {
-                b as f64 / samples as f64
-            };
+            agreement_tick(&mut s, &l, b);
+        }
+    }
+    histogram_axes(&mut s, &l);
+    s.push_str("</svg>\n");
+    s
+}
+
+/// Bin `b`'s two bars, correct then hallucinated, each with its count above it when
+/// `labelled`.
+fn histogram_bars(s: &mut String, l: &HistLayout, b: usize, counts: [usize; 2], labelled: bool) {
+    let (samples, bar) = (l.samples, l.bar);
+    let x0 = l.left + l.slot * b as f64 + l.slot * 0.12;
+    for (i, (v, color, label)) in [
+        (counts[0], CORRECT, "correct"),
+        (counts[1], HALLUCINATED, "hallucinated"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let x = x0 + bar * i as f64;
+        let yy = l.y(v);
+        let _ = writeln!(
+            s,
+            "<rect x=\"{x:.1}\" y=\"{yy:.1}\" width=\"{bar:.1}\" height=\"{:.1}\" fill=\"{color}\"><title>{label}, agreement {}/{samples}: {v} tasks</title></rect>",
+            l.top + l.ph - yy,
+            b
+        );
+        if labelled && v > 0 {
             let _ = writeln!(
                 s,
-                "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
-                left + slot * (b as f64 + 0.5),
-                top + ph + 18.0,
-                tick(agreement)
+                "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" font-size=\"10\">{v}</text>",
+                x + bar / 2.0,
+                yy - 3.0
             );
         }
     }
+}
+
+/// The agreement under bin `b`: its count of agreeing samples over all of them.
+fn agreement_tick(s: &mut String, l: &HistLayout, b: usize) {
+    let agreement = if l.samples == 0 {
+        0.0
+    } else {
+        b as f64 / l.samples as f64
+    };
+    let _ = writeln!(
+        s,
+        "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+        l.left + l.slot * (b as f64 + 0.5),
+        l.top + l.ph + 18.0,
+        tick(agreement)
+    );
+}
+
+fn histogram_axes(s: &mut String, l: &HistLayout) {
+    let (left, top, pw, ph, samples) = (l.left, l.top, l.pw, l.ph, l.samples);
     let _ = writeln!(
         s,
         "<line class=\"axis\" x1=\"{left}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\"/><line class=\"axis\" x1=\"{left}\" y1=\"{top}\" x2=\"{left}\" y2=\"{:.1}\"/>",
@@ -453,7 +509,7 @@ fn histogram_svg(samples: usize, hist: &Histogram) -> String {
         s,
         "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">argument agreement (samples equal to the modal plan, of {samples})</text>",
         left + pw / 2.0,
-        ht - 14.0
+        l.ht - 14.0
     );
     let _ = writeln!(
         s,
@@ -461,8 +517,6 @@ fn histogram_svg(samples: usize, hist: &Histogram) -> String {
         top + ph / 2.0,
         top + ph / 2.0
     );
-    s.push_str("</svg>\n");
-    s
 }
 
 fn legend(s: &mut String, x: f64, y: f64, items: &[(&str, &str, usize)]) {
@@ -478,37 +532,95 @@ fn legend(s: &mut String, x: f64, y: f64, items: &[(&str, &str, usize)]) {
     }
 }
 
+/// Where the per-tool plot's parts go: a row per tool, two bars per row (correct and
+/// hallucinated plans) on a 0..1 scale across the plot area.
+struct ToolsLayout {
+    ht: f64,
+    left: f64,
+    pw: f64,
+    row_h: f64,
+    bar_h: f64,
+    /// Where the rows end and the axis runs.
+    bottom_y: f64,
+}
+
+impl ToolsLayout {
+    fn x(&self, v: f64) -> f64 {
+        self.left + self.pw * v.clamp(0.0, 1.0)
+    }
+}
+
 fn tools_svg(rows: &[ToolResults]) -> String {
     let row_h = 36.0;
-    let bar_h = 12.0;
     let (left, right, top, bottom) = (230.0, 270.0, 64.0, 50.0);
     let w = 1000.0;
-    let pw = w - left - right;
-    let ht = top + bottom + row_h * rows.len().max(1) as f64;
-    let x = |v: f64| left + pw * v.clamp(0.0, 1.0);
+    let l = ToolsLayout {
+        ht: top + bottom + row_h * rows.len().max(1) as f64,
+        left,
+        pw: w - left - right,
+        row_h,
+        bar_h: 12.0,
+        bottom_y: top + row_h * rows.len() as f64,
+    };
 
     let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "<svg id=\"tool-results\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {w} {ht}\" width=\"{w}\" height=\"{ht}\" role=\"img\" aria-labelledby=\"tool-results-title\">"
-    );
-    let _ = writeln!(
-        s,
-        "<title id=\"tool-results-title\">Result agreement per tool</title>"
-    );
+    svg_open(&mut s, "tool-results", "Result agreement per tool", w, l.ht);
     let _ = writeln!(
         s,
         "<text class=\"title\" x=\"16\" y=\"22\">Result agreement per tool</text>"
     );
+    tools_legend(&mut s, &l, rows);
+    for (i, r) in rows.iter().enumerate() {
+        if r.quarantined {
+            let _ = writeln!(
+                s,
+                "<rect x=\"8\" y=\"{:.1}\" width=\"{:.1}\" height=\"{row_h}\" fill=\"{QUARANTINED_BAND}\"/>",
+                top + row_h * i as f64,
+                w - 16.0
+            );
+        }
+    }
+    let bottom_y = l.bottom_y;
+    for i in 0..=10 {
+        let v = i as f64 / 10.0;
+        let xx = l.x(v);
+        let _ = writeln!(
+            s,
+            "<line class=\"grid\" x1=\"{xx:.1}\" y1=\"{top}\" x2=\"{xx:.1}\" y2=\"{bottom_y:.1}\"/><text x=\"{xx:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+            bottom_y + 16.0,
+            tick(v)
+        );
+    }
+    for (i, r) in rows.iter().enumerate() {
+        tool_row(&mut s, &l, top + row_h * i as f64, r);
+    }
+    let _ = writeln!(
+        s,
+        "<line class=\"axis\" x1=\"{left}\" y1=\"{bottom_y:.1}\" x2=\"{:.1}\" y2=\"{bottom_y:.1}\"/>",
+        left + l.pw
+    );
+    let _ = writeln!(
+        s,
+        "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">mean result agreement (share of samples with the modal result)</text>",
+        left + l.pw / 2.0,
+        l.ht - 12.0
+    );
+    s.push_str("</svg>\n");
+    s
+}
+
+/// The swatches over the per-tool plot, each with how many tasks (or tools) it covers.
+fn tools_legend(s: &mut String, l: &ToolsLayout, rows: &[ToolResults]) {
+    let left = l.left;
     let count = |f: fn(&ToolResults) -> &Vec<f64>| rows.iter().map(|r| f(r).len()).sum();
     legend(
-        &mut s,
+        s,
         left,
         34.0,
         &[(CORRECT, "correct plans", count(|r| &r.correct))],
     );
     legend(
-        &mut s,
+        s,
         left + 200.0,
         34.0,
         &[(
@@ -524,100 +636,69 @@ fn tools_svg(rows: &[ToolResults]) -> String {
         left + 438.0,
         rows.iter().filter(|r| r.quarantined).count()
     );
-    let bottom_y = top + row_h * rows.len() as f64;
-    for (i, r) in rows.iter().enumerate() {
+}
+
+/// One tool's row, from `y0` down: its name, then a bar per label with its mean, or a
+/// note that none of its tasks had a deterministic step to compare.
+fn tool_row(s: &mut String, l: &ToolsLayout, y0: f64, r: &ToolResults) {
+    let (left, row_h, bar_h) = (l.left, l.row_h, l.bar_h);
+    let _ = writeln!(
+        s,
+        "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\"{}>{}{}</text>",
+        left - 8.0,
+        y0 + row_h / 2.0 + 4.0,
         if r.quarantined {
-            let _ = writeln!(
-                s,
-                "<rect x=\"8\" y=\"{:.1}\" width=\"{:.1}\" height=\"{row_h}\" fill=\"{QUARANTINED_BAND}\"/>",
-                top + row_h * i as f64,
-                w - 16.0
-            );
-        }
-    }
-    for i in 0..=10 {
-        let v = i as f64 / 10.0;
-        let xx = x(v);
+            " font-weight=\"600\" fill=\"#c0392b\""
+        } else {
+            ""
+        },
+        escape(&r.tool),
+        if r.quarantined { " (quarantined)" } else { "" }
+    );
+    if r.correct.is_empty() && r.hallucinated.is_empty() {
         let _ = writeln!(
             s,
-            "<line class=\"grid\" x1=\"{xx:.1}\" y1=\"{top}\" x2=\"{xx:.1}\" y2=\"{bottom_y:.1}\"/><text x=\"{xx:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
-            bottom_y + 16.0,
-            tick(v)
-        );
-    }
-    for (i, r) in rows.iter().enumerate() {
-        let y0 = top + row_h * i as f64;
-        let _ = writeln!(
-            s,
-            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\"{}>{}{}</text>",
-            left - 8.0,
+            "<text class=\"muted\" x=\"{:.1}\" y=\"{:.1}\">no deterministic step in any of its {} tasks</text>",
+            left + 8.0,
             y0 + row_h / 2.0 + 4.0,
-            if r.quarantined {
-                " font-weight=\"600\" fill=\"#c0392b\""
-            } else {
-                ""
-            },
-            escape(&r.tool),
-            if r.quarantined { " (quarantined)" } else { "" }
+            r.tasks
         );
-        if r.correct.is_empty() && r.hallucinated.is_empty() {
-            let _ = writeln!(
-                s,
-                "<text class=\"muted\" x=\"{:.1}\" y=\"{:.1}\">no deterministic step in any of its {} tasks</text>",
-                left + 8.0,
-                y0 + row_h / 2.0 + 4.0,
-                r.tasks
-            );
-            continue;
-        }
-        for (j, (values, color, label)) in [
-            (&r.correct, CORRECT, "correct"),
-            (&r.hallucinated, HALLUCINATED, "hallucinated"),
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            let by = y0 + 5.0 + (bar_h + 2.0) * j as f64;
-            let note = match (mean(values), min(values)) {
-                (Some(m), Some(lo)) => {
-                    let _ = writeln!(
-                        s,
-                        "<rect x=\"{left}\" y=\"{by:.1}\" width=\"{:.1}\" height=\"{bar_h}\" fill=\"{color}\"><title>{}, {label} plans: mean {m:.3}, min {lo:.3}, over {} tasks</title></rect>",
-                        x(m) - left,
-                        escape(&r.tool),
-                        values.len()
-                    );
-                    format!("{m:.3}, min {}, {} tasks", tick(lo), values.len())
-                }
-                _ => "no tasks".to_string(),
-            };
-            let _ = writeln!(
-                s,
-                "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" fill=\"{color}\">{label}: {note}</text>",
-                left + pw + 10.0,
-                by + bar_h - 2.0
-            );
-        }
+        return;
     }
-    let _ = writeln!(
-        s,
-        "<line class=\"axis\" x1=\"{left}\" y1=\"{bottom_y:.1}\" x2=\"{:.1}\" y2=\"{bottom_y:.1}\"/>",
-        left + pw
-    );
-    let _ = writeln!(
-        s,
-        "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">mean result agreement (share of samples with the modal result)</text>",
-        left + pw / 2.0,
-        ht - 12.0
-    );
-    s.push_str("</svg>\n");
-    s
+    for (j, (values, color, label)) in [
+        (&r.correct, CORRECT, "correct"),
+        (&r.hallucinated, HALLUCINATED, "hallucinated"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let by = y0 + 5.0 + (bar_h + 2.0) * j as f64;
+        let note = match (mean(values), min(values)) {
+            (Some(m), Some(lo)) => {
+                let _ = writeln!(
+                    s,
+                    "<rect x=\"{left}\" y=\"{by:.1}\" width=\"{:.1}\" height=\"{bar_h}\" fill=\"{color}\"><title>{}, {label} plans: mean {m:.3}, min {lo:.3}, over {} tasks</title></rect>",
+                    l.x(m) - left,
+                    escape(&r.tool),
+                    values.len()
+                );
+                format!("{m:.3}, min {}, {} tasks", tick(lo), values.len())
+            }
+            _ => "no tasks".to_string(),
+        };
+        let _ = writeln!(
+            s,
+            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" fill=\"{color}\">{label}: {note}</text>",
+            left + l.pw + 10.0,
+            by + bar_h - 2.0
+        );
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::demo::Column;
+    use crate::results::Column;
 
     fn point(tool: &'static str, hallucinated: bool, count: usize, r: Option<f64>) -> TaskPoint {
         TaskPoint {

@@ -405,6 +405,107 @@ mod tests {
         );
     }
 
+    /// `w` is declared deterministic and verified, `u` declared but not probed.
+    fn judge_line(line: &str, entry: Entry) -> SeedOutcome {
+        let catalog = Catalog::from_value(
+            &parse(
+                r#"[{"name":"w","input_schema":{"type":"object"},
+                     "x-plangate":{"deterministic":true,"verified":true}},
+                    {"name":"u","input_schema":{"type":"object"},
+                     "x-plangate":{"deterministic":true}}]"#,
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        let task = crate::task::parse_task_line(line.as_bytes()).unwrap();
+        judge(&task, &catalog, entry, &SeedOptions::default())
+    }
+
+    /// A task line whose samples make these calls (each a comma-separated list).
+    fn line(samples: &[&str], extra: &str) -> String {
+        let samples: Vec<String> = samples
+            .iter()
+            .map(|calls| format!(r#"{{"calls":[{calls}]}}"#))
+            .collect();
+        format!(
+            r#"{{"task_id":"t","samples":[{}]{extra}}}"#,
+            samples.join(",")
+        )
+    }
+
+    fn refused(kind: Refusal, message: &str) -> SeedOutcome {
+        SeedOutcome::Refused {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    #[test]
+    fn tasks_the_seed_cannot_express_are_refused_naming_the_sample() {
+        let call = r#"{"tool":"w","arguments":{},"result":1}"#;
+        let two = format!("{call},{call}");
+        let l = line(&[&two, call, call, call, call], "");
+        assert_eq!(
+            judge_line(&l, Entry::GateOrRaise),
+            refused(
+                Refusal::Unsupported,
+                "samples[0] has 2 calls; the seed's gate takes exactly one call per sample"
+            )
+        );
+        let other = r#"{"tool":"u","arguments":{},"result":1}"#;
+        let l = line(&[call, call, call, call, other], "");
+        assert_eq!(
+            judge_line(&l, Entry::ClassifyPlan),
+            refused(
+                Refusal::Unsupported,
+                r#"samples[4] calls "u", not "w"; the seed's gate takes one tool per task"#
+            )
+        );
+        let l = line(&[r#"{"tool":"x","arguments":{},"result":1}"#; 5], "");
+        assert_eq!(
+            judge_line(&l, Entry::GateOrRaise),
+            refused(Refusal::Unsupported, r#"tool "x" is not in the catalog"#)
+        );
+    }
+
+    #[test]
+    fn the_seed_refuses_or_decides_by_its_entry_point() {
+        let unprobed = line(&[r#"{"tool":"u","arguments":{"a":1},"result":1}"#; 5], "");
+        assert_eq!(
+            judge_line(&unprobed, Entry::GateOrRaise),
+            refused(
+                Refusal::HallucinationGateError,
+                "tool 'u' declared deterministic but not probed this epoch; refusing to score"
+            )
+        );
+        let decided = judge_line(&unprobed, Entry::ClassifyPlan);
+        assert_eq!(
+            decided,
+            SeedOutcome::Decided {
+                decision: SeedDecision {
+                    decision: Verdict::Accept,
+                    arg_agreement: 1.0,
+                    res_agreement: 1.0,
+                },
+                samples: 5,
+            }
+        );
+        assert_eq!(decided.verdict(), Some(Verdict::Accept));
+        let unfixed = line(
+            &[r#"{"tool":"w","arguments":{},"result":1}"#; 5],
+            r#","epoch_fixed":false"#,
+        );
+        let outcome = judge_line(&unfixed, Entry::GateOrRaise);
+        assert_eq!(outcome.verdict(), None);
+        assert_eq!(
+            outcome,
+            refused(
+                Refusal::HallucinationGateError,
+                "epoch not fixed; tool nondeterminism would leak into arg signal"
+            )
+        );
+    }
+
     #[test]
     fn errors_word_for_word() {
         let t = SeedTool {

@@ -1,0 +1,113 @@
+//! Command-line arguments that several commands share (the files a deciding command
+//! reads and writes, the thresholds, per-call limits, the baseline scorer), so each
+//! command flattens the same flags with the same help and defaults.
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+use plangate_gate::decide::{Options, Rule};
+use plangate_gate::seed::SeedOptions;
+use plangate_gate::stats::Ratio;
+use plangate_gate::task::Task;
+use plangate_sandbox::Limits;
+
+/// The files every deciding command reads and writes.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct IoArgs {
+    /// Tool catalog (JSON: native, MCP tools/list, or OpenAI tools array); module and
+    /// mount paths are relative to it.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) catalog: PathBuf,
+    /// Samples, one task per line (JSONL); `-` reads standard input.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) samples: PathBuf,
+    /// Write decisions here instead of standard output.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) out: Option<PathBuf>,
+}
+
+/// Thresholds shared by every deciding command.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct ThresholdArgs {
+    /// Argument agreement at or above which a plan can be accepted.
+    #[arg(long, default_value = "0.80", value_name = "RATIO")]
+    pub(crate) arg_accept: Ratio,
+    /// Argument agreement below which a plan can be rejected.
+    #[arg(long, default_value = "0.20", value_name = "RATIO")]
+    pub(crate) arg_reject: Ratio,
+    /// Result agreement at or above which an agreeing plan is accepted.
+    #[arg(long, default_value = "0.80", value_name = "RATIO")]
+    pub(crate) result_accept: Ratio,
+    /// Result agreement below which the tool is suspect.
+    #[arg(long, default_value = "0.50", value_name = "RATIO")]
+    pub(crate) result_suspect: Ratio,
+    /// Fewest samples a task needs to be accepted or rejected.
+    #[arg(long, default_value_t = 5, value_name = "N")]
+    pub(crate) min_samples: usize,
+}
+
+impl ThresholdArgs {
+    /// The gate's options.
+    pub(crate) fn options(&self) -> Options {
+        Options {
+            arg_accept: self.arg_accept,
+            arg_reject: self.arg_reject,
+            result_accept: self.result_accept,
+            result_suspect: self.result_suspect,
+            min_samples: self.min_samples,
+            rule: Rule::Gate,
+        }
+    }
+
+    /// The same thresholds as the seed's code takes them: floats, and no suspect level.
+    pub(crate) fn seed_options(&self) -> SeedOptions {
+        SeedOptions {
+            arg_accept: self.arg_accept.as_f64(),
+            arg_reject: self.arg_reject.as_f64(),
+            result_accept: self.result_accept.as_f64(),
+            min_samples: self.min_samples,
+            fixed_epoch: true,
+        }
+    }
+}
+
+/// Per-call limits, shared by every command that runs tools.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct LimitArgs {
+    /// Fuel per call: the deterministic CPU budget.
+    #[arg(long, default_value_t = Limits::default().fuel)]
+    fuel: u64,
+    /// Linear memory limit per call, MiB.
+    #[arg(long, default_value_t = Limits::default().memory_mb)]
+    memory_mb: u64,
+    /// Wall-time limit per call, ms (a safety net; fuel is the deterministic bound).
+    #[arg(long, default_value_t = Limits::default().wall_ms)]
+    timeout_ms: u64,
+    /// Bytes of stdout (and of stderr) kept before a call ends as `output_limit`.
+    #[arg(long, default_value_t = Limits::default().output_bytes)]
+    output_bytes: usize,
+}
+
+impl LimitArgs {
+    pub(crate) fn limits(&self) -> Limits {
+        Limits {
+            fuel: self.fuel,
+            memory_mb: self.memory_mb,
+            wall_ms: self.timeout_ms,
+            output_bytes: self.output_bytes,
+        }
+    }
+}
+
+/// A scorer to compare the gate against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Baseline {
+    /// One agreement over raw arguments and results together, reject below 0.80.
+    Naive,
+}
+
+/// Whether a task is also scored the naive way: when asked for, and always for a
+/// labelled task, whose false-positive share is the comparison's point.
+pub(crate) fn compares_baseline(asked: Option<Baseline>, task: &Task) -> bool {
+    asked.is_some() || task.label.is_some()
+}

@@ -1,0 +1,190 @@
+//! What the demo measured: one column of counts per scorer, the `--json` report, and
+//! the rows of its table. The terminal table (`demo`) and the HTML page (`report`)
+//! both print these rows, so they live apart from either.
+
+use std::collections::BTreeMap;
+
+use plangate_gate::decide::{Reason, Verdict};
+use plangate_gate::task::Label;
+use serde::Serialize;
+
+/// One scorer's column of the table.
+#[derive(Debug, Default, Clone, Serialize)]
+pub(crate) struct Column {
+    pub(crate) rejected: usize,
+    pub(crate) rejected_correct: usize,
+    /// Share of rejected plans that were correct.
+    pub(crate) false_positive_rate: f64,
+    pub(crate) deferred: usize,
+    pub(crate) accepted: usize,
+    /// Hallucinated plans rejected.
+    pub(crate) hallucinations_caught: usize,
+    pub(crate) accepted_hallucinated: usize,
+    /// Consistent fabrications (one invented value repeated in nearly every sample):
+    /// rejected for disagreeing arguments.
+    pub(crate) consistent_caught_by_agreement: usize,
+    /// Consistent fabrications rejected for a referential miss.
+    pub(crate) consistent_caught_by_referential_miss: usize,
+    pub(crate) consistent_deferred: usize,
+    pub(crate) consistent_accepted: usize,
+}
+
+impl Column {
+    /// Counts one task's verdict; `reasons` tell a referential miss from disagreement.
+    pub(crate) fn count(
+        &mut self,
+        v: Verdict,
+        label: Option<Label>,
+        consistent: bool,
+        reasons: &[Reason],
+    ) {
+        let hallucinated = label == Some(Label::Hallucinated);
+        if consistent {
+            match v {
+                Verdict::Reject if reasons.contains(&Reason::ReferentialMiss) => {
+                    self.consistent_caught_by_referential_miss += 1;
+                }
+                Verdict::Reject => self.consistent_caught_by_agreement += 1,
+                Verdict::Defer => self.consistent_deferred += 1,
+                Verdict::Accept => self.consistent_accepted += 1,
+            }
+        }
+        match v {
+            Verdict::Reject => {
+                self.rejected += 1;
+                if hallucinated {
+                    self.hallucinations_caught += 1;
+                } else {
+                    self.rejected_correct += 1;
+                }
+            }
+            Verdict::Defer => self.deferred += 1,
+            Verdict::Accept => {
+                self.accepted += 1;
+                if hallucinated {
+                    self.accepted_hallucinated += 1;
+                }
+            }
+        }
+    }
+
+    /// Works out the shares, once every task is counted.
+    pub(crate) fn close(&mut self) {
+        self.false_positive_rate = if self.rejected == 0 {
+            0.0
+        } else {
+            self.rejected_correct as f64 / self.rejected as f64
+        };
+    }
+}
+
+/// What `--json` writes.
+#[derive(Debug, Serialize)]
+pub(crate) struct DemoReport {
+    pub(crate) tasks: usize,
+    pub(crate) samples: usize,
+    pub(crate) seed: u64,
+    pub(crate) hallucinated_tasks: usize,
+    /// Hallucinated tasks whose samples repeat one invented value.
+    pub(crate) consistent_fabrications: usize,
+    pub(crate) naive: Column,
+    /// The seed's decision boundary alone, on the same canonical evidence.
+    pub(crate) seed_rule: Column,
+    pub(crate) gate: Column,
+    pub(crate) quarantined: Vec<String>,
+    /// Each quarantined tool's evidence (probe drift, witnesses), as tool-health.json has it.
+    pub(crate) quarantine_evidence: BTreeMap<String, serde_json::Value>,
+    pub(crate) changed_live_mounts: Vec<String>,
+    pub(crate) driver_actions: Vec<String>,
+    pub(crate) epoch_id: String,
+    pub(crate) calls: usize,
+    pub(crate) elapsed_s: f64,
+    pub(crate) calls_per_s: f64,
+    /// Gate decisions by reason code, for the curious.
+    pub(crate) gate_reasons: BTreeMap<String, usize>,
+    /// Gate verdicts per tool the plans were drawn for (`a>b` for a two-step chain).
+    pub(crate) gate_by_tool: BTreeMap<String, BTreeMap<&'static str, usize>>,
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1}%", x * 100.0)
+}
+
+/// One row of the demo's table: a stable key (the HTML's cell ids), its label, whether
+/// it details the row above, and the naive scorer's, the seed's rule's and the gate's
+/// cells. The terminal table and the HTML report both print these.
+pub(crate) struct Row {
+    pub(crate) key: &'static str,
+    pub(crate) name: &'static str,
+    pub(crate) sub: bool,
+    pub(crate) cells: [String; 3],
+}
+
+/// The table's rows, once for both outputs.
+pub(crate) fn table_rows(r: &DemoReport) -> Vec<Row> {
+    type Cell = fn(&Column, &DemoReport) -> String;
+    let rows: [(&'static str, &'static str, bool, Cell); 11] = [
+        ("rejected", "rejected", false, |c, _| c.rejected.to_string()),
+        ("rejected_correct", "of which correct", true, |c, _| {
+            c.rejected_correct.to_string()
+        }),
+        (
+            "false_positive_rate",
+            "false-positive share",
+            true,
+            |c, _| pct(c.false_positive_rate),
+        ),
+        ("deferred", "deferred", false, |c, _| c.deferred.to_string()),
+        ("accepted", "accepted", false, |c, _| c.accepted.to_string()),
+        (
+            "hallucinations_caught",
+            "hallucinations caught",
+            false,
+            |c, r| format!("{} of {}", c.hallucinations_caught, r.hallucinated_tasks),
+        ),
+        (
+            "accepted_hallucinated",
+            "hallucinations accepted",
+            false,
+            |c, _| c.accepted_hallucinated.to_string(),
+        ),
+        (
+            "consistent_caught_by_agreement",
+            "consistent: by disagreement",
+            false,
+            |c, r| {
+                format!(
+                    "{} of {}",
+                    c.consistent_caught_by_agreement, r.consistent_fabrications
+                )
+            },
+        ),
+        (
+            "consistent_caught_by_referential_miss",
+            "by referential miss",
+            true,
+            |c, _| c.consistent_caught_by_referential_miss.to_string(),
+        ),
+        ("consistent_deferred", "deferred", true, |c, _| {
+            c.consistent_deferred.to_string()
+        }),
+        ("consistent_accepted", "accepted", true, |c, _| {
+            c.consistent_accepted.to_string()
+        }),
+    ];
+    rows.into_iter()
+        .map(|(key, name, sub, cell)| Row {
+            key,
+            name,
+            sub,
+            cells: [cell(&r.naive, r), cell(&r.seed_rule, r), cell(&r.gate, r)],
+        })
+        .collect()
+}
+
+/// The column heads, in the order of [`Row::cells`], with the HTML's id prefixes.
+pub(crate) const COLUMNS: [(&str, &str); 3] = [
+    ("naive", "naive scorer"),
+    ("seed", "seed's rule"),
+    ("gate", "plangate gate"),
+];
