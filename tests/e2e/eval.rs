@@ -428,7 +428,7 @@ fn count(xml: &str, element: &str) -> usize {
 }
 
 #[test]
-fn junit_parses_and_exit_codes_follow_design_section_8() {
+fn junit_parses_and_exit_codes_follow_the_contract() {
     let dir = tempfile::tempdir().expect("temp dir");
     let junit = dir.path().join("junit.xml");
     let run = eval(
