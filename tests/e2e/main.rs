@@ -25,6 +25,8 @@ mod report;
 mod malformed;
 // `plangate score` on the README example, with the naive baseline in its summary.
 mod score;
+// Outputs checked against inputs and each other, and written whole or not at all.
+mod outputs;
 // Data nobody here wrote: BFCL catalogs in four dialects and its tasks in three shapes,
 // and three real MCP servers' tools/list (tests/realworld/, from scripts/realworld).
 mod realworld;

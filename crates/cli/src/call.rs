@@ -86,6 +86,11 @@ fn parse_mount(spec: &str) -> Result<EpochMount> {
 }
 
 pub(crate) fn run(args: CallArgs) -> Result<u8> {
+    if let Some(file) = &args.write_epoch {
+        let mut inputs = vec![("MODULE", args.module.as_path())];
+        inputs.extend(args.epoch.as_deref().map(|e| ("--epoch", e)));
+        crate::files::check_outputs(&[("--write-epoch", file)], &inputs)?;
+    }
     let mounts = args
         .mounts
         .iter()
@@ -117,8 +122,8 @@ pub(crate) fn run(args: CallArgs) -> Result<u8> {
         }
     };
     if let Some(file) = &args.write_epoch {
-        let json = serde_json::to_string_pretty(epoch.manifest())?;
-        std::fs::write(file, json + "\n")
+        let json = serde_json::to_string_pretty(epoch.manifest())? + "\n";
+        crate::files::write_file(file, json.as_bytes())
             .with_context(|| format!("failed to write epoch manifest `{}`", file.display()))?;
     }
     let live_mode = |flag: Option<ModeArg>, source: LiveSource| {

@@ -21,6 +21,7 @@ use plangate_gate::task::{Label, Task, parse_task_line};
 use plangate_harness::{Eval, EvalOptions, Finished, World, WorldOptions};
 
 use crate::args::ThresholdArgs;
+use crate::files::write_file;
 use crate::report::{self, TaskPoint};
 use crate::results::{COLUMNS, Column, DemoReport, table_rows};
 use crate::scenario::{self, Config, Generated};
@@ -76,12 +77,13 @@ pub(crate) fn run(args: DemoArgs) -> Result<u8> {
     let report = demo_report(&args, &batch, ran, gate, seed_rule, elapsed)?;
     print_table(&report);
     if let Some(path) = &args.json {
-        std::fs::write(path, serde_json::to_string_pretty(&report)? + "\n")
-            .with_context(|| format!("failed to write {}", path.display()))?;
+        write_file(
+            path,
+            (serde_json::to_string_pretty(&report)? + "\n").as_bytes(),
+        )?;
     }
     if let Some(path) = &args.html {
-        std::fs::write(path, report::render(&report, &points))
-            .with_context(|| format!("failed to write {}", path.display()))?;
+        write_file(path, report::render(&report, &points).as_bytes())?;
     }
     Ok(crate::exit::OK)
 }

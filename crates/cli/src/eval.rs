@@ -22,7 +22,7 @@ use serde_json::json;
 
 use crate::args::{Baseline, IoArgs, LimitArgs, ThresholdArgs, compares_baseline};
 use crate::files::{
-    catalog_dir, check_distinct, load_catalog, open_out, read_manifest, write_json,
+    Output, catalog_dir, load_catalog, open_out, read_manifest, write_file, write_json,
 };
 use crate::lines::{for_each_line, open_samples, skip_line, source_name};
 use crate::tally::Tally;
@@ -174,26 +174,26 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
     Ok(tally.exit_code())
 }
 
-/// Refuses any output path that is also one of the run's inputs.
+/// Refuses, before any work, an output that names one of the run's inputs or another
+/// output.
 fn check_outputs(args: &EvalArgs) -> Result<()> {
-    let outputs: Vec<&Path> = [
-        &args.write_epoch,
-        &args.tool_health,
-        &args.junit,
-        &args.summary_json,
-        &args.io.out,
+    let outputs: Vec<(&str, &Path)> = [
+        ("--write-epoch", &args.write_epoch),
+        ("--tool-health", &args.tool_health),
+        ("--junit", &args.junit),
+        ("--summary-json", &args.summary_json),
+        ("--out", &args.io.out),
     ]
     .into_iter()
-    .flatten()
-    .map(PathBuf::as_path)
+    .filter_map(|(flag, p)| p.as_deref().map(|p| (flag, p)))
     .collect();
-    let mut inputs: Vec<&Path> = vec![&args.io.catalog, &args.io.samples];
-    inputs.extend(args.epoch.as_deref());
-    inputs.extend(args.quarantine.as_deref());
-    for o in &outputs {
-        check_distinct(Some(o), &inputs)?;
-    }
-    Ok(())
+    let mut inputs: Vec<(&str, &Path)> = vec![
+        ("--catalog", &args.io.catalog),
+        ("--samples", &args.io.samples),
+    ];
+    inputs.extend(args.epoch.as_deref().map(|p| ("--epoch", p)));
+    inputs.extend(args.quarantine.as_deref().map(|p| ("--quarantine", p)));
+    crate::files::check_outputs(&outputs, &inputs)
 }
 
 /// Phase one: feeds every line that is a task to the harness, which executes it; keeps
@@ -244,7 +244,7 @@ fn execute(
 /// Where phase two writes each line's outcome: the decisions file and, when asked, the
 /// JUnit suite; it also counts verdicts by label for the summary.
 struct Outputs<'a> {
-    out: Box<dyn Write + Send>,
+    out: Output,
     source: &'a str,
     junit: Option<TestSuite>,
     /// Verdict counts per label, indexed by `Verdict as usize`.
@@ -279,7 +279,7 @@ impl<'a> Outputs<'a> {
         for (line, e) in skipped {
             self.skipped(line, &e, tally)?;
         }
-        self.out.flush().context("failed to write decisions")
+        self.out.finish()
     }
 
     fn decided(
@@ -339,11 +339,11 @@ fn write_reports(
     if let (Some(file), Some(suite)) = (&args.junit, outputs.junit) {
         let mut report = Report::new("plangate");
         report.add_test_suite(suite);
-        let f = std::fs::File::create(file)
-            .with_context(|| format!("failed to create {}", file.display()))?;
+        let mut xml = Vec::new();
         report
-            .serialize(std::io::BufWriter::new(f))
+            .serialize(&mut xml)
             .with_context(|| format!("failed to write {}", file.display()))?;
+        write_file(file, &xml)?;
     }
     if let Some(file) = &args.summary_json {
         let summary = summary(world, finished, tally, &outputs.labels, timings);

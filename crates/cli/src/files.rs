@@ -1,6 +1,7 @@
 //! Opening and writing the files commands are given: the catalog (with its warnings on
 //! stderr), the decisions output, epoch manifests and JSON reports, each error naming
-//! its file, and the check that no output would overwrite an input.
+//! its file; outputs written whole or not at all, and checked before any work so that
+//! none overwrites an input or another output.
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -47,26 +48,167 @@ pub(crate) fn catalog_dir(catalog: &Path) -> PathBuf {
     }
 }
 
-/// Opens the decisions output, or standard output.
-/// Sendable, so `score` can write from its own thread.
-pub(crate) fn open_out(path: Option<&Path>) -> Result<Box<dyn Write + Send>> {
-    Ok(match path {
-        Some(p) => Box::new(BufWriter::with_capacity(
-            1 << 16,
-            File::create(p).with_context(|| format!("failed to create {}", p.display()))?,
-        )),
-        None => Box::new(BufWriter::with_capacity(1 << 16, io::stdout())),
+/// An output being written: standard output, or a temporary file beside the target that
+/// takes the target's place only when whole ([`Output::finish`]). A run that stops
+/// early (an error, a kill) leaves the earlier file as it was, never a truncated one;
+/// the temporary file is removed when the output is dropped unfinished.
+pub(crate) struct Output {
+    w: BufWriter<Box<dyn Write + Send>>,
+    temp: Option<(tempfile::TempPath, PathBuf)>,
+}
+
+impl Write for Output {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.w.write(buf)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.w.flush()
+    }
+}
+
+impl Output {
+    /// Flushes and, for a file, puts it in place of the target (once).
+    pub(crate) fn finish(&mut self) -> Result<()> {
+        self.w.flush().context("failed to write decisions")?;
+        if let Some((temp, target)) = self.temp.take() {
+            temp.persist(&target)
+                .with_context(|| format!("failed to replace {}", target.display()))?;
+        }
+        Ok(())
+    }
+}
+
+/// Opens the decisions output (see [`Output`]), or standard output. Sendable, so
+/// `score` can write from its own thread.
+pub(crate) fn open_out(path: Option<&Path>) -> Result<Output> {
+    let Some(p) = path else {
+        return Ok(Output {
+            w: BufWriter::with_capacity(1 << 16, Box::new(io::stdout())),
+            temp: None,
+        });
+    };
+    let (file, temp): (Box<dyn Write + Send>, _) = match replaced(p)? {
+        Some(target) => {
+            let (file, temp) = temp_beside(&target)?.into_parts();
+            (Box::new(file), Some((temp, target)))
+        }
+        None => (Box::new(create(p)?), None),
+    };
+    Ok(Output {
+        w: BufWriter::with_capacity(1 << 16, file),
+        temp,
     })
 }
 
-/// Refuses an output path that is also an input, which would truncate the input.
-pub(crate) fn check_distinct(out: Option<&Path>, inputs: &[&Path]) -> Result<()> {
-    if let Some(o) = out {
-        for i in inputs {
-            if o == *i {
-                bail!("--out {} would overwrite an input", o.display());
-            }
+/// The regular file an output replaces (a symlink's target, so the link stays a link),
+/// or None for a device, a FIFO or anything else that is written in place: renaming a
+/// file over `/dev/null` would replace the device.
+fn replaced(target: &Path) -> Result<Option<PathBuf>> {
+    match std::fs::metadata(target) {
+        Ok(m) if m.is_file() => std::fs::canonicalize(target)
+            .map(Some)
+            .with_context(|| format!("cannot write {}", target.display())),
+        Ok(_) => Ok(None),
+        Err(_) => Ok(Some(target.to_path_buf())),
+    }
+}
+
+fn create(p: &Path) -> Result<File> {
+    File::create(p).with_context(|| format!("failed to create {}", p.display()))
+}
+
+/// A temporary file in the target's own folder, so the final rename stays on one
+/// filesystem and is atomic.
+fn temp_beside(target: &Path) -> Result<tempfile::NamedTempFile> {
+    let dir = match target.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let name = target
+        .file_name()
+        .map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
+    tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .with_context(|| {
+            format!(
+                "cannot write {}: failed to create a file in {}",
+                target.display(),
+                dir.display()
+            )
+        })
+}
+
+/// Writes `bytes` to `path` whole or not at all (see [`Output`]).
+pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
+    let Some(target) = replaced(path)? else {
+        return create(path)?
+            .write_all(bytes)
+            .with_context(|| format!("failed to write {}", path.display()));
+    };
+    let mut temp = temp_beside(&target)?;
+    temp.write_all(bytes)
+        .and_then(|()| temp.flush())
+        .with_context(|| format!("failed to write {}", path.display()))?;
+    temp.persist(&target)
+        .map(drop)
+        .with_context(|| format!("failed to replace {}", path.display()))
+}
+
+/// What names a file, whatever the spelling: its device and inode when it exists
+/// (symlinks followed, hard links alike), else its folder's real path and its name.
+fn identity(p: &Path) -> Option<FileId> {
+    use std::os::unix::fs::MetadataExt as _;
+    if let Ok(m) = std::fs::metadata(p) {
+        return Some(FileId::Inode(m.dev(), m.ino()));
+    }
+    let dir = match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    Some(FileId::Path(
+        std::fs::canonicalize(dir).ok()?.join(p.file_name()?),
+    ))
+}
+
+#[derive(PartialEq)]
+enum FileId {
+    Inode(u64, u64),
+    Path(PathBuf),
+}
+
+/// Refuses, before any work, an output that names an input (it would be emptied) or
+/// the same file as another output (one would silently win), compared by file
+/// identity, not by spelling. Standard input (`-`) is no file.
+pub(crate) fn check_outputs<'a>(
+    outputs: &[(&'a str, &'a Path)],
+    inputs: &[(&'a str, &'a Path)],
+) -> Result<()> {
+    fn id<'a>((flag, p): &(&'a str, &'a Path)) -> Option<(&'a str, &'a Path, FileId)> {
+        (*p != Path::new("-"))
+            .then(|| identity(p))
+            .flatten()
+            .map(|i| (*flag, *p, i))
+    }
+    let inputs: Vec<_> = inputs.iter().filter_map(id).collect();
+    let mut seen: Vec<(&str, &Path, FileId)> = Vec::new();
+    for (flag, path, out) in outputs.iter().filter_map(id) {
+        if let Some((in_flag, in_path, _)) = inputs.iter().find(|(_, _, i)| *i == out) {
+            bail!(
+                "{flag} {} would overwrite an input ({in_flag} {})",
+                path.display(),
+                in_path.display()
+            );
         }
+        if let Some((other, other_path, _)) = seen.iter().find(|(_, _, o)| *o == out) {
+            bail!(
+                "{flag} {} and {other} {} name the same file",
+                path.display(),
+                other_path.display()
+            );
+        }
+        seen.push((flag, path, out));
     }
     Ok(())
 }
@@ -79,8 +221,8 @@ pub(crate) fn read_manifest(path: &Path) -> Result<EpochManifest> {
         .with_context(|| format!("failed to parse epoch manifest {}", path.display()))
 }
 
-/// Writes `value` as pretty JSON to `path`.
+/// Writes `value` as pretty JSON to `path`, whole or not at all.
 pub(crate) fn write_json(path: &Path, value: &impl Serialize) -> Result<()> {
-    let text = serde_json::to_string_pretty(value)?;
-    std::fs::write(path, text + "\n").with_context(|| format!("failed to write {}", path.display()))
+    let text = serde_json::to_string_pretty(value)? + "\n";
+    write_file(path, text.as_bytes())
 }

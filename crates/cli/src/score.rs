@@ -17,7 +17,7 @@ use plangate_gate::task::{Label, Observed, Task, TaskError, parse_task_line};
 use serde_json::json;
 
 use crate::args::{Baseline, IoArgs, ThresholdArgs, compares_baseline};
-use crate::files::{check_distinct, load_catalog, open_out};
+use crate::files::{Output, check_outputs, load_catalog, open_out};
 use crate::lines::{for_each_line, open_samples, skip_line, source_name};
 use crate::tally::Tally;
 
@@ -162,7 +162,7 @@ impl Scorer<'_> {
 /// Writes decided chunks in input order as they come back from the workers, and
 /// counts what they hold.
 struct Writer<'a> {
-    out: Box<dyn Write + Send>,
+    out: Output,
     source: &'a str,
     tally: Tally,
 }
@@ -312,10 +312,15 @@ fn read_chunks(
 }
 
 pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
-    check_distinct(
-        args.io.out.as_deref(),
-        &[&args.io.catalog, &args.io.samples],
-    )?;
+    if let Some(out) = args.io.out.as_deref() {
+        check_outputs(
+            &[("--out", out)],
+            &[
+                ("--catalog", &args.io.catalog),
+                ("--samples", &args.io.samples),
+            ],
+        )?;
+    }
     let catalog = load_catalog(&args.io.catalog)?;
     let input = open_samples(&args.io.samples)?;
     let source = source_name(&args.io.samples);
@@ -335,7 +340,7 @@ pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
     let read = pipeline(&scorer, input, &mut writer, jobs)?;
-    writer.out.flush().context("failed to write decisions")?;
+    writer.out.finish()?;
     let mut tally = writer.tally;
     tally.lines = read.lines;
     tally.blank = read.blank;
