@@ -30,6 +30,21 @@ fn s(p: &Path) -> &str {
     p.to_str().expect("utf-8 path")
 }
 
+/// `plangate score` over `samples` into `out`, with any further flags.
+fn score_to(catalog: &Path, samples: &Path, out: &str, more: &[&str]) -> crate::eval::Run {
+    let mut args = vec![
+        "score",
+        "--catalog",
+        s(catalog),
+        "--samples",
+        s(samples),
+        "--out",
+        out,
+    ];
+    args.extend_from_slice(more);
+    plangate(&args)
+}
+
 #[test]
 fn an_output_that_names_an_input_is_refused_and_the_input_kept() {
     let (dir, catalog, samples) = setup(3);
@@ -40,15 +55,7 @@ fn an_output_that_names_an_input_is_refused_and_the_input_kept() {
     std::fs::hard_link(&samples, &hard).unwrap();
     let dotted = dir.path().join(".").join("samples.jsonl");
     for out in [&samples, &link, &hard, &dotted] {
-        let run = plangate(&[
-            "score",
-            "--catalog",
-            s(&catalog),
-            "--samples",
-            s(&samples),
-            "--out",
-            s(out),
-        ]);
+        let run = score_to(&catalog, &samples, s(out), &[]);
         assert_eq!(run.code, 2, "{}: {}", out.display(), run.stderr);
         assert!(
             run.stderr.contains("would overwrite an input (--samples"),
@@ -57,15 +64,7 @@ fn an_output_that_names_an_input_is_refused_and_the_input_kept() {
         );
         assert_eq!(std::fs::read(&samples).unwrap(), before, "input kept");
     }
-    let run = plangate(&[
-        "score",
-        "--catalog",
-        s(&catalog),
-        "--samples",
-        s(&samples),
-        "--out",
-        s(&catalog),
-    ]);
+    let run = score_to(&catalog, &samples, s(&catalog), &[]);
     assert!(run.stderr.contains("(--catalog"), "{}", run.stderr);
     assert_eq!(std::fs::read_to_string(&catalog).unwrap(), CATALOG);
 }
@@ -121,17 +120,7 @@ fn write_epoch_never_overwrites_the_module() {
 fn a_killed_run_leaves_the_earlier_output_whole() {
     let (dir, catalog, samples) = setup(60_000);
     let out = dir.path().join("decisions.jsonl");
-    let first = plangate(&[
-        "score",
-        "--catalog",
-        s(&catalog),
-        "--samples",
-        s(&samples),
-        "--out",
-        s(&out),
-        "--jobs",
-        "1",
-    ]);
+    let first = score_to(&catalog, &samples, s(&out), &["--jobs", "1"]);
     assert_eq!(first.code, 0, "{}", first.stderr);
     let whole = std::fs::read(&out).unwrap();
     assert_eq!(whole.iter().filter(|b| **b == b'\n').count(), 60_000);
@@ -159,15 +148,7 @@ fn a_killed_run_leaves_the_earlier_output_whole() {
 fn devices_are_written_in_place_and_links_stay_links() {
     use std::os::unix::fs::FileTypeExt as _;
     let (dir, catalog, samples) = setup(3);
-    let run = plangate(&[
-        "score",
-        "--catalog",
-        s(&catalog),
-        "--samples",
-        s(&samples),
-        "--out",
-        "/dev/null",
-    ]);
+    let run = score_to(&catalog, &samples, "/dev/null", &[]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let kind = std::fs::symlink_metadata("/dev/null").unwrap().file_type();
     assert!(kind.is_char_device(), "/dev/null is still a device");
@@ -175,15 +156,7 @@ fn devices_are_written_in_place_and_links_stay_links() {
     std::fs::write(&real, "old\n").unwrap();
     let link = dir.path().join("link.jsonl");
     std::os::unix::fs::symlink(&real, &link).unwrap();
-    let run = plangate(&[
-        "score",
-        "--catalog",
-        s(&catalog),
-        "--samples",
-        s(&samples),
-        "--out",
-        s(&link),
-    ]);
+    let run = score_to(&catalog, &samples, s(&link), &[]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(
         std::fs::symlink_metadata(&link)

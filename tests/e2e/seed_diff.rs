@@ -191,7 +191,9 @@ fn oracle() -> Option<PathBuf> {
             Some(p)
         }
         _ => {
-            eprintln!(
+            // Straight to stderr, past the test harness's capture: a skip must be seen.
+            let _ = writeln!(
+                std::io::stderr(),
                 "seed differential SKIPPED: PLANGATE_SEED_ORACLE is not set (the path of the \
                  seed's gate behind a JSONL CLI; .ci/run sets it)"
             );
