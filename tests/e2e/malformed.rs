@@ -475,3 +475,33 @@ fn docs_errors_md_lists_every_exit_code_and_each_comes_out_where_documented() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(String::from_utf8_lossy(&run.stdout).contains("Usage"));
 }
+
+/// Flags that would make a run meaningless or crash it are usage errors, said plainly:
+/// no thread, a typo'd thousand threads, limits of zero (every call would end at once
+/// and probes would still say verified).
+#[test]
+fn nonsense_flags_are_usage_errors() {
+    let catalog = repo().join("examples/score/catalog.json");
+    let samples = repo().join("examples/score/samples.jsonl");
+    let (catalog, samples) = (catalog.to_str().unwrap(), samples.to_str().unwrap());
+    let base = ["--catalog", catalog, "--samples", samples];
+    for (cmd, flag, value, says) in [
+        ("score", "--jobs", "0", "from 1 to 1024"),
+        ("score", "--jobs", "100000", "from 1 to 1024"),
+        ("eval", "--jobs", "0", "from 1 to 1024"),
+        ("eval", "--fuel", "0", "--fuel"),
+        ("eval", "--memory-mb", "0", "--memory-mb"),
+        ("eval", "--timeout-ms", "0", "--timeout-ms"),
+    ] {
+        let mut args = vec![cmd];
+        args.extend(base);
+        args.extend([flag, value]);
+        let run = crate::eval::plangate(&args);
+        assert_eq!(run.code, 2, "{cmd} {flag} {value}: {}", run.stderr);
+        assert!(
+            run.stderr.contains(says) && run.stderr.contains("invalid value"),
+            "{cmd} {flag} {value}: {}",
+            run.stderr
+        );
+    }
+}

@@ -71,17 +71,31 @@ impl ThresholdArgs {
     }
 }
 
+/// Most worker threads a command takes: more than this is a typo, and each thread
+/// reserves a stack and, in the sandbox, instance slots.
+pub(crate) const MAX_JOBS: usize = 1024;
+
+/// Parses `--jobs`: a thread count from 1 to [`MAX_JOBS`].
+pub(crate) fn jobs(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if (1..=MAX_JOBS).contains(&n) => Ok(n),
+        _ => Err(format!("expected a number of threads from 1 to {MAX_JOBS}")),
+    }
+}
+
 /// Per-call limits, shared by every command that runs tools.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct LimitArgs {
-    /// Fuel per call: the deterministic CPU budget.
-    #[arg(long, default_value_t = Limits::default().fuel)]
+    /// Fuel per call: the deterministic CPU budget. At least 1: with none, every call
+    /// would run out of fuel and the run would judge nothing.
+    #[arg(long, default_value_t = Limits::default().fuel, value_parser = clap::value_parser!(u64).range(1..))]
     fuel: u64,
-    /// Linear memory limit per call, MiB.
-    #[arg(long, default_value_t = Limits::default().memory_mb)]
+    /// Linear memory limit per call, MiB (at least 1).
+    #[arg(long, default_value_t = Limits::default().memory_mb, value_parser = clap::value_parser!(u64).range(1..))]
     memory_mb: u64,
-    /// Wall-time limit per call, ms (a safety net; fuel is the deterministic bound).
-    #[arg(long, default_value_t = Limits::default().wall_ms)]
+    /// Wall-time limit per call, ms (a safety net; fuel is the deterministic bound; at
+    /// least 1).
+    #[arg(long, default_value_t = Limits::default().wall_ms, value_parser = clap::value_parser!(u64).range(1..))]
     timeout_ms: u64,
     /// Bytes of stdout (and of stderr) kept before a call ends as `output_limit`.
     #[arg(long, default_value_t = Limits::default().output_bytes)]

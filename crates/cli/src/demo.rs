@@ -52,7 +52,7 @@ pub(crate) struct DemoArgs {
     #[arg(long)]
     no_driver: bool,
     /// Worker threads executing calls (default: one per core).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = crate::args::jobs)]
     jobs: Option<usize>,
     /// Write the generated batch (labelled samples JSONL) here.
     #[arg(long, value_name = "FILE")]

@@ -57,7 +57,7 @@ pub(crate) struct EvalArgs {
     #[arg(long, default_value_t = 2, value_name = "N")]
     probe_runs: usize,
     /// Worker threads executing calls (default: one per core).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = crate::args::jobs)]
     jobs: Option<usize>,
     /// Also score every executed task the naive way (one raw agreement over arguments
     /// and results, reject below --arg-accept) and compare in the summary; on by itself

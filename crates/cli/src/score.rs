@@ -52,7 +52,7 @@ pub(crate) struct ScoreArgs {
     #[arg(long, value_name = "ENTRY", num_args = 0..=1, default_missing_value = "gate")]
     seed_compat: Option<SeedEntry>,
     /// Threads deciding lines (default: one per core); output keeps input order.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = crate::args::jobs)]
     jobs: Option<usize>,
     #[command(flatten)]
     thresholds: ThresholdArgs,
