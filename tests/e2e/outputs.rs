@@ -118,13 +118,13 @@ fn write_epoch_never_overwrites_the_module() {
 /// beside it and takes its place only when whole.
 #[test]
 fn a_killed_run_leaves_the_earlier_output_whole() {
-    let (dir, catalog, samples) = setup(60_000);
+    let (dir, catalog, samples) = setup(30_000);
     let out = dir.path().join("decisions.jsonl");
     let first = score_to(&catalog, &samples, s(&out), &["--jobs", "1"]);
     assert_eq!(first.code, 0, "{}", first.stderr);
     let whole = std::fs::read(&out).unwrap();
-    assert_eq!(whole.iter().filter(|b| **b == b'\n').count(), 60_000);
-    for wait_ms in [20, 150, 400] {
+    assert_eq!(whole.iter().filter(|b| **b == b'\n').count(), 30_000);
+    for wait_ms in [10, 60, 200] {
         let mut child = Command::new(env!("CARGO_BIN_EXE_plangate"))
             .args(["score", "--catalog", s(&catalog), "--samples", s(&samples)])
             .args(["--out", s(&out), "--jobs", "1"])
