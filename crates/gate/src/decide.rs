@@ -17,7 +17,7 @@ use crate::convert::raw;
 use crate::jcs;
 use crate::json::{Object, Value};
 use crate::stats::{Ratio, wilson};
-use crate::task::{Arguments, Keys, Label, Recent, Task};
+use crate::task::{Arguments, Keys, Label, Recent, Task, turn_ranges};
 
 /// The thresholds of docs/design.md, "Decision".
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -291,6 +291,8 @@ pub struct Prepared {
     label: Option<Label>,
     epoch_fixed: bool,
     samples: Vec<PreparedSample>,
+    /// The modal plan: (index of its first sample, how many samples make it).
+    modal_plan: Option<(usize, usize)>,
     malformed: Vec<MalformedSample>,
     warnings: Vec<String>,
 }
@@ -489,11 +491,7 @@ pub fn prepare(
             }
             sort_turn(&mut steps, range.clone(), &mut moved, sample.calls.len());
         }
-        let turns: Vec<usize> = if turns.iter().all(|r| r.len() == 1) {
-            Vec::new()
-        } else {
-            turns.iter().map(|r| r.len()).collect()
-        };
+        let turns = turn_lengths(&turns);
         let plan = if bad {
             PlanKey::Malformed(i)
         } else {
@@ -501,15 +499,28 @@ pub fn prepare(
         };
         samples.push(PreparedSample { plan, steps, turns });
     }
-    line_up_turns(&mut samples);
+    // Plan keys are final here, and lining up turns leaves them as they are: the modal
+    // plan is found once, for the pairing and for every rule that names it.
+    let modal_plan = modal(samples.iter().map(|s| &s.plan));
+    line_up_turns(&mut samples, modal_plan);
     Prepared {
         task_id: task.task_id.clone(),
         label: task.label,
         epoch_fixed: task.epoch_fixed.unwrap_or(true),
+        modal_plan,
         samples,
         malformed,
         warnings: task.warnings.clone(),
     }
+}
+
+/// Turn lengths as a prepared sample keeps them: empty when every call is its own turn,
+/// as in [`crate::task::Sample::turns`].
+fn turn_lengths(ranges: &[std::ops::Range<usize>]) -> Vec<usize> {
+    if ranges.iter().all(|r| r.len() == 1) {
+        return Vec::new();
+    }
+    ranges.iter().map(|r| r.len()).collect()
 }
 
 /// Sorts the calls of one turn by key (calls made together have no order), and
@@ -624,20 +635,20 @@ fn renumbered(v: &Value, moved: &[usize]) -> Option<Value> {
 /// with the modal plan's calls of that turn (same tool first, then most arguments in
 /// common), so per-step agreement and argument paths compare like with like. The plan
 /// keys are untouched: within a turn order never counted.
-fn line_up_turns(samples: &mut [PreparedSample]) {
+fn line_up_turns(samples: &mut [PreparedSample], modal_plan: Option<(usize, usize)>) {
     if samples.iter().all(|s| s.turns.is_empty()) {
         return;
     }
-    let Some((m, _)) = modal(samples.iter().map(|s| &s.plan)) else {
+    let Some((m, _)) = modal_plan else {
         return;
     };
     let reference = samples[m].clone();
-    let ref_ranges = ranges(&reference.turns, reference.steps.len());
+    let ref_ranges = turn_ranges(&reference.turns, reference.steps.len());
     for s in samples.iter_mut() {
         if s.plan == reference.plan || s.turns.is_empty() {
             continue;
         }
-        for (t, range) in ranges(&s.turns, s.steps.len()).into_iter().enumerate() {
+        for (t, range) in turn_ranges(&s.turns, s.steps.len()).into_iter().enumerate() {
             let Some(want) = ref_ranges.get(t) else { break };
             if range.len() < 2 {
                 continue;
@@ -649,21 +660,6 @@ fn line_up_turns(samples: &mut [PreparedSample]) {
             s.steps.splice(range, lined);
         }
     }
-}
-
-fn ranges(turns: &[usize], steps: usize) -> Vec<std::ops::Range<usize>> {
-    if turns.is_empty() {
-        return (0..steps).map(|j| j..j + 1).collect();
-    }
-    let mut start = 0;
-    turns
-        .iter()
-        .map(|&len| {
-            let r = start..start + len;
-            start += len;
-            r
-        })
-        .collect()
 }
 
 /// The order of `calls` that lines them up best with `targets`: the same call first,
@@ -899,7 +895,7 @@ pub fn classify(p: &Prepared, tools: &dyn ToolStates, opts: &Options) -> Decisio
 /// [`decide`].
 fn analyse(p: &Prepared, tools: &dyn ToolStates) -> Decision {
     let n = p.samples.len();
-    let (modal_idx, arg_count) = modal(p.samples.iter().map(|s| &s.plan)).unwrap_or((0, 0));
+    let (modal_idx, arg_count) = p.modal_plan.unwrap_or((0, 0));
     let arg = Agreement::new(arg_count, n);
     let modal_sample = p.samples.get(modal_idx);
 
@@ -1251,7 +1247,7 @@ fn low_agreement(d: &mut Decision, p: &Prepared, tools: &dyn ToolStates, opts: &
 /// parameter is declared `must_exist` or its `id` resolver found nothing; otherwise
 /// deferred, since "does o_9 exist?" has `not_found` as its right answer.
 fn referential_miss(p: &Prepared, tools: &dyn ToolStates) -> Option<(Verdict, String)> {
-    let (m, _) = modal(p.samples.iter().map(|s| &s.plan))?;
+    let (m, _) = p.modal_plan?;
     let modal_plan = &p.samples[m];
     let sound = |t: &str| {
         tools
@@ -1328,7 +1324,7 @@ fn referential_miss(p: &Prepared, tools: &dyn ToolStates) -> Option<(Verdict, St
 
 /// The first way the modal plan breaks its tools' schemas, if it does.
 fn modal_violation<'d>(d: &'d Decision, p: &Prepared) -> Option<&'d SchemaViolation> {
-    let (m, _) = modal(p.samples.iter().map(|s| &s.plan))?;
+    let (m, _) = p.modal_plan?;
     d.schema_violations.iter().find(|v| v.samples.contains(&m))
 }
 

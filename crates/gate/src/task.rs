@@ -528,15 +528,11 @@ fn parse_sample(s: &Value, field: &str, notes: &mut Notes) -> Result<Sample, Tas
         return parse_transcript(messages, &format!("{field}.messages"), notes);
     }
     let native = o.contains_key("calls") || o.contains_key("turns");
-    if o.contains_key("tool_calls") || (!native && o.contains_key("role")) {
+    let message = o.contains_key("role") || matches!(o.get("content"), Some(Value::Array(_)));
+    if o.contains_key("tool_calls") || (!native && message) {
         // One assistant message is one turn; one with no tool call is a plan of none.
         no_duplicates(o, field)?;
         check_role(o, field)?;
-        let mut t = Transcript::default();
-        t.assistant(o, field)?;
-        return Ok(t.sample);
-    }
-    if matches!(o.get("content"), Some(Value::Array(_))) && !native {
         let mut t = Transcript::default();
         t.assistant(o, field)?;
         return Ok(t.sample);
@@ -999,19 +995,25 @@ fn parse_error(e: &Value, field: &str) -> Result<Observed, TaskError> {
 impl Sample {
     /// The index ranges of the sample's turns, in order.
     pub fn turn_ranges(&self) -> Vec<std::ops::Range<usize>> {
-        if self.turns.is_empty() {
-            return (0..self.calls.len()).map(|j| j..j + 1).collect();
-        }
-        let mut start = 0;
-        self.turns
-            .iter()
-            .map(|&len| {
-                let r = start..start + len;
-                start += len;
-                r
-            })
-            .collect()
+        turn_ranges(&self.turns, self.calls.len())
     }
+}
+
+/// The index ranges of `calls` calls grouped by turn lengths `turns` (empty: every call
+/// its own turn), for a sample and for its prepared steps alike.
+pub(crate) fn turn_ranges(turns: &[usize], calls: usize) -> Vec<std::ops::Range<usize>> {
+    if turns.is_empty() {
+        return (0..calls).map(|j| j..j + 1).collect();
+    }
+    let mut start = 0;
+    turns
+        .iter()
+        .map(|&len| {
+            let r = start..start + len;
+            start += len;
+            r
+        })
+        .collect()
 }
 
 impl Call {
