@@ -504,6 +504,18 @@ mod tests {
         Catalog::from_value(&json::parse(&std::fs::read_to_string(p).unwrap()).unwrap()).unwrap()
     }
 
+    /// A generated line read and decided as the catalog records tools. Without
+    /// executing, results are absent: arguments alone are compared.
+    fn decide_line(cat: &Catalog, line: &str) -> (task::Task, decide::Decision) {
+        let t = task::parse_task_line(line.as_bytes()).unwrap_or_else(|e| panic!("{e}: {line}"));
+        let d = decide::classify(
+            &decide::prepare(&t, cat, None),
+            &decide::tool_states(cat),
+            &decide::Options::default(),
+        );
+        (t, d)
+    }
+
     #[test]
     fn same_seed_same_batch() {
         let cfg = Config {
@@ -543,7 +555,6 @@ mod tests {
             consistent: 1.0,
         };
         let cat = catalog();
-        let states = decide::tool_states(&cat);
         let mut seen = 0;
         for g in generate(&world(), &cfg) {
             assert!(!g.consistent || (g.hallucinated && REFERENCES.contains(&g.tool)));
@@ -551,12 +562,7 @@ mod tests {
                 continue;
             }
             seen += 1;
-            let t = task::parse_task_line(g.line.as_bytes()).unwrap();
-            let d = decide::classify(
-                &decide::prepare(&t, &cat, None),
-                &states,
-                &decide::Options::default(),
-            );
+            let (_, d) = decide_line(&cat, &g.line);
             assert!(d.arg_agreement.count >= 8, "{}: {}", g.tool, g.line);
         }
         assert!(seen > 50, "{seen} consistent fabrications drawn");
@@ -575,18 +581,10 @@ mod tests {
             consistent: 0.0,
         };
         let cat = catalog();
-        let states = decide::tool_states(&cat);
         let (mut varied, mut correct) = (0, 0);
         for g in generate(&world(), &cfg) {
-            let t = task::parse_task_line(g.line.as_bytes())
-                .unwrap_or_else(|e| panic!("{e}: {}", g.line));
+            let (t, d) = decide_line(&cat, &g.line);
             assert_eq!(t.samples.len(), 10);
-            // Without executing, results are absent; arguments alone are compared here.
-            let d = decide::classify(
-                &decide::prepare(&t, &cat, None),
-                &states,
-                &decide::Options::default(),
-            );
             assert!(d.malformed.is_empty(), "{}: {:?}", g.line, d.malformed);
             if g.hallucinated {
                 if g.tool != "get_current_time" && g.tool != "random_sample" {
