@@ -144,12 +144,11 @@ fn a_batch_of_hostile_tools_finishes_records_every_ending_and_leaks_nothing() {
             health.as_os_str(),
             "--summary-json".as_ref(),
             summary.as_os_str(),
-            // Enough fuel for membomb to reach the 256 MiB memory limit first (it zeroes
-            // every page: ~250M fuel, ~0.3 s); spin still runs out of fuel well inside
-            // the wall-time net. The net is 2 s: at 0.4 s, and once at 1 s while other
-            // end-to-end tests ran beside this one, a 2-core box timed membomb out
-            // before its memory ran out. Each stall call costs this much wall time (12
-            // of them on 2 workers), so it is not set higher.
+            // Fuel ends spin well inside the wall-time net; membomb reserves memory
+            // without writing it, so it reaches the 256 MiB limit on a few thousand
+            // fuel and no machine load can turn that into a timeout. Each stall call
+            // costs the net in wall time (12 of them on 2 workers), so it is not set
+            // higher.
             "--fuel".as_ref(),
             "300000000".as_ref(),
             "--timeout-ms".as_ref(),
