@@ -30,3 +30,6 @@ mod outputs;
 // Data nobody here wrote: BFCL catalogs in four dialects and its tasks in three shapes,
 // and three real MCP servers' tools/list (tests/realworld/, from scripts/realworld).
 mod realworld;
+// Runs stopped by SIGKILL or SIGINT and resumed with --resume decide as an uninterrupted
+// run does.
+mod resume;

@@ -432,6 +432,7 @@ fn docs_errors_md_lists_every_exit_code_and_each_comes_out_where_documented() {
             "docs/errors.md has no row for exit code {value} ({name})"
         );
     }
+    // 130 (INTERRUPTED) needs a signal mid-run: tests/e2e/resume.rs sends it.
     let dir = tempfile::tempdir().expect("temp dir");
     let d = dir.path();
     let catalog = score_catalog(d);

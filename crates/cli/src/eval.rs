@@ -15,7 +15,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 use plangate_gate::baseline::naive;
 use plangate_gate::decide::{Decision, Verdict};
 use plangate_gate::task::{Label, Task, TaskError, parse_task_line};
-use plangate_harness::{Eval, EvalOptions, Finished, World, WorldOptions, read_quarantine};
+use plangate_harness::{
+    Earlier, Eval, EvalOptions, Finished, Header, Journal, World, WorldOptions, read_quarantine,
+};
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 use serde::Serialize;
 use serde_json::json;
@@ -24,7 +26,9 @@ use crate::args::{Baseline, IoArgs, LimitArgs, ThresholdArgs, compares_baseline}
 use crate::files::{
     Output, catalog_dir, load_catalog, open_out, read_manifest, write_file, write_json,
 };
+use crate::interrupt::{Interrupted, stopping};
 use crate::lines::{for_each_line, open_samples, skip_line, source_name};
+use crate::resume::{check_header, fingerprint, journal_path, journal_to_resume};
 use crate::tally::Tally;
 
 #[derive(Debug, Args)]
@@ -64,6 +68,11 @@ pub(crate) struct EvalArgs {
     /// for labelled tasks.
     #[arg(long, value_enum, value_name = "SCORER")]
     baseline: Option<Baseline>,
+    /// Continue an interrupted run of this same command (`OUT.journal` beside `--out`):
+    /// the calls it made are replayed from its journal in its epoch, not executed again,
+    /// and the decisions are those an uninterrupted run would have written.
+    #[arg(long)]
+    resume: bool,
     #[command(flatten)]
     limits: LimitArgs,
     #[command(flatten)]
@@ -114,15 +123,25 @@ fn progress() -> ProgressBar {
 
 pub(crate) fn run(args: EvalArgs) -> Result<u8> {
     let started = Instant::now();
+    // First: an interrupt while the epoch is pinned then stops the run at its first
+    // line, and the epoch's snapshot is removed on the way out.
+    crate::interrupt::install();
     check_outputs(&args)?;
     let catalog = load_catalog(&args.io.catalog)?;
-    let manifest = args.epoch.as_deref().map(read_manifest).transpose()?;
+    let earlier = journal_to_resume(args.resume, args.io.out.as_deref())?
+        .map(|path| Earlier::read(&path).map(|e| (path, e)))
+        .transpose()?;
+    let manifest = epoch_to_replay(&args, earlier.as_ref())?;
     let quarantine = args
         .quarantine
         .as_deref()
         .map(read_quarantine)
         .transpose()?;
     let input = open_samples(&args.io.samples)?;
+    let flags = format!(
+        "{:?} {:?} {} {} {:?} {:?}",
+        args.thresholds, args.limits, args.seed, args.probe_runs, args.baseline, quarantine
+    );
     let world = World::build(
         &catalog,
         &catalog_dir(&args.io.catalog),
@@ -137,6 +156,12 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
     if let Some(file) = &args.write_epoch {
         write_json(file, world.epoch().manifest())?;
     }
+    let header = Header::new(
+        "eval",
+        fingerprint("eval", &args.io.catalog, &flags)?,
+        Some(world.epoch().manifest().clone()),
+    );
+    let journal = open_journal(&args, &header, earlier)?;
     let setup = started.elapsed();
 
     let mut opts = EvalOptions {
@@ -148,12 +173,19 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
     if let Some(j) = args.jobs {
         opts.jobs = j;
     }
-    let eval = Eval::start(&world, &catalog, opts);
+    let mut eval = Eval::start(&world, &catalog, opts);
+    if let Some(j) = &journal {
+        eval.journal(j);
+    }
+    eval.stop_when(&crate::interrupt::STOP);
     let probed = started.elapsed();
 
     let source = source_name(&args.io.samples);
     let mut tally = Tally::default();
-    let executed_batch = execute(&eval, input, &args, &mut tally)?;
+    let executed_batch = match execute(&eval, input, &args, &mut tally) {
+        Err(e) if e.is::<Interrupted>() => return interrupted(journal.as_ref(), &tally),
+        executed => executed?,
+    };
     let executed = started.elapsed();
 
     let finished = eval.finish()?;
@@ -169,9 +201,88 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
         decided,
     };
     write_reports(&args, &world, &finished, outputs, &tally, &timings)?;
+    if let Some(j) = journal {
+        if j.replayed() > 0 {
+            eprintln!(
+                "plangate: resumed: {} calls replayed from {}",
+                j.replayed(),
+                j.path().display()
+            );
+        }
+        j.remove()?;
+    }
     tally.report(&source);
     eprintln!("plangate: {}", human(&finished, executed - probed));
     Ok(tally.exit_code())
+}
+
+/// The epoch manifest the run replays: an interrupted run's (from its journal, which
+/// `--epoch`, if given, must equal), else `--epoch`'s, else none (a new epoch).
+fn epoch_to_replay(
+    args: &EvalArgs,
+    earlier: Option<&(PathBuf, Earlier)>,
+) -> Result<Option<plangate_sandbox::EpochManifest>> {
+    let given = args.epoch.as_deref().map(read_manifest).transpose()?;
+    let Some((path, earlier)) = earlier else {
+        return Ok(given);
+    };
+    let Some(journalled) = earlier.header().epoch.clone() else {
+        anyhow::bail!("cannot resume from {}: it records no epoch", path.display());
+    };
+    if given.as_ref().is_some_and(|g| *g != journalled) {
+        anyhow::bail!(
+            "cannot resume from {}: --epoch is not the epoch the interrupted run used",
+            path.display()
+        );
+    }
+    Ok(Some(journalled))
+}
+
+/// The journal of this run's calls, beside `--out` when it is a regular file: the
+/// interrupted run's, continued (`--resume`), or a new one.
+fn open_journal(
+    args: &EvalArgs,
+    header: &Header,
+    earlier: Option<(PathBuf, Earlier)>,
+) -> Result<Option<Journal>> {
+    if let Some((path, earlier)) = earlier {
+        check_header(&path, earlier.header(), header)?;
+        return Ok(Some(Journal::resume(&path, earlier)?));
+    }
+    let Some(out) = args.io.out.as_deref() else {
+        return Ok(None);
+    };
+    if !matches!(crate::files::replaced(out), Ok(Some(_))) {
+        if args.resume {
+            anyhow::bail!(
+                "--resume needs --out FILE, a regular file: the journal is kept beside it"
+            );
+        }
+        return Ok(None);
+    }
+    Ok(Some(Journal::create(&journal_path(out), header)?))
+}
+
+/// An interrupt stopped the run before every call ran: the journal keeps the calls
+/// made, and the message says how to go on. No decision is written: a task is decided
+/// only once every tool's health is known.
+fn interrupted(journal: Option<&Journal>, tally: &Tally) -> Result<u8> {
+    match journal {
+        Some(j) => {
+            j.flush()?;
+            eprintln!(
+                "plangate: interrupted after reading {} lines: {} calls are kept in {}; run the same command with --resume to go on from there",
+                tally.lines,
+                j.recorded(),
+                j.path().display()
+            );
+        }
+        None => eprintln!(
+            "plangate: interrupted after reading {} lines; nothing was decided (with --out FILE, a journal would keep the calls made for --resume)",
+            tally.lines
+        ),
+    }
+    Ok(crate::exit::INTERRUPTED)
 }
 
 /// Refuses, before any work, an output that names one of the run's inputs or another
@@ -222,6 +333,9 @@ fn execute(
     };
     eval.execute(&on_done, |feeder| {
         for_each_line(input, tally, |number, line, _| {
+            if stopping() {
+                return Err(Interrupted.into());
+            }
             match parse_task_line(line) {
                 Ok(task) => {
                     bar.inc_length(1);
@@ -230,7 +344,12 @@ fn execute(
                 Err(e) => skipped.push((number, e)),
             }
             Ok(())
-        })
+        })?;
+        // Input that ended with an interrupt may be cut short (see `score`).
+        if stopping() {
+            return Err(anyhow::Error::new(Interrupted));
+        }
+        Ok(())
     })?;
     bar.finish_and_clear();
     Ok(Executed {

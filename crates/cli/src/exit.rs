@@ -7,3 +7,6 @@ pub(crate) const OK: u8 = 0;
 pub(crate) const REJECT: u8 = 1;
 /// The command line or an input file could not be used at all.
 pub(crate) const USAGE: u8 = 2;
+/// Interrupted (SIGINT or SIGTERM): the run stopped early and kept what it decided, to be
+/// resumed with `--resume` (128 + SIGINT, the shell's convention).
+pub(crate) const INTERRUPTED: u8 = 130;

@@ -51,15 +51,28 @@ pub(crate) fn catalog_dir(catalog: &Path) -> PathBuf {
 /// An output being written: standard output, or a temporary file beside the target that
 /// takes the target's place only when whole ([`Output::finish`]). A run that stops
 /// early (an error, a kill) leaves the earlier file as it was, never a truncated one;
-/// the temporary file is removed when the output is dropped unfinished.
+/// the temporary file is removed when the output is dropped unfinished, unless it is
+/// kept to resume the run ([`Output::resumable`]).
 pub(crate) struct Output {
     w: BufWriter<Box<dyn Write + Send>>,
-    temp: Option<(tempfile::TempPath, PathBuf)>,
+    pending: Option<(Pending, PathBuf)>,
+    /// Bytes written so far (after any kept earlier part).
+    written: u64,
+}
+
+/// Where an output's bytes wait for the rename.
+enum Pending {
+    /// Removed if the run stops.
+    Temp(tempfile::TempPath),
+    /// Kept if the run stops, for `--resume`.
+    Kept(PathBuf),
 }
 
 impl Write for Output {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.w.write(buf)
+        let n = self.w.write(buf)?;
+        self.written += n as u64;
+        Ok(n)
     }
     fn flush(&mut self) -> io::Result<()> {
         self.w.flush()
@@ -70,11 +83,64 @@ impl Output {
     /// Flushes and, for a file, puts it in place of the target (once).
     pub(crate) fn finish(&mut self) -> Result<()> {
         self.w.flush().context("failed to write decisions")?;
-        if let Some((temp, target)) = self.temp.take() {
-            temp.persist(&target)
-                .with_context(|| format!("failed to replace {}", target.display()))?;
+        match self.pending.take() {
+            Some((Pending::Temp(temp), target)) => temp
+                .persist(&target)
+                .map(drop)
+                .with_context(|| format!("failed to replace {}", target.display())),
+            Some((Pending::Kept(partial), target)) => std::fs::rename(&partial, &target)
+                .with_context(|| format!("failed to replace {}", target.display())),
+            None => Ok(()),
         }
-        Ok(())
+    }
+
+    /// Where the output waits to be resumed, if it does.
+    pub(crate) fn kept(&self) -> Option<&Path> {
+        match &self.pending {
+            Some((Pending::Kept(p), _)) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// Bytes of the output so far, the kept part of a resumed run included.
+    pub(crate) fn written(&self) -> u64 {
+        self.written
+    }
+
+    /// An output to `target` written through a file kept beside it when the run stops,
+    /// so that `--resume` continues it (`resume::partial_path`): its first `keep` bytes
+    /// are an earlier run's (cut there), or it starts empty.
+    pub(crate) fn resumable(target: &Path, keep: Option<u64>) -> Result<Output> {
+        let target = replaced(target)?.with_context(|| {
+            format!(
+                "--resume needs --out to be a regular file, not {}",
+                target.display()
+            )
+        })?;
+        let partial = &crate::resume::partial_path(&target);
+        if keep.is_some() && !partial.is_file() {
+            bail!(
+                "cannot resume: {} (the decisions the interrupted run kept) is missing; remove the journal to start over",
+                partial.display()
+            );
+        }
+        let mut file = match keep {
+            Some(_) => std::fs::OpenOptions::new().write(true).open(partial),
+            None => File::create(partial),
+        }
+        .with_context(|| format!("cannot write {}", partial.display()))?;
+        let written = keep.unwrap_or(0);
+        if keep.is_some() {
+            use std::io::Seek as _;
+            file.set_len(written)
+                .and_then(|()| file.seek(io::SeekFrom::End(0)).map(drop))
+                .with_context(|| format!("cannot write {}", partial.display()))?;
+        }
+        Ok(Output {
+            w: BufWriter::with_capacity(1 << 16, Box::new(file)),
+            pending: Some((Pending::Kept(partial.to_path_buf()), target)),
+            written,
+        })
     }
 }
 
@@ -84,26 +150,28 @@ pub(crate) fn open_out(path: Option<&Path>) -> Result<Output> {
     let Some(p) = path else {
         return Ok(Output {
             w: BufWriter::with_capacity(1 << 16, Box::new(io::stdout())),
-            temp: None,
+            pending: None,
+            written: 0,
         });
     };
-    let (file, temp): (Box<dyn Write + Send>, _) = match replaced(p)? {
+    let (file, pending): (Box<dyn Write + Send>, _) = match replaced(p)? {
         Some(target) => {
             let (file, temp) = temp_beside(&target)?.into_parts();
-            (Box::new(file), Some((temp, target)))
+            (Box::new(file), Some((Pending::Temp(temp), target)))
         }
         None => (Box::new(create(p)?), None),
     };
     Ok(Output {
         w: BufWriter::with_capacity(1 << 16, file),
-        temp,
+        pending,
+        written: 0,
     })
 }
 
 /// The regular file an output replaces (a symlink's target, so the link stays a link),
 /// or None for a device, a FIFO or anything else that is written in place: renaming a
 /// file over `/dev/null` would replace the device.
-fn replaced(target: &Path) -> Result<Option<PathBuf>> {
+pub(crate) fn replaced(target: &Path) -> Result<Option<PathBuf>> {
     match std::fs::metadata(target) {
         Ok(m) if m.is_file() => std::fs::canonicalize(target)
             .map(Some)

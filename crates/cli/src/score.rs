@@ -17,8 +17,10 @@ use plangate_gate::task::{Label, Observed, Task, TaskError, parse_task_line};
 use serde_json::json;
 
 use crate::args::{Baseline, IoArgs, ThresholdArgs, compares_baseline};
-use crate::files::{Output, check_outputs, load_catalog, open_out};
+use crate::files::{Output, check_outputs, load_catalog, open_out, replaced};
+use crate::interrupt::{Interrupted, stopping};
 use crate::lines::{for_each_line, open_samples, skip_line, source_name};
+use crate::resume::{Checkpoint, ScoreJournal, line_digest};
 use crate::tally::Tally;
 
 /// Which of the seed's two entry points `--seed-compat` reproduces.
@@ -54,6 +56,10 @@ pub(crate) struct ScoreArgs {
     /// Threads deciding lines (default: one per core); output keeps input order.
     #[arg(long, value_name = "N", value_parser = crate::args::jobs)]
     jobs: Option<usize>,
+    /// Continue an interrupted run of this same command: the lines it decided are kept
+    /// (from `OUT.partial`, per `OUT.journal`) and the rest are decided.
+    #[arg(long)]
+    resume: bool,
     #[command(flatten)]
     thresholds: ThresholdArgs,
 }
@@ -165,9 +171,33 @@ struct Writer<'a> {
     out: Output,
     source: &'a str,
     tally: Tally,
+    /// Where each written chunk is checkpointed, when the run can be resumed.
+    journal: Option<ScoreJournal>,
+    /// The last input line written, for the message when the run is interrupted.
+    through: usize,
 }
 
 impl Writer<'_> {
+    /// Records that every line of `chunk` is written: its decisions are flushed first,
+    /// so a checkpoint never counts bytes a kill could lose.
+    fn checkpoint(&mut self, chunk: &Chunk) -> Result<()> {
+        let Some((number, range)) = chunk.lines.last() else {
+            return Ok(());
+        };
+        self.through = *number;
+        let Some(journal) = self.journal.as_mut() else {
+            return Ok(());
+        };
+        self.out.flush().context("failed to write decisions")?;
+        journal.checkpoint(&Checkpoint {
+            through: *number,
+            bytes: self.out.written(),
+            last: line_digest(&chunk.data[range.clone()]),
+            tally: self.tally.clone(),
+        })?;
+        Ok(())
+    }
+
     fn write(&mut self, scored: Vec<(usize, Scored)>) -> Result<()> {
         let tally = &mut self.tally;
         for (number, scored) in scored {
@@ -198,6 +228,7 @@ fn pipeline(
     input: Box<dyn BufRead>,
     writer: &mut Writer<'_>,
     jobs: usize,
+    done: &Checkpoint,
 ) -> Result<Tally> {
     let in_flight = 4 * jobs;
     let (work_tx, work_rx) = mpsc::sync_channel::<(usize, Chunk)>(in_flight);
@@ -218,7 +249,7 @@ fn pipeline(
         let written = s.spawn(move || write_in_order(writer, done_rx, &credit_tx));
         // Reading ends by dropping `work_tx`, which lets the workers and then the
         // writer finish.
-        let read = read_chunks(input, &credit_rx, work_tx);
+        let read = read_chunks(input, &credit_rx, work_tx, done);
         let written = written
             .join()
             .unwrap_or_else(|p| std::panic::resume_unwind(p));
@@ -260,6 +291,7 @@ fn write_in_order(
         waiting.insert(seq, (chunk, scored));
         while let Some((mut chunk, scored)) = waiting.remove(&next) {
             writer.write(scored)?;
+            writer.checkpoint(&chunk)?;
             next += 1;
             chunk.data.clear();
             chunk.lines.clear();
@@ -275,11 +307,14 @@ fn write_in_order(
 }
 
 /// The reader: cuts the input into chunks of [`CHUNK`] lines, each sent on a credit,
-/// and counts the lines (blank ones included) as it goes.
+/// and counts the lines (blank ones included) as it goes. Lines an interrupted run
+/// decided (through `done.through`) are only counted; an interrupt stops it with
+/// [`Interrupted`], once the lines already sent are decided.
 fn read_chunks(
     input: Box<dyn BufRead>,
     credits: &Receiver<Chunk>,
     work: SyncSender<(usize, Chunk)>,
+    done: &Checkpoint,
 ) -> Result<Tally> {
     let mut tally = Tally::default();
     let mut seq = 0;
@@ -299,6 +334,17 @@ fn read_chunks(
         bail!("decisions could not be written")
     };
     for_each_line(input, &mut tally, |number, line, _| {
+        if number <= done.through {
+            if number == done.through && line_digest(line) != done.last {
+                bail!(
+                    "cannot resume: line {number} of the samples is not the line the interrupted run decided there (the file changed); remove the journal to start over"
+                );
+            }
+            return Ok(());
+        }
+        if stopping() {
+            return Err(Interrupted.into());
+        }
         let start = chunk.data.len();
         chunk.data.extend_from_slice(line);
         chunk.lines.push((number, start..chunk.data.len()));
@@ -306,12 +352,19 @@ fn read_chunks(
             send(&mut chunk, &mut seq)?;
         }
         Ok(())
-    })
-    .and_then(|()| send(&mut chunk, &mut seq))?;
+    })?;
+    // The input may have ended because the same Ctrl-C stopped whatever wrote it: its
+    // last lines are not trusted, and the run is resumed, not finished.
+    if stopping() {
+        return Err(Interrupted.into());
+    }
+    send(&mut chunk, &mut seq)?;
     Ok(tally)
 }
 
 pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
+    // First: an interrupt during setup then stops the run at its first line, cleanly.
+    crate::interrupt::install();
     if let Some(out) = args.io.out.as_deref() {
         check_outputs(
             &[("--out", out)],
@@ -324,10 +377,17 @@ pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
     let catalog = load_catalog(&args.io.catalog)?;
     let input = open_samples(&args.io.samples)?;
     let source = source_name(&args.io.samples);
+    let (out, journal, done) = open_resumable(&args)?;
     let mut writer = Writer {
-        out: open_out(args.io.out.as_deref())?,
+        out,
         source: &source,
+        tally: done.tally,
+        journal,
+        through: done.through,
+    };
+    let done = Checkpoint {
         tally: Tally::default(),
+        ..done
     };
     let scorer = Scorer {
         catalog: &catalog,
@@ -339,13 +399,73 @@ pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
-    let read = pipeline(&scorer, input, &mut writer, jobs)?;
+    let read = match pipeline(&scorer, input, &mut writer, jobs, &done) {
+        Err(e) if e.is::<Interrupted>() => return interrupted(writer),
+        read => read?,
+    };
     writer.out.finish()?;
+    if let Some(journal) = writer.journal.take() {
+        journal.remove()?;
+    }
     let mut tally = writer.tally;
     tally.lines = read.lines;
     tally.blank = read.blank;
     tally.report(&source);
     Ok(tally.exit_code())
+}
+
+/// The decisions output and, when `--out` is a file, the journal that lets an
+/// interrupted run resume: a new one, or (`--resume`) the interrupted run's, with the
+/// checkpoint it reached.
+fn open_resumable(args: &ScoreArgs) -> Result<(Output, Option<ScoreJournal>, Checkpoint)> {
+    let out = args.io.out.as_deref();
+    let Some(target) = out.filter(|o| matches!(replaced(o), Ok(Some(_)))) else {
+        if args.resume {
+            bail!("--resume needs --out FILE, a regular file: the journal is kept beside it");
+        }
+        return Ok((open_out(out)?, None, Checkpoint::default()));
+    };
+    let flags = format!(
+        "{:?} {:?} {:?}",
+        args.thresholds, args.baseline, args.seed_compat
+    );
+    let header = plangate_harness::Header::new(
+        "score",
+        crate::resume::fingerprint("score", &args.io.catalog, &flags)?,
+        None,
+    );
+    match crate::resume::journal_to_resume(args.resume, Some(target))? {
+        Some(path) => {
+            let (journal, earlier, done) = ScoreJournal::resume(&path)?;
+            crate::resume::check_header(&path, &earlier, &header)?;
+            let out = Output::resumable(target, Some(done.bytes))?;
+            Ok((out, Some(journal), done))
+        }
+        None => {
+            let journal = ScoreJournal::create(&crate::resume::journal_path(target), &header)?;
+            let out = Output::resumable(target, None)?;
+            Ok((out, Some(journal), Checkpoint::default()))
+        }
+    }
+}
+
+/// An interrupt stopped the run: what is decided is written (and journalled), and the
+/// message says where it is and how to go on.
+fn interrupted(mut writer: Writer<'_>) -> Result<u8> {
+    writer.out.flush().context("failed to write decisions")?;
+    match (&writer.journal, writer.out.kept()) {
+        (Some(journal), Some(kept)) => eprintln!(
+            "plangate: interrupted: lines 1 to {} are decided and kept in {} (journal {}); run the same command with --resume to decide the rest",
+            writer.through,
+            kept.display(),
+            journal.path().display()
+        ),
+        _ => eprintln!(
+            "plangate: interrupted: lines 1 to {} are decided and written",
+            writer.through
+        ),
+    }
+    Ok(crate::exit::INTERRUPTED)
 }
 
 fn missing_result(task: &Task) -> Option<String> {

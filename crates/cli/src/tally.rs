@@ -6,8 +6,9 @@ use plangate_gate::task::Label;
 
 use crate::exit;
 
-/// What happened to every input line, for the summary and the exit code.
-#[derive(Debug, Default)]
+/// What happened to every input line, for the summary and the exit code. Kept in a
+/// `score` journal's checkpoints, so a resumed run counts the lines it did not redo.
+#[derive(Debug, Default, Clone, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Tally {
     pub(crate) lines: usize,
     pub(crate) blank: usize,
@@ -24,7 +25,7 @@ pub(crate) struct Tally {
 
 /// Rejections by the gate and by the naive scorer (docs/design.md, "Naive baseline"),
 /// and how many of them were labelled correct: the false-positive share of each.
-#[derive(Debug, Default, serde::Serialize)]
+#[derive(Debug, Default, Clone, serde::Serialize, serde::Deserialize)]
 pub(crate) struct BaselineTally {
     tasks: usize,
     labelled: usize,

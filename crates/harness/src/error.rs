@@ -60,4 +60,12 @@ pub enum HarnessError {
         /// Why.
         message: String,
     },
+    /// A run's journal (for `--resume`) could not be read or written.
+    #[error("journal {path}: {message}")]
+    Journal {
+        /// The journal file.
+        path: PathBuf,
+        /// Why.
+        message: String,
+    },
 }

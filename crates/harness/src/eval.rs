@@ -18,6 +18,7 @@ use serde::Serialize;
 
 use crate::error::HarnessError;
 use crate::health::{Evidence, HealthReport, PairKind, ToolHealth, WitnessBook, witness_key};
+use crate::journal::{CallAt, Journal};
 use crate::observe::observed;
 use crate::probe::{ProbeRun, probe_arguments};
 use crate::refs::substitute;
@@ -151,6 +152,10 @@ pub struct Eval<'w> {
     /// Declared-deterministic tools with no `probe` arguments, probed with the first
     /// arguments the batch gives them (in input order, so reruns probe alike).
     unprobed: Mutex<BTreeSet<String>>,
+    /// Where executed calls are recorded, and an interrupted run's calls replayed.
+    journal: Option<&'w Journal>,
+    /// When set (Ctrl-C), workers drop the calls still queued.
+    stop: Option<&'w std::sync::atomic::AtomicBool>,
 }
 
 impl std::fmt::Debug for Eval<'_> {
@@ -208,6 +213,8 @@ impl<'w> Eval<'w> {
             slots: Mutex::new(Vec::new()),
             counters: Counters::default(),
             unprobed: Mutex::new(BTreeSet::new()),
+            journal: None,
+            stop: None,
             opts,
         };
         for t in catalog.tools().iter().filter(|t| t.deterministic) {
@@ -276,7 +283,11 @@ impl<'w> Eval<'w> {
         loop {
             let job = lock(rx).recv();
             let Ok(mut job) = job else { return };
-            let touched = self.run_sample(&mut job.body);
+            if self.stopped() {
+                // Dropped unexecuted: a stopped run is resumed, not finished.
+                continue;
+            }
+            let touched = self.run_sample(job.shell.line, job.sample, &mut job.body);
             lock(&job.shell.touched).extend(touched);
             lock(&job.shell.samples)[job.sample] = Some(job.body);
             if job.shell.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
@@ -316,12 +327,18 @@ impl<'w> Eval<'w> {
         slots[index].touched = touched;
     }
 
-    /// Executes one sample's calls in order; returns the tools it ran.
-    fn run_sample(&self, sample: &mut Sample) -> BTreeSet<String> {
+    /// Executes one sample's calls in order (sample `index` of the task on input line
+    /// `line`); returns the tools it ran.
+    fn run_sample(&self, line: usize, index: usize, sample: &mut Sample) -> BTreeSet<String> {
         let mut touched = BTreeSet::new();
         let mut upstream: Vec<Vec<u8>> = Vec::with_capacity(sample.calls.len());
         let mut results: Vec<Observed> = Vec::with_capacity(sample.calls.len());
-        for call in &mut sample.calls {
+        for (i, call) in sample.calls.iter_mut().enumerate() {
+            let at = CallAt {
+                line,
+                sample: index,
+                call: i,
+            };
             let known = self.catalog.get(&call.tool).is_some() && self.world.has(&call.tool);
             let (stdin, obs) = match (&call.arguments, known) {
                 (_, false) => (
@@ -348,10 +365,7 @@ impl<'w> Eval<'w> {
                     ),
                     Ok(args) => {
                         let stdin = jcs::to_string(&args).into_bytes();
-                        let record = self
-                            .world
-                            .call(&call.tool, &stdin)
-                            .expect("the world has every catalog tool");
+                        let record = self.call(at, &call.tool, &stdin);
                         self.counters.executed.fetch_add(1, Ordering::Relaxed);
                         *lock(&self.counters.outcomes)
                             .entry(call.tool.clone())
@@ -372,6 +386,42 @@ impl<'w> Eval<'w> {
             call.observed = obs;
         }
         touched
+    }
+
+    /// One call: replayed from an interrupted run's journal when it made it, else
+    /// executed (and journalled).
+    fn call(&self, at: CallAt, tool: &str, stdin: &[u8]) -> plangate_sandbox::CallRecord {
+        if let Some(j) = self.journal
+            && let Some(r) = j.replay(at, tool, stdin)
+        {
+            return r;
+        }
+        let record = self
+            .world
+            .call(tool, stdin)
+            .expect("the world has every catalog tool");
+        if let Some(j) = self.journal {
+            j.record(at, tool, stdin, &record);
+        }
+        record
+    }
+
+    /// Records executed calls in `journal` and replays the calls it holds from an
+    /// earlier run of this batch instead of executing them again.
+    pub fn journal(&mut self, journal: &'w Journal) {
+        self.journal = Some(journal);
+    }
+
+    /// Stops the run early once `flag` is set (Ctrl-C): calls still queued are then
+    /// dropped, so [`Eval::execute`] returns soon, and the run can no longer be
+    /// finished, only resumed from its journal.
+    pub fn stop_when(&mut self, flag: &'w std::sync::atomic::AtomicBool) {
+        self.stop = Some(flag);
+    }
+
+    /// Whether the flag given to [`Eval::stop_when`] is set.
+    pub fn stopped(&self) -> bool {
+        self.stop.is_some_and(|f| f.load(Ordering::Relaxed))
     }
 
     fn witness(

@@ -1,0 +1,199 @@
+//! `--resume`: where a run's journal lives (beside `--out`), what must match for an
+//! interrupted run to be continued (the catalog and every flag that changes results),
+//! and `score`'s checkpoints (how much of the decisions file is whole, and through
+//! which input line). `eval`'s journal of executed calls is plangate-harness's.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use plangate_harness::Header;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::tally::Tally;
+
+/// Appends `suffix` to the file name of `out`.
+fn beside(out: &Path, suffix: &str) -> PathBuf {
+    let mut name = out.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// The journal of a run writing `out`.
+pub(crate) fn journal_path(out: &Path) -> PathBuf {
+    beside(out, ".journal")
+}
+
+/// The decisions `score` has written so far, kept to resume.
+pub(crate) fn partial_path(out: &Path) -> PathBuf {
+    beside(out, ".partial")
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A digest of what decides a run's results besides its samples: plangate's version, the
+/// command, the catalog's bytes, and `flags` (every flag that changes a result, as the
+/// command prints them). A run resumes only a journal with the same.
+pub(crate) fn fingerprint(command: &str, catalog: &Path, flags: &str) -> Result<String> {
+    let bytes = std::fs::read(catalog)
+        .with_context(|| format!("failed to read catalog {}", catalog.display()))?;
+    let mut h = Sha256::new();
+    for part in [
+        env!("CARGO_PKG_VERSION").as_bytes(),
+        command.as_bytes(),
+        &bytes,
+        flags.as_bytes(),
+    ] {
+        h.update((part.len() as u64).to_le_bytes());
+        h.update(part);
+    }
+    Ok(hex(&h.finalize()))
+}
+
+/// Whether this run continues an interrupted one: with `--resume`, and a journal beside
+/// `--out`. Without `--resume`, a journal left there is announced and replaced.
+pub(crate) fn journal_to_resume(resume: bool, out: Option<&Path>) -> Result<Option<PathBuf>> {
+    let Some(out) = out else {
+        if resume {
+            bail!("--resume needs --out FILE: the journal is kept beside it");
+        }
+        return Ok(None);
+    };
+    let journal = journal_path(out);
+    let exists = journal.exists();
+    match (resume, exists) {
+        (true, true) => Ok(Some(journal)),
+        (true, false) => {
+            eprintln!(
+                "plangate: --resume: no journal at {} (the run finished, or never started with this --out); starting from the beginning",
+                journal.display()
+            );
+            Ok(None)
+        }
+        (false, true) => {
+            eprintln!(
+                "plangate: warning: {} holds an interrupted run; this run starts over (run the same command with --resume to continue it instead)",
+                journal.display()
+            );
+            Ok(None)
+        }
+        (false, false) => Ok(None),
+    }
+}
+
+/// Refuses an earlier run's journal that this run cannot continue, saying why.
+pub(crate) fn check_header(path: &Path, earlier: &Header, this: &Header) -> Result<()> {
+    match earlier.mismatch(this) {
+        Some(why) => bail!(
+            "cannot resume from {}: {why}; run the command it was written by, or remove the journal to start over",
+            path.display()
+        ),
+        None => Ok(()),
+    }
+}
+
+/// Where `score` got to: every input line through `through` is decided and written,
+/// in the first `bytes` bytes of the partial decisions.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub(crate) struct Checkpoint {
+    pub(crate) through: usize,
+    pub(crate) bytes: u64,
+    /// SHA-256 of input line `through`, so a changed samples file is not resumed.
+    pub(crate) last: String,
+    pub(crate) tally: Tally,
+}
+
+/// The digest [`Checkpoint::last`] holds.
+pub(crate) fn line_digest(line: &[u8]) -> String {
+    hex(&Sha256::digest(line))
+}
+
+/// `score`'s journal: a header, then a checkpoint per chunk written.
+pub(crate) struct ScoreJournal {
+    path: PathBuf,
+    file: std::fs::File,
+}
+
+impl ScoreJournal {
+    /// Starts a journal at `path`.
+    pub(crate) fn create(path: &Path, header: &Header) -> Result<Self> {
+        let mut file = std::fs::File::create(path)
+            .with_context(|| format!("cannot create journal {}", path.display()))?;
+        let mut line = serde_json::to_vec(header)?;
+        line.push(b'\n');
+        file.write_all(&line)
+            .with_context(|| format!("cannot write journal {}", path.display()))?;
+        Ok(ScoreJournal {
+            path: path.to_path_buf(),
+            file,
+        })
+    }
+
+    /// Reads an interrupted run's journal: its header and its last whole checkpoint
+    /// (none when it stopped before its first chunk), then continues it.
+    pub(crate) fn resume(path: &Path) -> Result<(Self, Header, Checkpoint)> {
+        let bad = || format!("cannot read journal {}", path.display());
+        let file = std::fs::File::open(path).with_context(bad)?;
+        let mut lines = BufReader::new(file);
+        let mut buf = Vec::new();
+        let mut header: Option<Header> = None;
+        let mut last = Checkpoint::default();
+        loop {
+            buf.clear();
+            // A last line without its newline was cut by a kill: not kept.
+            if lines.read_until(b'\n', &mut buf).with_context(bad)? == 0
+                || buf.last() != Some(&b'\n')
+            {
+                break;
+            }
+            if header.is_none() {
+                header = Some(serde_json::from_slice(&buf).with_context(|| {
+                    format!(
+                        "journal {}: line 1 is not a plangate journal header",
+                        path.display()
+                    )
+                })?);
+            } else if let Ok(c) = serde_json::from_slice(&buf) {
+                last = c;
+            } else {
+                break;
+            }
+        }
+        let header = header.with_context(|| format!("journal {} is empty", path.display()))?;
+        let file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(path)
+            .with_context(bad)?;
+        Ok((
+            ScoreJournal {
+                path: path.to_path_buf(),
+                file,
+            },
+            header,
+            last,
+        ))
+    }
+
+    /// Records a checkpoint (after the decisions it counts were flushed).
+    pub(crate) fn checkpoint(&mut self, c: &Checkpoint) -> Result<()> {
+        let mut line = serde_json::to_vec(c)?;
+        line.push(b'\n');
+        self.file
+            .write_all(&line)
+            .with_context(|| format!("cannot write journal {}", self.path.display()))
+    }
+
+    /// The run finished: the journal is no longer needed.
+    pub(crate) fn remove(self) -> Result<()> {
+        drop(self.file);
+        std::fs::remove_file(&self.path)
+            .with_context(|| format!("cannot remove journal {}", self.path.display()))
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+}

@@ -1,0 +1,429 @@
+//! The journal of an eval run's executed calls, so that a run stopped at any point
+//! (Ctrl-C, a kill, a crash) resumes where it stopped: a call the earlier run made is
+//! replayed from the journal instead of executed again, in the same epoch, and the
+//! resumed run decides exactly as an uninterrupted one would.
+//!
+//! The file is JSON lines: a [`Header`] (what run wrote it: its command fingerprint and
+//! epoch manifest), then one [`Entry`] per executed call, appended as calls finish. A
+//! line cut by a kill is dropped on reading; the calls it would have held run again.
+
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, BufWriter, Seek, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as B64;
+use plangate_sandbox::{CallRecord, EpochManifest, Outcome};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::error::HarnessError;
+
+/// The journal format's version, in every header: a journal from another version is
+/// not resumed.
+const VERSION: u32 = 1;
+
+/// Where a call sits in a batch: its input line, its sample, its place in the sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CallAt {
+    /// The input line (1-based).
+    pub line: usize,
+    /// The sample's index in the task.
+    pub sample: usize,
+    /// The call's index in the sample.
+    pub call: usize,
+}
+
+/// The journal's first line: which run it belongs to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Header {
+    /// Always [`VERSION`].
+    pub plangate_journal: u32,
+    /// The command that wrote it (`eval`, `score`).
+    pub command: String,
+    /// A digest of everything besides the samples that decides the run's results
+    /// (catalog bytes, flags): a resumed run must have the same.
+    pub fingerprint: String,
+    /// The epoch the calls ran in (`eval`); a resumed run replays it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub epoch: Option<EpochManifest>,
+}
+
+impl Header {
+    /// A header for a run of `command` with this fingerprint.
+    pub fn new(command: &str, fingerprint: String, epoch: Option<EpochManifest>) -> Self {
+        Header {
+            plangate_journal: VERSION,
+            command: command.into(),
+            fingerprint,
+            epoch,
+        }
+    }
+
+    /// Why an earlier run's journal cannot be resumed by this run, if it cannot.
+    pub fn mismatch(&self, this: &Header) -> Option<String> {
+        if self.plangate_journal != this.plangate_journal {
+            return Some(format!(
+                "it is journal version {}, this plangate writes {}",
+                self.plangate_journal, this.plangate_journal
+            ));
+        }
+        if self.command != this.command {
+            return Some(format!(
+                "it was written by `plangate {}`, not `plangate {}`",
+                self.command, this.command
+            ));
+        }
+        (self.fingerprint != this.fingerprint).then(|| {
+            "the catalog or a flag that changes results differs from the run that wrote it"
+                .to_string()
+        })
+    }
+}
+
+/// One executed call, as the journal keeps it.
+#[derive(Debug, Serialize, Deserialize)]
+struct Entry {
+    line: usize,
+    sample: usize,
+    call: usize,
+    tool: String,
+    /// SHA-256 of the call's stdin, hex: a call replays only for the same input.
+    stdin: String,
+    #[serde(flatten)]
+    outcome: Outcome,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    exit_code: Option<i32>,
+    /// Base64.
+    stdout: String,
+    /// Base64.
+    stderr: String,
+    fuel_used: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    detail: Option<String>,
+}
+
+fn stdin_digest(stdin: &[u8]) -> String {
+    Sha256::digest(stdin)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+impl Entry {
+    fn record(&self) -> Option<CallRecord> {
+        Some(CallRecord {
+            outcome: self.outcome,
+            exit_code: self.exit_code,
+            stdout: B64.decode(&self.stdout).ok()?,
+            stderr: B64.decode(&self.stderr).ok()?,
+            fuel_used: self.fuel_used,
+            // Wall time is a safety net, not evidence: nothing downstream reads it.
+            wall: Duration::ZERO,
+            detail: self.detail.clone(),
+        })
+    }
+}
+
+/// Reads a journal's header and the complete lines after it.
+pub struct Earlier {
+    header: Header,
+    entries: Vec<Entry>,
+    /// Bytes of the file up to the end of its last complete line.
+    complete: u64,
+}
+
+impl Earlier {
+    /// Reads the journal at `path`: its header, and every complete entry after it.
+    pub fn read(path: &Path) -> Result<Earlier, HarnessError> {
+        let bad = |message: String| HarnessError::Journal {
+            path: path.to_path_buf(),
+            message,
+        };
+        let file = File::open(path).map_err(|e| bad(format!("cannot open it: {e}")))?;
+        let mut lines = BufReader::new(file);
+        let mut buf = Vec::new();
+        let mut complete = 0u64;
+        let mut header: Option<Header> = None;
+        let mut entries = Vec::new();
+        loop {
+            buf.clear();
+            let n = lines
+                .read_until(b'\n', &mut buf)
+                .map_err(|e| bad(format!("cannot read it: {e}")))?;
+            // A last line without its newline was cut by a kill: it is not kept.
+            if n == 0 || buf.last() != Some(&b'\n') {
+                break;
+            }
+            match &header {
+                None => {
+                    header = Some(serde_json::from_slice(&buf).map_err(|e| {
+                        bad(format!("line 1 is not a plangate journal header: {e}"))
+                    })?);
+                }
+                Some(_) => match serde_json::from_slice::<Entry>(&buf) {
+                    Ok(e) => entries.push(e),
+                    // A line that does not read ends what can be trusted.
+                    Err(_) => break,
+                },
+            }
+            complete += n as u64;
+        }
+        let header = header.ok_or_else(|| bad("it has no header line".into()))?;
+        Ok(Earlier {
+            header,
+            entries,
+            complete,
+        })
+    }
+
+    /// The run that wrote it.
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+}
+
+/// The calls of a run as they execute, and an earlier run's calls to replay.
+pub struct Journal {
+    path: PathBuf,
+    earlier: HashMap<CallAt, Entry>,
+    out: Mutex<Option<BufWriter<File>>>,
+    replayed: AtomicUsize,
+    recorded: AtomicUsize,
+    /// The first write error: the run goes on, but cannot be resumed past it.
+    failed: Mutex<Option<String>>,
+}
+
+impl std::fmt::Debug for Journal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Journal")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Journal {
+    /// Starts a new journal at `path` (replacing any file there) with `header`.
+    pub fn create(path: &Path, header: &Header) -> Result<Journal, HarnessError> {
+        let mut file = File::create(path).map_err(|e| HarnessError::Journal {
+            path: path.to_path_buf(),
+            message: format!("cannot create it: {e}"),
+        })?;
+        let mut line = serde_json::to_vec(header).expect("a header serializes");
+        line.push(b'\n');
+        file.write_all(&line).map_err(|e| HarnessError::Journal {
+            path: path.to_path_buf(),
+            message: format!("cannot write it: {e}"),
+        })?;
+        Ok(Self::with(path, file, HashMap::new()))
+    }
+
+    /// Continues an earlier run's journal: its calls are replayed, a line cut by a kill
+    /// is cut off, and new calls are appended.
+    pub fn resume(path: &Path, earlier: Earlier) -> Result<Journal, HarnessError> {
+        let bad = |e: std::io::Error| HarnessError::Journal {
+            path: path.to_path_buf(),
+            message: format!("cannot append to it: {e}"),
+        };
+        let mut file = OpenOptions::new().write(true).open(path).map_err(bad)?;
+        file.set_len(earlier.complete).map_err(bad)?;
+        file.seek(std::io::SeekFrom::End(0)).map_err(bad)?;
+        let entries = earlier
+            .entries
+            .into_iter()
+            .map(|e| {
+                let at = CallAt {
+                    line: e.line,
+                    sample: e.sample,
+                    call: e.call,
+                };
+                (at, e)
+            })
+            .collect();
+        Ok(Self::with(path, file, entries))
+    }
+
+    fn with(path: &Path, file: File, earlier: HashMap<CallAt, Entry>) -> Journal {
+        Journal {
+            path: path.to_path_buf(),
+            earlier,
+            out: Mutex::new(Some(BufWriter::with_capacity(1 << 16, file))),
+            replayed: AtomicUsize::new(0),
+            recorded: AtomicUsize::new(0),
+            failed: Mutex::new(None),
+        }
+    }
+
+    /// The earlier run's record of the call at `at`, if it ran the same tool on the
+    /// same input there.
+    pub(crate) fn replay(&self, at: CallAt, tool: &str, stdin: &[u8]) -> Option<CallRecord> {
+        let e = self.earlier.get(&at)?;
+        if e.tool != tool || e.stdin != stdin_digest(stdin) {
+            return None;
+        }
+        let record = e.record()?;
+        self.replayed.fetch_add(1, Ordering::Relaxed);
+        // Journalled again, so that this run's journal alone resumes a later stop.
+        self.record(at, tool, stdin, &record);
+        Some(record)
+    }
+
+    /// Appends an executed call.
+    pub(crate) fn record(&self, at: CallAt, tool: &str, stdin: &[u8], r: &CallRecord) {
+        let entry = Entry {
+            line: at.line,
+            sample: at.sample,
+            call: at.call,
+            tool: tool.into(),
+            stdin: stdin_digest(stdin),
+            outcome: r.outcome,
+            exit_code: r.exit_code,
+            stdout: B64.encode(&r.stdout),
+            stderr: B64.encode(&r.stderr),
+            fuel_used: r.fuel_used,
+            detail: r.detail.clone(),
+        };
+        let mut line = serde_json::to_vec(&entry).expect("an entry serializes");
+        line.push(b'\n');
+        let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(w) = out.as_mut()
+            && let Err(e) = w.write_all(&line)
+        {
+            *out = None;
+            self.fail(e);
+            return;
+        }
+        self.recorded.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn fail(&self, e: std::io::Error) {
+        let mut failed = self.failed.lock().unwrap_or_else(|e| e.into_inner());
+        failed.get_or_insert_with(|| e.to_string());
+    }
+
+    /// Writes out what is buffered, so a stop after this loses nothing journalled.
+    pub fn flush(&self) -> Result<(), HarnessError> {
+        let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(w) = out.as_mut()
+            && let Err(e) = w.flush()
+        {
+            *out = None;
+            self.fail(e);
+        }
+        drop(out);
+        match self
+            .failed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+        {
+            Some(message) => Err(HarnessError::Journal {
+                path: self.path.clone(),
+                message: format!("cannot write it: {message}"),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Calls replayed from the earlier run.
+    pub fn replayed(&self) -> usize {
+        self.replayed.load(Ordering::Relaxed)
+    }
+
+    /// Calls written to this journal (replayed ones included).
+    pub fn recorded(&self) -> usize {
+        self.recorded.load(Ordering::Relaxed)
+    }
+
+    /// The journal's file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The run finished: the journal is no longer needed.
+    pub fn remove(self) -> Result<(), HarnessError> {
+        drop(self.out.into_inner());
+        std::fs::remove_file(&self.path).map_err(|e| HarnessError::Journal {
+            path: self.path.clone(),
+            message: format!("cannot remove it: {e}"),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(stdout: &[u8]) -> CallRecord {
+        CallRecord {
+            outcome: Outcome::Exit { code: 0 },
+            exit_code: Some(0),
+            stdout: stdout.to_vec(),
+            stderr: b"warn\n".to_vec(),
+            fuel_used: 42,
+            wall: Duration::from_millis(3),
+            detail: None,
+        }
+    }
+
+    fn at(line: usize) -> CallAt {
+        CallAt {
+            line,
+            sample: 1,
+            call: 0,
+        }
+    }
+
+    #[test]
+    fn a_cut_last_line_is_dropped_and_the_rest_replays() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("j");
+        let header = Header::new("eval", "f".into(), None);
+        let j = Journal::create(&path, &header).expect("create");
+        j.record(at(1), "echo", b"{}", &rec(b"\x00\xffbytes"));
+        j.record(at(2), "echo", b"{}", &rec(b"two"));
+        j.flush().expect("flush");
+        drop(j);
+        // A kill in the middle of the last line.
+        let len = std::fs::metadata(&path).expect("stat").len();
+        let f = OpenOptions::new().write(true).open(&path).expect("open");
+        f.set_len(len - 5).expect("cut");
+
+        let earlier = Earlier::read(&path).expect("read");
+        assert_eq!(earlier.header(), &header);
+        assert_eq!(earlier.entries.len(), 1);
+        let j = Journal::resume(&path, earlier).expect("resume");
+        let got = j.replay(at(1), "echo", b"{}").expect("replayed");
+        assert_eq!(got.stdout, b"\x00\xffbytes");
+        assert_eq!((got.fuel_used, got.stderr.as_slice()), (42, &b"warn\n"[..]));
+        assert!(j.replay(at(2), "echo", b"{}").is_none(), "the cut call");
+        assert!(
+            j.replay(at(1), "echo", b"{\"a\":1}").is_none(),
+            "other input"
+        );
+        assert!(j.replay(at(1), "other", b"{}").is_none(), "other tool");
+        j.flush().expect("flush");
+        drop(j);
+        // The cut line is gone and the replayed call was written again after it.
+        let again = Earlier::read(&path).expect("read again");
+        assert_eq!(again.entries.len(), 2);
+        assert_eq!(
+            again.complete,
+            std::fs::metadata(&path).expect("stat").len()
+        );
+    }
+
+    #[test]
+    fn headers_say_why_they_do_not_match() {
+        let a = Header::new("eval", "f1".into(), None);
+        assert_eq!(a.mismatch(&a.clone()), None);
+        let b = Header::new("score", "f1".into(), None);
+        assert!(a.mismatch(&b).expect("differs").contains("plangate eval"));
+        let c = Header::new("eval", "f2".into(), None);
+        assert!(a.mismatch(&c).expect("differs").contains("flag"));
+    }
+}

@@ -1,0 +1,354 @@
+//! A run stopped at any point loses nothing: `score` and `eval` killed with SIGKILL at
+//! random moments (and their resumed runs killed again) finish with `--resume` into
+//! decisions byte-identical to an uninterrupted run's, an earlier complete output is
+//! never left truncated, and SIGINT stops cleanly (exit 130, a journal, no snapshot
+//! left behind).
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use crate::eval::{Run, plangate, seed_catalog};
+use crate::tools::{build_tools, world};
+
+const CATALOG: &str = r#"{"tools":[{"name":"echo","deterministic":true,"verified":true}]}"#;
+
+/// A score batch with every kind of line: agreeing and fabricated tasks, bad lines and
+/// blank ones, so the resumed tally has something of each to carry.
+fn score_batch(dir: &Path, tasks: usize) -> (PathBuf, PathBuf) {
+    let catalog = dir.join("catalog.json");
+    std::fs::write(&catalog, CATALOG).expect("write catalog");
+    let mut text = String::new();
+    for i in 0..tasks {
+        if i % 997 == 5 {
+            text.push_str("not json\n");
+            continue;
+        }
+        if i % 499 == 3 {
+            text.push('\n');
+        }
+        let samples: Vec<String> = (0..5)
+            .map(|k| {
+                // Every third task: the samples disagree on q, a located fabrication.
+                let q = if i % 3 == 0 { i * 10 + k } else { i };
+                format!(r#"{{"calls":[{{"tool":"echo","arguments":{{"q":{q}}},"result":{{"q":{q}}}}}]}}"#)
+            })
+            .collect();
+        text.push_str(&format!(
+            "{{\"task_id\":\"t{i}\",\"samples\":[{}]}}\n",
+            samples.join(",")
+        ));
+    }
+    let samples = dir.join("samples.jsonl");
+    std::fs::write(&samples, text).expect("write samples");
+    (catalog, samples)
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+fn spawn(args: &[&str]) -> Child {
+    build_tools();
+    Command::new(env!("CARGO_BIN_EXE_plangate"))
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("plangate runs")
+}
+
+/// Delays to kill at, spread from a few milliseconds into the run to near its end: a
+/// fixed pseudo-random sequence, so a failure reproduces.
+fn kill_points(n: usize, max_ms: u64, seed: u64) -> Vec<u64> {
+    let mut x = seed;
+    (0..n)
+        .map(|_| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            5 + (x >> 33) % max_ms
+        })
+        .collect()
+}
+
+/// Runs `args` killed with SIGKILL after each delay in turn (every later attempt with
+/// `--resume`), then once more to the end; returns that last run. `check` runs after
+/// every kill.
+fn kill_and_resume(args: &[&str], delays: &[u64], check: impl Fn(u64)) -> Run {
+    let resumed: Vec<&str> = args.iter().copied().chain(["--resume"]).collect();
+    for (i, ms) in delays.iter().enumerate() {
+        let mut child = spawn(if i == 0 { args } else { &resumed });
+        std::thread::sleep(Duration::from_millis(*ms));
+        let _ = child.kill();
+        let _ = child.wait();
+        check(*ms);
+    }
+    plangate(&resumed)
+}
+
+#[test]
+fn score_killed_at_random_points_resumes_to_identical_decisions() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (catalog, samples) = score_batch(dir.path(), 20_000);
+    let whole_path = dir.path().join("whole.jsonl");
+    let base = ["score", "--catalog", s(&catalog), "--samples", s(&samples)];
+    let whole_run = plangate(&[&base[..], &["--out", s(&whole_path)]].concat());
+    assert_eq!(
+        whole_run.code, 2,
+        "bad lines make exit 2: {}",
+        whole_run.stderr
+    );
+    let whole = std::fs::read(&whole_path).expect("decisions");
+
+    // An earlier complete output is in place: no kill may leave it truncated.
+    let out = dir.path().join("out.jsonl");
+    std::fs::write(&out, &whole).expect("earlier output");
+    let args = [&base[..], &["--out", s(&out), "--jobs", "2"]].concat();
+    let last = kill_and_resume(&args, &kill_points(6, 1500, 7), |ms| {
+        assert_eq!(
+            std::fs::read(&out).expect("output"),
+            whole,
+            "killed at {ms} ms: the earlier output is whole"
+        );
+    });
+    assert_eq!(last.code, 2, "{}", last.stderr);
+    assert_eq!(
+        std::fs::read(&out).expect("output"),
+        whole,
+        "resumed = whole"
+    );
+    assert_eq!(
+        last.stderr.lines().last(),
+        whole_run.stderr.lines().last(),
+        "the summary line accounts for every line, resumed or not"
+    );
+    for leftover in ["out.jsonl.journal", "out.jsonl.partial"] {
+        assert!(!dir.path().join(leftover).exists(), "{leftover} removed");
+    }
+}
+
+fn demo_batch(dir: &Path, tasks: &str) -> PathBuf {
+    let samples = dir.join("batch.jsonl");
+    let run = plangate(&[
+        "demo",
+        "--world",
+        s(&world()),
+        "--tasks",
+        tasks,
+        "--no-driver",
+        "--write-samples",
+        s(&samples),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    samples
+}
+
+#[test]
+fn eval_killed_at_random_points_resumes_to_identical_decisions() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let samples = demo_batch(dir.path(), "300");
+    let catalog = seed_catalog();
+    let base = ["eval", "--catalog", s(&catalog), "--samples", s(&samples)];
+    let whole_path = dir.path().join("whole.jsonl");
+    let whole_run = plangate(&[&base[..], &["--out", s(&whole_path)]].concat());
+    assert_eq!(
+        whole_run.code, 1,
+        "fabrications rejected: {}",
+        whole_run.stderr
+    );
+    let whole = std::fs::read(&whole_path).expect("decisions");
+
+    let out = dir.path().join("out.jsonl");
+    let args = [&base[..], &["--out", s(&out), "--jobs", "2"]].concat();
+    let last = kill_and_resume(&args, &kill_points(4, 2500, 11), |ms| {
+        assert!(
+            !out.exists(),
+            "killed at {ms} ms: no decision is written early"
+        );
+    });
+    assert_eq!(last.code, 1, "{}", last.stderr);
+    assert_eq!(
+        std::fs::read(&out).expect("output"),
+        whole,
+        "resumed = whole"
+    );
+    assert!(!dir.path().join("out.jsonl.journal").exists());
+}
+
+/// Snapshot folders of epochs (plangate-epoch-*) in the temp dir.
+fn snapshots() -> usize {
+    std::fs::read_dir(std::env::temp_dir())
+        .expect("temp dir")
+        .filter_map(Result::ok)
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("plangate-epoch-")
+        })
+        .count()
+}
+
+/// Waits until `path` exists (the run has set up and installed its handler).
+fn wait_for(path: &Path, child: &mut Child) {
+    for _ in 0..600 {
+        if path.exists() {
+            return;
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("the run ended before {} existed: {status}", path.display());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("{} never appeared", path.display());
+}
+
+fn interrupt(child: &Child) {
+    let sent = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(sent.success());
+}
+
+#[test]
+fn sigint_stops_eval_cleanly_and_says_how_to_resume() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let samples = demo_batch(dir.path(), "300");
+    let catalog = seed_catalog();
+    let out = dir.path().join("out.jsonl");
+    let journal = dir.path().join("out.jsonl.journal");
+    let args = [
+        "eval",
+        "--catalog",
+        s(&catalog),
+        "--samples",
+        s(&samples),
+        "--out",
+        s(&out),
+        "--jobs",
+        "1",
+    ];
+    let before = snapshots();
+    let mut child = spawn(&args);
+    wait_for(&journal, &mut child);
+    std::thread::sleep(Duration::from_millis(300));
+    interrupt(&child);
+    let done = child.wait_with_output().expect("plangate ends");
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    assert_eq!(done.status.code(), Some(130), "{stderr}");
+    assert!(
+        stderr.contains("calls are kept in") && stderr.contains("--resume"),
+        "{stderr}"
+    );
+    assert!(journal.exists(), "{stderr}");
+    assert!(!out.exists(), "nothing decided, nothing written");
+    assert!(snapshots() <= before, "the epoch's snapshot was removed");
+
+    let resumed = plangate(&[&args[..], &["--resume"]].concat());
+    assert_eq!(resumed.code, 1, "{}", resumed.stderr);
+    assert!(
+        resumed.stderr.contains("calls replayed from"),
+        "{}",
+        resumed.stderr
+    );
+    assert!(!journal.exists());
+}
+
+#[test]
+fn a_journal_is_resumed_only_by_the_command_that_wrote_it() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (catalog, samples) = score_batch(dir.path(), 3_000);
+    let out = dir.path().join("out.jsonl");
+    let journal = dir.path().join("out.jsonl.journal");
+    let args = [
+        "score",
+        "--catalog",
+        s(&catalog),
+        "--samples",
+        s(&samples),
+        "--out",
+        s(&out),
+    ];
+    // An interrupted run on standard input that never ends: a genuine journal.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_plangate"))
+        .args([
+            "score",
+            "--catalog",
+            s(&catalog),
+            "--samples",
+            "-",
+            "--out",
+            s(&out),
+        ])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("plangate runs");
+    wait_for(&journal, &mut child);
+    interrupt(&child);
+    let done = child.wait_with_output().expect("plangate ends");
+    assert_eq!(
+        done.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+
+    let other = plangate(&[&args[..], &["--resume", "--arg-accept", "0.9"]].concat());
+    assert_eq!(other.code, 2, "{}", other.stderr);
+    assert!(
+        other.stderr.contains("cannot resume from") && other.stderr.contains("flag"),
+        "{}",
+        other.stderr
+    );
+    let eval = plangate(&[
+        "eval",
+        "--catalog",
+        s(&seed_catalog()),
+        "--samples",
+        s(&samples),
+        "--out",
+        s(&out),
+        "--resume",
+    ]);
+    assert_eq!(eval.code, 2, "{}", eval.stderr);
+    assert!(
+        eval.stderr.contains("cannot resume from"),
+        "{}",
+        eval.stderr
+    );
+    // The interrupted run decided nothing; resumed, it decides everything.
+    let resumed = plangate(&[&args[..], &["--resume"]].concat());
+    assert_eq!(resumed.code, 2, "{}", resumed.stderr);
+    assert!(!journal.exists());
+    // Without --resume a journal left behind is announced and the run starts over.
+    std::fs::write(&journal, "{}\n").expect("a stale journal");
+    let fresh = plangate(&args);
+    assert_eq!(fresh.code, 2, "{}", fresh.stderr);
+    assert!(
+        fresh.stderr.contains("holds an interrupted run"),
+        "{}",
+        fresh.stderr
+    );
+    assert!(!journal.exists());
+    // --resume with nothing to resume starts from the beginning, and says so.
+    let again = plangate(&[&args[..], &["--resume"]].concat());
+    assert_eq!(again.code, 2, "{}", again.stderr);
+    assert!(again.stderr.contains("no journal at"), "{}", again.stderr);
+    // --resume needs a file to keep the journal beside.
+    let stdout = plangate(&[
+        "score",
+        "--catalog",
+        s(&catalog),
+        "--samples",
+        s(&samples),
+        "--resume",
+    ]);
+    assert_eq!(stdout.code, 2);
+    assert!(
+        stdout.stderr.contains("--resume needs --out"),
+        "{}",
+        stdout.stderr
+    );
+}
