@@ -52,6 +52,46 @@ enum Command {
     Demo(demo::DemoArgs),
 }
 
+/// Sends the libraries' `tracing` events to stderr: warnings always, in plangate's own
+/// `plangate: warning: ...` shape (a live mount that changed, a module cache refused),
+/// and everything down to `-v`'s level with `-v`.
+fn log(verbose: u8) {
+    let level = match verbose {
+        0 => tracing::Level::WARN,
+        1 => tracing::Level::INFO,
+        2 => tracing::Level::DEBUG,
+        _ => tracing::Level::TRACE,
+    };
+    let builder = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_max_level(level);
+    if verbose == 0 {
+        builder.event_format(Warning).init();
+    } else {
+        builder.init();
+    }
+}
+
+/// One line per warning: `plangate: warning: MESSAGE key=value ...`.
+struct Warning;
+
+impl<S, N> tracing_subscriber::fmt::FormatEvent<S, N> for Warning
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+    N: for<'a> tracing_subscriber::fmt::FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        ctx: &tracing_subscriber::fmt::FmtContext<'_, S, N>,
+        mut writer: tracing_subscriber::fmt::format::Writer<'_>,
+        event: &tracing::Event<'_>,
+    ) -> std::fmt::Result {
+        write!(writer, "plangate: warning: ")?;
+        ctx.field_format().format_fields(writer.by_ref(), event)?;
+        writeln!(writer)
+    }
+}
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -65,17 +105,7 @@ fn main() -> ExitCode {
             };
         }
     };
-    if cli.verbose > 0 {
-        let level = match cli.verbose {
-            1 => tracing::Level::INFO,
-            2 => tracing::Level::DEBUG,
-            _ => tracing::Level::TRACE,
-        };
-        tracing_subscriber::fmt()
-            .with_writer(std::io::stderr)
-            .with_max_level(level)
-            .init();
-    }
+    log(cli.verbose);
     let outcome = match cli.command {
         Command::Score(args) => score::run(args),
         Command::Call(args) => call::run(args),
