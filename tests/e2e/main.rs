@@ -33,3 +33,5 @@ mod realworld;
 // Runs stopped by SIGKILL or SIGINT and resumed with --resume decide as an uninterrupted
 // run does.
 mod resume;
+// Inputs too big to hold: long lines, endless catalogs; repeated task IDs.
+mod limits;

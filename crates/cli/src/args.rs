@@ -24,6 +24,10 @@ pub(crate) struct IoArgs {
     /// Write decisions here instead of standard output.
     #[arg(long, value_name = "FILE")]
     pub(crate) out: Option<PathBuf>,
+    /// Longest samples line read, in bytes; a longer line is a bad line (skipped,
+    /// reported), so a file with no newline cannot exhaust memory.
+    #[arg(long, value_name = "BYTES", default_value_t = 64 << 20, value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) max_line_bytes: u64,
 }
 
 /// Thresholds shared by every deciding command.

@@ -27,7 +27,7 @@ use crate::files::{
     Output, catalog_dir, load_catalog, open_out, read_manifest, write_file, write_json,
 };
 use crate::interrupt::{Interrupted, stopping};
-use crate::lines::{for_each_line, open_samples, skip_line, source_name};
+use crate::lines::{TaskIds, for_each_line, open_samples, skip_line, source_name, too_long};
 use crate::resume::{check_header, fingerprint, journal_path, journal_to_resume};
 use crate::tally::Tally;
 
@@ -331,13 +331,23 @@ fn execute(
         }
         bar.inc(1);
     };
+    let source = source_name(&args.io.samples);
+    let mut ids = TaskIds::default();
     eval.execute(&on_done, |feeder| {
-        for_each_line(input, tally, |number, line, _| {
+        for_each_line(input, args.io.max_line_bytes, tally, |number, line, _| {
             if stopping() {
                 return Err(Interrupted.into());
             }
+            let line = match line {
+                Ok(line) => line,
+                Err(bytes) => {
+                    skipped.push((number, too_long(bytes, args.io.max_line_bytes)));
+                    return Ok(());
+                }
+            };
             match parse_task_line(line) {
                 Ok(task) => {
+                    ids.check(&source, number, &task.task_id);
                     bar.inc_length(1);
                     feeder.push(number, task);
                 }
@@ -345,6 +355,7 @@ fn execute(
             }
             Ok(())
         })?;
+        ids.report(&source);
         // Input that ended with an interrupt may be cut short (see `score`).
         if stopping() {
             return Err(anyhow::Error::new(Interrupted));

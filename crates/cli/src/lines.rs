@@ -3,7 +3,7 @@
 //! in the same shape, so their outputs can be compared line for line.
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Write};
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -31,32 +31,56 @@ pub(crate) fn source_name(path: &Path) -> String {
     }
 }
 
+/// A line's bytes, or, for a line longer than the limit, how long it was, line ending
+/// included (its bytes are passed over, never held: a file with no newline cannot fill
+/// the memory).
+pub(crate) type Line<'a> = std::result::Result<&'a [u8], u64>;
+
 /// Calls `each` for every line of `input` with its 1-based number, counting blank lines.
+/// A line over `max` bytes is handed over as its length.
 pub(crate) fn for_each_line(
     mut input: impl BufRead,
+    max: u64,
     tally: &mut Tally,
-    mut each: impl FnMut(usize, &[u8], &mut Tally) -> Result<()>,
+    mut each: impl FnMut(usize, Line<'_>, &mut Tally) -> Result<()>,
 ) -> Result<()> {
     let mut buf = Vec::new();
     let mut number = 0;
     loop {
         buf.clear();
-        if input
+        let read = input
+            .by_ref()
+            .take(max.saturating_add(1))
             .read_until(b'\n', &mut buf)
-            .context("failed to read samples")?
-            == 0
-        {
+            .context("failed to read samples")?;
+        if read == 0 {
             return Ok(());
         }
         number += 1;
         tally.lines += 1;
+        if buf.len() as u64 > max && buf.last() != Some(&b'\n') {
+            let rest = input.skip_until(b'\n').context("failed to read samples")?;
+            each(number, Err((buf.len() + rest) as u64), tally)?;
+            continue;
+        }
         let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         if line.iter().all(u8::is_ascii_whitespace) {
             tally.blank += 1;
             continue;
         }
-        each(number, line, tally)?;
+        each(number, Ok(line), tally)?;
+    }
+}
+
+/// The input error for a line over `--max-line-bytes`.
+pub(crate) fn too_long(bytes: u64, max: u64) -> TaskError {
+    TaskError {
+        field: String::new(),
+        message: format!(
+            "the line is longer than {max} bytes, the limit set by --max-line-bytes ({bytes} bytes with its line ending); it was not read"
+        ),
+        task_id: None,
     }
 }
 
@@ -81,4 +105,50 @@ pub(crate) fn skip_line(
         "error": {"kind": "input", "field": e.field, "message": e.message},
     });
     writeln!(out, "{record}").context("failed to write decisions")
+}
+
+/// Repeats shown one by one; the rest are counted at the end.
+const REPEATS_SHOWN: usize = 20;
+
+/// The task IDs seen so far, to warn when one comes again: both lines are decided, but
+/// anything that joins decisions on `task_id` downstream would mix them up. IDs are
+/// kept as 64-bit hashes with their first line, so memory stays small.
+#[derive(Default)]
+pub(crate) struct TaskIds {
+    first: std::collections::HashMap<u64, usize>,
+    repeats: usize,
+}
+
+impl TaskIds {
+    /// Notes `id` on line `number`, warning if an earlier line had it.
+    pub(crate) fn check(&mut self, source: &str, number: usize, id: &str) {
+        use std::hash::{Hash, Hasher};
+        // std's default hasher with its fixed keys: the same in every run.
+        let mut h = std::hash::DefaultHasher::new();
+        id.hash(&mut h);
+        match self.first.entry(h.finish()) {
+            std::collections::hash_map::Entry::Occupied(e) => {
+                self.repeats += 1;
+                if self.repeats <= REPEATS_SHOWN {
+                    eprintln!(
+                        "plangate: warning: {source}:{number}: task_id {id:?} was already used on line {}; both lines are decided",
+                        e.get()
+                    );
+                }
+            }
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(number);
+            }
+        }
+    }
+
+    /// Counts the repeats not shown one by one.
+    pub(crate) fn report(&self, source: &str) {
+        if self.repeats > REPEATS_SHOWN {
+            eprintln!(
+                "plangate: warning: {source}: {} lines repeat an earlier task_id ({REPEATS_SHOWN} shown above)",
+                self.repeats
+            );
+        }
+    }
 }

@@ -19,7 +19,7 @@ use serde_json::json;
 use crate::args::{Baseline, IoArgs, ThresholdArgs, compares_baseline};
 use crate::files::{Output, check_outputs, load_catalog, open_out, replaced};
 use crate::interrupt::{Interrupted, stopping};
-use crate::lines::{for_each_line, open_samples, skip_line, source_name};
+use crate::lines::{Line, TaskIds, for_each_line, open_samples, skip_line, source_name, too_long};
 use crate::resume::{Checkpoint, ScoreJournal, line_digest};
 use crate::tally::Tally;
 
@@ -68,18 +68,43 @@ pub(crate) struct ScoreArgs {
 /// that the lines in flight stay a few megabytes however long the file is.
 const CHUNK: usize = 256;
 
-/// Consecutive lines of the input, in one buffer: (line number, byte range) each.
+/// Bytes after which a chunk is handed over whatever its line count, so that long lines
+/// do not multiply into gigabytes in flight (at most one line over this per chunk).
+const CHUNK_BYTES: usize = 1 << 20;
+
+/// Consecutive lines of the input, in one buffer: (line number, byte range) each, or
+/// the length of a line over `--max-line-bytes`.
 #[derive(Default)]
 struct Chunk {
     data: Vec<u8>,
-    lines: Vec<(usize, std::ops::Range<usize>)>,
+    lines: Vec<(usize, Result<std::ops::Range<usize>, u64>)>,
+}
+
+impl Chunk {
+    fn line(&self, at: &Result<std::ops::Range<usize>, u64>) -> Line<'_> {
+        at.clone().map(|range| &self.data[range])
+    }
+}
+
+/// What a checkpoint records of its last line (see [`Checkpoint::last`]).
+fn digest(line: Line<'_>) -> String {
+    match line {
+        Ok(bytes) => line_digest(bytes),
+        Err(length) => line_digest(format!("a line over the limit: {length} bytes").as_bytes()),
+    }
 }
 
 /// What deciding one line produced, before it is written (in input order).
 enum Scored {
-    /// A record to write, the verdict it carries (None: the seed's gate refused), and
-    /// the naive scorer's verdict with the task's label when they are compared.
-    Record(String, Option<Verdict>, Option<(Verdict, Option<Label>)>),
+    /// A record to write, the verdict it carries (None: the seed's gate refused), the
+    /// naive scorer's verdict with the task's label when they are compared, and the
+    /// task's ID.
+    Record(
+        String,
+        Option<Verdict>,
+        Option<(Verdict, Option<Label>)>,
+        String,
+    ),
     /// The line is not a task.
     Bad(TaskError),
 }
@@ -109,7 +134,8 @@ impl Scorer<'_> {
                 entry.into(),
                 &self.args.thresholds.seed_options(),
             );
-            return Scored::Record(seed_record(&task, &outcome), outcome.verdict(), None);
+            let record = seed_record(&task, &outcome);
+            return Scored::Record(record, outcome.verdict(), None, task.task_id);
         }
         if let Some(bad) = missing_result(&task) {
             return Scored::Bad(TaskError {
@@ -125,7 +151,7 @@ impl Scorer<'_> {
         let compared = compares_baseline(self.args.baseline, &task)
             .then(|| (naive(&task, self.opts.arg_accept).decision, task.label));
         match serde_json::to_string(&d) {
-            Ok(json) => Scored::Record(json, Some(d.decision), compared),
+            Ok(json) => Scored::Record(json, Some(d.decision), compared, task.task_id),
             // A decision always serializes; if it ever did not, say so for that line.
             Err(e) => Scored::Bad(TaskError {
                 field: String::new(),
@@ -139,7 +165,13 @@ impl Scorer<'_> {
         chunk
             .lines
             .iter()
-            .map(|(number, range)| (*number, self.score_guarded(&chunk.data[range.clone()])))
+            .map(|(number, at)| {
+                let scored = match chunk.line(at) {
+                    Ok(line) => self.score_guarded(line),
+                    Err(bytes) => Scored::Bad(too_long(bytes, self.args.io.max_line_bytes)),
+                };
+                (*number, scored)
+            })
             .collect()
     }
 
@@ -175,13 +207,14 @@ struct Writer<'a> {
     journal: Option<ScoreJournal>,
     /// The last input line written, for the message when the run is interrupted.
     through: usize,
+    ids: TaskIds,
 }
 
 impl Writer<'_> {
     /// Records that every line of `chunk` is written: its decisions are flushed first,
     /// so a checkpoint never counts bytes a kill could lose.
     fn checkpoint(&mut self, chunk: &Chunk) -> Result<()> {
-        let Some((number, range)) = chunk.lines.last() else {
+        let Some((number, at)) = chunk.lines.last() else {
             return Ok(());
         };
         self.through = *number;
@@ -192,7 +225,7 @@ impl Writer<'_> {
         journal.checkpoint(&Checkpoint {
             through: *number,
             bytes: self.out.written(),
-            last: line_digest(&chunk.data[range.clone()]),
+            last: digest(chunk.line(at)),
             tally: self.tally.clone(),
         })?;
         Ok(())
@@ -202,7 +235,8 @@ impl Writer<'_> {
         let tally = &mut self.tally;
         for (number, scored) in scored {
             match scored {
-                Scored::Record(json, verdict, compared) => {
+                Scored::Record(json, verdict, compared, task_id) => {
+                    self.ids.check(self.source, number, &task_id);
                     match verdict {
                         Some(v) => tally.count(v),
                         None => tally.refused += 1,
@@ -249,7 +283,13 @@ fn pipeline(
         let written = s.spawn(move || write_in_order(writer, done_rx, &credit_tx));
         // Reading ends by dropping `work_tx`, which lets the workers and then the
         // writer finish.
-        let read = read_chunks(input, &credit_rx, work_tx, done);
+        let read = read_chunks(
+            input,
+            &credit_rx,
+            work_tx,
+            done,
+            scorer.args.io.max_line_bytes,
+        );
         let written = written
             .join()
             .unwrap_or_else(|p| std::panic::resume_unwind(p));
@@ -315,6 +355,7 @@ fn read_chunks(
     credits: &Receiver<Chunk>,
     work: SyncSender<(usize, Chunk)>,
     done: &Checkpoint,
+    max: u64,
 ) -> Result<Tally> {
     let mut tally = Tally::default();
     let mut seq = 0;
@@ -333,9 +374,9 @@ fn read_chunks(
         }
         bail!("decisions could not be written")
     };
-    for_each_line(input, &mut tally, |number, line, _| {
+    for_each_line(input, max, &mut tally, |number, line, _| {
         if number <= done.through {
-            if number == done.through && line_digest(line) != done.last {
+            if number == done.through && digest(line) != done.last {
                 bail!(
                     "cannot resume: line {number} of the samples is not the line the interrupted run decided there (the file changed); remove the journal to start over"
                 );
@@ -345,10 +386,13 @@ fn read_chunks(
         if stopping() {
             return Err(Interrupted.into());
         }
-        let start = chunk.data.len();
-        chunk.data.extend_from_slice(line);
-        chunk.lines.push((number, start..chunk.data.len()));
-        if chunk.lines.len() == CHUNK {
+        let at = line.map(|line| {
+            let start = chunk.data.len();
+            chunk.data.extend_from_slice(line);
+            start..chunk.data.len()
+        });
+        chunk.lines.push((number, at));
+        if chunk.lines.len() == CHUNK || chunk.data.len() >= CHUNK_BYTES {
             send(&mut chunk, &mut seq)?;
         }
         Ok(())
@@ -384,6 +428,7 @@ pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
         tally: done.tally,
         journal,
         through: done.through,
+        ids: TaskIds::default(),
     };
     let done = Checkpoint {
         tally: Tally::default(),
@@ -407,6 +452,7 @@ pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
     if let Some(journal) = writer.journal.take() {
         journal.remove()?;
     }
+    writer.ids.report(&source);
     let mut tally = writer.tally;
     tally.lines = read.lines;
     tally.blank = read.blank;
