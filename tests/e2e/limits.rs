@@ -13,7 +13,7 @@ fn good(id: &str) -> String {
     let call = r#"{"calls":[{"tool":"echo","arguments":{"q":1},"result":{"q":1}}]}"#;
     format!(
         r#"{{"task_id":"{id}","samples":[{}]}}"#,
-        vec![call; 5].join(",")
+        [call; 5].join(",")
     )
 }
 
