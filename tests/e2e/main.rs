@@ -30,3 +30,6 @@ mod outputs;
 // Data nobody here wrote: BFCL catalogs in four dialects and its tasks in three shapes,
 // and three real MCP servers' tools/list (tests/realworld/, from scripts/realworld).
 mod realworld;
+// The module cache: the user's own private directory by default, and a refused one is
+// one warning per run (`-v`), never a failed run.
+mod cache;
