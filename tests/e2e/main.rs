@@ -35,3 +35,6 @@ mod realworld;
 mod resume;
 // Inputs too big to hold: long lines, endless catalogs; repeated task IDs.
 mod limits;
+// The module cache: the user's own private directory by default, and a refused one is
+// one warning per run, never a failed run.
+mod cache;

@@ -23,7 +23,8 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    /// A module did not compile, or its cached artifact did not load.
+    /// A module did not compile. (A cached artifact that does not load is never an
+    /// error: the module is compiled again.)
     #[error("failed to compile module `{path}`: {message}")]
     Compile {
         /// The module's path.

@@ -37,7 +37,13 @@ pub struct SandboxConfig {
     /// The wasm stack a guest may use, in bytes. Deep recursion ends as a
     /// `stack_overflow` trap; the exact depth depends on compiled frame sizes.
     pub max_wasm_stack: usize,
-    /// Where precompiled modules are cached (`None`: no disk cache, compile per sandbox).
+    /// Where precompiled modules are cached. The default is the user's own cache
+    /// directory, `$XDG_CACHE_HOME/plangate/modules`, else `$HOME/.cache/plangate/modules`
+    /// (`None` when neither is set: no disk cache, compile per sandbox). The directory is
+    /// created mode 0700 and used only if it is a directory (not a symlink) owned by the
+    /// effective user and writable by no one else; otherwise, or when it cannot be
+    /// written, a warning is logged (once per directory) and modules are compiled in
+    /// memory. A cache problem never fails a load.
     pub cache_dir: Option<PathBuf>,
     /// How often the wall-time safety net ticks. [`Limits::wall_ms`] is rounded up to it.
     pub tick: Duration,
@@ -50,7 +56,7 @@ impl Default for SandboxConfig {
             max_concurrent_calls: (cores * 4).clamp(8, 256),
             max_memory_mb: 512,
             max_wasm_stack: 512 << 10,
-            cache_dir: Some(std::env::temp_dir().join("plangate-module-cache")),
+            cache_dir: crate::cache::default_dir(),
             tick: Duration::from_millis(2),
         }
     }

@@ -12,3 +12,6 @@ mod determinism;
 mod escape;
 // Many threads calling one sandbox at once.
 mod concurrency;
+// The module cache runs only artifacts it wrote, in a directory the user owns, and a
+// cache that cannot be used never fails a load.
+mod cache;
