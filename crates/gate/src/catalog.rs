@@ -62,7 +62,86 @@ pub type CatalogWarning = CatalogError;
 fn err(field: impl Into<String>, message: impl Into<String>) -> CatalogError {
     CatalogError {
         field: field.into(),
-        message: message.into(),
+        message: clip(message.into()),
+    }
+}
+
+/// Longest message kept whole: the schema library quotes the offending value, and a
+/// catalog error must not print megabytes back at the user.
+const MESSAGE_MAX: usize = 400;
+
+fn clip(mut message: String) -> String {
+    if message.len() <= MESSAGE_MAX {
+        return message;
+    }
+    let total = message.len();
+    let mut cut = MESSAGE_MAX;
+    while !message.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    message.truncate(cut);
+    message.push_str(&format!("... ({total} bytes in all)"));
+    message
+}
+
+/// Longest `pattern` (or `patternProperties` key) compiled: real schemas' patterns are
+/// a few hundred bytes, and compiling a 10 MB one took seconds and gigabytes before the
+/// regex engine's own size limit refused it.
+const PATTERN_MAX: usize = 16 << 10;
+
+/// Why a pattern the schema library calls "not a regex" is refused, when the reason is
+/// its size once compiled (`(a{1000}){1000}`), which that message does not say.
+fn too_big(pattern: &serde_json::Value) -> Option<String> {
+    match regex::Regex::new(pattern.as_str()?) {
+        Err(regex::Error::CompiledTooBig(limit)) => Some(format!(
+            "the pattern is over the regex engine's size limit once compiled ({limit} bytes); write it with fewer or smaller repetitions"
+        )),
+        _ => None,
+    }
+}
+
+/// Every `pattern` string and `patternProperties` key in `schema` over [`PATTERN_MAX`],
+/// as problems at their JSON Pointers under `field`.
+fn long_patterns(schema: &Value, field: &str, at: &mut String, problems: &mut Vec<CatalogError>) {
+    let too_long = |what: &str, len: usize| {
+        format!(
+            "{what} is {len} bytes, over the limit of {PATTERN_MAX} bytes for a regex in a schema"
+        )
+    };
+    match schema {
+        Value::Object(o) => {
+            for (k, v) in o.iter() {
+                let len = at.len();
+                at.push('/');
+                at.push_str(&k.replace('~', "~0").replace('/', "~1"));
+                match (k.as_str(), v) {
+                    ("pattern", Value::String(p)) if p.len() > PATTERN_MAX => {
+                        problems.push(err(
+                            format!("{field}{at}"),
+                            too_long("the pattern", p.len()),
+                        ));
+                    }
+                    ("patternProperties", Value::Object(props)) => {
+                        for (key, _) in props.iter().filter(|(key, _)| key.len() > PATTERN_MAX) {
+                            problems
+                                .push(err(format!("{field}{at}"), too_long("a key", key.len())));
+                        }
+                        long_patterns(v, field, at, problems);
+                    }
+                    _ => long_patterns(v, field, at, problems),
+                }
+                at.truncate(len);
+            }
+        }
+        Value::Array(items) => {
+            for (i, v) in items.iter().enumerate() {
+                let len = at.len();
+                at.push_str(&format!("/{i}"));
+                long_patterns(v, field, at, problems);
+                at.truncate(len);
+            }
+        }
+        _ => {}
     }
 }
 
@@ -764,6 +843,11 @@ fn mend_default(o: &mut Object, field: &str, warnings: &mut Vec<CatalogWarning>)
 /// Compiles a schema, or names every place it breaks the meta-schema (as a JSON Pointer
 /// after the schema's field).
 fn compile(schema: &Value, field: &str) -> Result<jsonschema::Validator, Vec<CatalogError>> {
+    let mut long = Vec::new();
+    long_patterns(schema, field, &mut String::new(), &mut long);
+    if !long.is_empty() {
+        return Err(long);
+    }
     let s = crate::convert::to_serde(schema);
     if let Ok(meta) = jsonschema::meta::validator_for(&s) {
         let mut problems: Vec<CatalogError> = Vec::new();
@@ -771,6 +855,8 @@ fn compile(schema: &Value, field: &str) -> Result<jsonschema::Validator, Vec<Cat
             let at = e.instance_path().as_str().to_string();
             let message = if at.ends_with("/type") {
                 format!("{} is not a JSON Schema type", e.instance())
+            } else if let Some(why) = too_big(e.instance()) {
+                why
             } else {
                 e.to_string()
             };
@@ -784,10 +870,8 @@ fn compile(schema: &Value, field: &str) -> Result<jsonschema::Validator, Vec<Cat
         }
     }
     jsonschema::validator_for(&s).map_err(|e| {
-        vec![err(
-            format!("{field}{}", e.schema_path().as_str()),
-            format!("invalid JSON Schema: {e}"),
-        )]
+        let message = too_big(e.instance()).unwrap_or_else(|| format!("invalid JSON Schema: {e}"));
+        vec![err(format!("{field}{}", e.schema_path().as_str()), message)]
     })
 }
 
@@ -886,6 +970,48 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(fields(&e), ["tools[0].mounts[0].guest"]);
+    }
+
+    /// A pattern too long to compile cheaply is refused by its length, before the regex
+    /// engine sees it; one that compiles past the engine's size limit says so; neither
+    /// message quotes megabytes.
+    #[test]
+    fn oversized_patterns_are_refused_by_size_without_echoing_them() {
+        let schema = |pattern: &str| {
+            format!(
+                r#"{{"tools":[{{"name":"a","deterministic":true,"parameters":{{"type":"object",
+                   "properties":{{"q":{{"type":"string","pattern":"{pattern}"}}}}}}}}]}}"#
+            )
+        };
+        let e = cat(&schema(&"(a|b)".repeat(2_000_000))).unwrap_err();
+        assert_eq!(fields(&e), ["tools[0].parameters/properties/q/pattern"]);
+        assert_eq!(
+            e.first().message,
+            "the pattern is 10000000 bytes, over the limit of 16384 bytes for a regex in a schema"
+        );
+        let e = cat(&schema("(a{1000}){1000}")).unwrap_err();
+        assert!(
+            e.first()
+                .message
+                .contains("over the regex engine's size limit once compiled"),
+            "{e}"
+        );
+        let key = "k".repeat(20_000);
+        let e = cat(&format!(
+            r#"{{"tools":[{{"name":"a","deterministic":true,"parameters":{{"type":"object",
+               "patternProperties":{{"{key}":{{}}}}}}}}]}}"#
+        ))
+        .unwrap_err();
+        assert_eq!(fields(&e), ["tools[0].parameters/patternProperties"]);
+        assert!(e.to_string().len() < 1_000, "{e}");
+    }
+
+    #[test]
+    fn long_messages_are_clipped_with_their_length() {
+        let m = clip("é".repeat(1_000));
+        assert!(m.ends_with("... (2000 bytes in all)"), "{m}");
+        assert!(m.len() < MESSAGE_MAX + 30);
+        assert_eq!(clip("short".into()), "short");
     }
 
     /// One run lists every problem of every tool, each at its keyword.
