@@ -12,3 +12,7 @@ mod determinism;
 mod escape;
 // Many threads calling one sandbox at once.
 mod concurrency;
+// What a mount holds besides content (FIFOs, sockets, symlinks swapped in mid-walk).
+mod mounts;
+// Per-call bounds on host resources: open files, poll subscriptions.
+mod limits;
