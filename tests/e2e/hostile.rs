@@ -1,11 +1,15 @@
 //! Hostile tools through `plangate eval`, as one batch: every test guest that loops,
 //! allocates, recurses, floods stdout or stderr, stalls, sleeps, traps, exits 7, prints
 //! non-JSON or non-UTF-8, writes into its mount, climbs out of it, follows a symlink to a
-//! host file or reads the host's environment. The batch must finish, decide every task,
-//! account for every line, record how every call ended, and let nothing of the host out.
+//! host file, reads the host's environment, opens files until refused, polls with a
+//! forged subscription count or opens a FIFO in a live mount. The batch must finish,
+//! decide every task, account for every line, record how every call ended, and let
+//! nothing of the host out. Beside it: a tool hoarding open files under a low process
+//! limit must not fail the other tools' calls, and `plangate call` must end on a FIFO.
 //!
 //! The catalog, samples and expected outcomes are files in tests/e2e/cases/hostile/; the
-//! mount with its escaping symlinks is made here, in a temp dir, at test time.
+//! mounts with their escaping symlinks and FIFO are made here, in a temp dir, at test
+//! time.
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
@@ -27,10 +31,26 @@ pub(crate) struct Run {
 /// Runs `plangate <args>` with `env` set, killed after `limit`: a hang fails the test
 /// (exit 124 from coreutils `timeout`) instead of stalling the suite.
 pub(crate) fn bounded<S: AsRef<OsStr>>(args: &[S], env: &[(&str, &str)], limit: Duration) -> Run {
+    bounded_under(None, args, env, limit)
+}
+
+/// [`bounded`], with the process's open-file limit first set to `nofile` when given
+/// (soft and hard both: sh's `ulimit` sets both, so the binary cannot raise it again).
+fn bounded_under<S: AsRef<OsStr>>(
+    nofile: Option<u32>,
+    args: &[S],
+    env: &[(&str, &str)],
+    limit: Duration,
+) -> Run {
     build_tools();
-    let out = Command::new("timeout")
-        .arg("--kill-after=5")
-        .arg(limit.as_secs().max(1).to_string())
+    let mut cmd = Command::new("timeout");
+    cmd.arg("--kill-after=5")
+        .arg(limit.as_secs().max(1).to_string());
+    if let Some(n) = nofile {
+        cmd.args(["sh", "-c", r#"ulimit -n "$1" && shift && exec "$@""#, "sh"])
+            .arg(n.to_string());
+    }
+    let out = cmd
         .arg(env!("CARGO_BIN_EXE_plangate"))
         .args(args)
         .envs(env.iter().copied())
@@ -69,7 +89,10 @@ fn snapshot(dir: &Path) -> BTreeMap<PathBuf, String> {
         for e in std::fs::read_dir(&d).expect("read fixture dir") {
             let p = e.expect("dir entry").path();
             let meta = std::fs::symlink_metadata(&p).expect("lstat");
-            let what = if meta.file_type().is_symlink() {
+            let what = if !(meta.is_dir() || meta.is_file() || meta.file_type().is_symlink()) {
+                // The live mount's FIFO: reading it would wait for a writer.
+                "special".to_string()
+            } else if meta.file_type().is_symlink() {
                 format!(
                     "link {}",
                     std::fs::read_link(&p).expect("readlink").display()
@@ -87,9 +110,10 @@ fn snapshot(dir: &Path) -> BTreeMap<PathBuf, String> {
 }
 
 /// The hostile catalog copied into `dir` with module paths made absolute (they are
-/// relative to cases/hostile/), its mount `world` left relative so it lands in `dir`, and
-/// that mount made: a plain file, and symlinks to a host file by absolute path, by `..`,
-/// and to the parent directory.
+/// relative to cases/hostile/), its mounts `world` and `live` left relative so they land
+/// in `dir`, and those mounts made: in `world` a plain file, and symlinks to a host file
+/// by absolute path, by `..`, and to the parent directory; in `live` a FIFO that nothing
+/// writes to, and a symlink to it.
 fn fixture(dir: &Path, secret: &str) -> PathBuf {
     let mut doc = read_json(&cases().join("catalog.json"));
     for t in doc["tools"].as_array_mut().expect("tools") {
@@ -108,7 +132,19 @@ fn fixture(dir: &Path, secret: &str) -> PathBuf {
     std::os::unix::fs::symlink(dir.join("secret.txt"), world.join("link-abs")).expect("symlink");
     std::os::unix::fs::symlink("../secret.txt", world.join("link-up")).expect("symlink");
     std::os::unix::fs::symlink("..", world.join("link-dir")).expect("symlink");
+    let live = dir.join("live");
+    std::fs::create_dir(&live).expect("mkdir live");
+    mkfifo(&live.join("pipe"));
+    std::os::unix::fs::symlink("pipe", live.join("pipe-link")).expect("symlink");
     catalog
+}
+
+fn mkfifo(p: &Path) {
+    let ok = Command::new("mkfifo")
+        .arg(p)
+        .status()
+        .expect("mkfifo(1) runs");
+    assert!(ok.success(), "mkfifo {}", p.display());
 }
 
 #[test]
@@ -296,4 +332,172 @@ fn outputs_file(p: &Path) -> bool {
         p.file_name().and_then(OsStr::to_str),
         Some("decisions.jsonl" | "tool-health.json" | "summary.json")
     )
+}
+
+/// A catalog of `fdhog` and `openpath` over one pinned mount `world` holding
+/// `data.txt`, written into `dir` with absolute module paths.
+fn hoard_catalog(dir: &Path) -> PathBuf {
+    let module = |name: &str| {
+        repo()
+            .join("sandbox-tools/target/wasm32-wasip1/release")
+            .join(format!("{name}.wasm"))
+            .display()
+            .to_string()
+    };
+    let world = dir.join("world");
+    std::fs::create_dir(&world).expect("mkdir world");
+    std::fs::write(world.join("data.txt"), "hello\n").expect("write data.txt");
+    let mounts = serde_json::json!([{"host": "world", "guest": "/world", "mode": "pinned"}]);
+    let params = serde_json::json!({
+        "type": "object",
+        "properties": {"q": {"type": "string"}, "path": {"type": "string"}},
+        "required": ["q"],
+        "additionalProperties": false
+    });
+    let doc = serde_json::json!({"tools": [
+        {"name": "fdhog", "module": module("fdhog"), "deterministic": false,
+         "parameters": params, "mounts": mounts},
+        {"name": "openpath", "module": module("openpath"), "deterministic": true,
+         "parameters": params, "mounts": mounts},
+    ]});
+    let catalog = dir.join("catalog.json");
+    std::fs::write(&catalog, doc.to_string()).expect("write catalog");
+    catalog
+}
+
+/// One tool takes every file it can and holds them; under a process limit of 1024 open
+/// files, every other call of the batch, made while it holds them, still reads its mount
+/// and returns the same bytes. Before the per-call bound the hoarder took what the
+/// process had left, and the other calls failed to preopen their mounts (`trap:host`).
+#[test]
+fn a_tool_hoarding_open_files_does_not_fail_the_others() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let catalog = hoard_catalog(dir.path());
+    let samples = dir.path().join("samples.jsonl");
+    let call =
+        |tool: &str, args: Value| serde_json::json!({"calls": [{"tool": tool, "arguments": args}]});
+    // The hoarder first, so one worker holds its files while the other runs the reads;
+    // each read spins ~20 ms first, so the reads span the hoard.
+    let mut lines = vec![
+        serde_json::json!({"task_id": "hoard", "samples": [call("fdhog", serde_json::json!({"q": "hold"}))]}),
+    ];
+    for i in 0..8 {
+        let read = call(
+            "openpath",
+            serde_json::json!({"q": "slow", "path": "/world/data.txt"}),
+        );
+        lines.push(serde_json::json!({"task_id": format!("read-{i}"), "samples": vec![read; 5]}));
+    }
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&samples, text).expect("write samples");
+    let (out, summary) = (
+        dir.path().join("decisions.jsonl"),
+        dir.path().join("summary.json"),
+    );
+    let run = bounded_under(
+        Some(1024),
+        &[
+            "eval".as_ref(),
+            "--catalog".as_ref(),
+            catalog.as_os_str(),
+            "--samples".as_ref(),
+            samples.as_os_str(),
+            "--out".as_ref(),
+            out.as_os_str(),
+            "--summary-json".as_ref(),
+            summary.as_os_str(),
+            "--jobs".as_ref(),
+            "2".as_ref(),
+            "--timeout-ms".as_ref(),
+            "4000".as_ref(),
+        ],
+        &[],
+        Duration::from_secs(120),
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let stats = &read_json(&summary)["stats"];
+    assert_eq!(
+        stats["outcomes"],
+        serde_json::json!({"fdhog": {"timeout": 1}, "openpath": {"exit:0": 40}}),
+        "every read worked while the hoarder held its files"
+    );
+    for line in std::fs::read_to_string(&out).expect("decisions").lines() {
+        let d: Value = serde_json::from_str(line).expect("decision is JSON");
+        if d["task_id"] != "hoard" {
+            assert_eq!(d["decision"], "accept", "{d}");
+        }
+    }
+}
+
+/// `plangate call` on a FIFO: in a live mount the guest's open is refused and the call
+/// ends as the guest's own exit (it used to block in the host's `openat`, past
+/// `--timeout-ms`, for good); in a pinned mount the snapshot is refused, naming it. And
+/// a forged `poll_oneoff` count is an errno, not an aborted process.
+#[test]
+fn call_ends_on_a_fifo_and_on_a_forged_poll() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let live = dir.path().join("live");
+    std::fs::create_dir(&live).expect("mkdir live");
+    mkfifo(&live.join("pipe"));
+    let openpath = repo().join("sandbox-tools/target/wasm32-wasip1/release/openpath.wasm");
+    let mount = format!("{}:/live:live", live.display());
+    let run = bounded(
+        &[
+            "call".as_ref(),
+            openpath.as_os_str(),
+            "--args".as_ref(),
+            r#"{"path":"/live/pipe"}"#.as_ref(),
+            "--mount".as_ref(),
+            mount.as_ref(),
+            "--timeout-ms".as_ref(),
+            "2000".as_ref(),
+        ],
+        &[],
+        Duration::from_secs(60),
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let report: Value = serde_json::from_slice(&run.stdout).expect("a JSON report");
+    assert_eq!(
+        (&report["outcome"], &report["exit_code"]),
+        (&Value::from("exit"), &Value::from(3)),
+        "{report}"
+    );
+    // 60 is preview1's `nxio`.
+    let stdout = report["stdout"].as_str().expect("stdout");
+    assert!(stdout.starts_with("/live/pipe: errno 60 "), "{report}");
+
+    let pinned = format!("{}:/live", live.display());
+    let run = bounded(
+        &[
+            "call".as_ref(),
+            openpath.as_os_str(),
+            "--mount".as_ref(),
+            pinned.as_ref(),
+        ],
+        &[],
+        Duration::from_secs(60),
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    let fifo = live.canonicalize().expect("live dir").join("pipe");
+    assert!(
+        run.stderr.contains(&format!("`{}`", fifo.display())) && run.stderr.contains("a FIFO"),
+        "{}",
+        run.stderr
+    );
+
+    let pollbomb = repo().join("sandbox-tools/target/wasm32-wasip1/release/pollbomb.wasm");
+    let run = bounded(
+        &["call".as_ref(), pollbomb.as_os_str()],
+        &[],
+        Duration::from_secs(60),
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let report: Value = serde_json::from_slice(&run.stdout).expect("a JSON report");
+    assert_eq!(report["outcome"], "exit", "{report}");
+    assert!(
+        report["stdout"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("poll nsubs=4294967295: errno 28 ")),
+        "{report}"
+    );
 }

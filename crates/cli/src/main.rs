@@ -106,6 +106,11 @@ fn main() -> ExitCode {
         }
     };
     log(cli.verbose);
+    // Each call may hold up to 256 files of its own on every worker: the soft limit
+    // (often 1024) would be reached by a few hoarding guests before the hard one.
+    if let Err(e) = plangate_sandbox::raise_fd_limit() {
+        tracing::warn!("cannot raise the open-file limit: {e}");
+    }
     let outcome = match cli.command {
         Command::Score(args) => score::run(args),
         Command::Call(args) => call::run(args),

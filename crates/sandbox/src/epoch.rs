@@ -4,7 +4,6 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -12,6 +11,7 @@ use sha2::{Digest, Sha256};
 
 use crate::canonical::to_canonical_string;
 use crate::error::{Error, Result, io};
+use crate::walk::walk;
 
 /// The wasmtime release the sandbox is built against. wasmtime exposes no version
 /// constant; a unit test checks this against Cargo.lock so the two cannot drift.
@@ -526,175 +526,11 @@ fn take_mounts(
 /// The content digest of a directory tree: `sha256:<hex>` over its entries sorted by
 /// relative path, each entry its kind, its path and (for a file) the sha256 of its bytes
 /// or (for a symlink) its target text. Names, modes, times and inode numbers are left
-/// out: they are exactly what differs between two faithful copies.
+/// out: they are exactly what differs between two faithful copies. The tree is walked by
+/// directory handle, never following a link (see `walk`); FIFOs, sockets and devices
+/// are left out.
 pub fn digest_tree(root: &Path) -> Result<String> {
     walk(root, None)
-}
-
-enum Entry {
-    Dir,
-    File([u8; 32]),
-    Symlink(Vec<u8>),
-}
-
-/// Walks `root`, copying into `copy_to` when given, and returns the tree's digest.
-/// Symlinks are kept only when their target text is relative and resolves, lexically
-/// and on disk, to a place inside `root`; any other symlink is neither followed nor
-/// copied, so a snapshot never holds a way out of its mount.
-fn walk(root: &Path, copy_to: Option<&Path>) -> Result<String> {
-    let canonical_root = fs::canonicalize(root).map_err(io("resolve mount", root))?;
-    let mut entries: Vec<(Vec<u8>, Entry)> = Vec::new();
-    let mut stack: Vec<PathBuf> = vec![PathBuf::new()];
-    while let Some(rel) = stack.pop() {
-        let dir = canonical_root.join(&rel);
-        let mut names: Vec<_> = fs::read_dir(&dir)
-            .map_err(io("list directory", &dir))?
-            .map(|e| e.map(|e| e.file_name()))
-            .collect::<std::io::Result<_>>()
-            .map_err(io("list directory", &dir))?;
-        names.sort();
-        for name in names {
-            let rel_path = rel.join(&name);
-            let src = canonical_root.join(&rel_path);
-            let key = rel_key(&rel_path);
-            let meta = fs::symlink_metadata(&src).map_err(io("stat", &src))?;
-            let ft = meta.file_type();
-            if ft.is_dir() {
-                if let Some(dst) = copy_to {
-                    let d = dst.join(&rel_path);
-                    fs::create_dir(&d).map_err(io("create snapshot directory", &d))?;
-                }
-                entries.push((key, Entry::Dir));
-                stack.push(rel_path);
-            } else if ft.is_file() {
-                let sum = copy_file(&src, copy_to.map(|d| d.join(&rel_path)).as_deref())?;
-                entries.push((key, Entry::File(sum)));
-            } else if ft.is_symlink() {
-                let target = fs::read_link(&src).map_err(io("read symlink", &src))?;
-                if symlink_stays_inside(&canonical_root, &rel_path, &target) {
-                    if let Some(dst) = copy_to {
-                        let d = dst.join(&rel_path);
-                        make_symlink(&target, &d)?;
-                    }
-                    entries.push((
-                        key,
-                        Entry::Symlink(target.as_os_str().as_encoded_bytes().to_vec()),
-                    ));
-                }
-            }
-            // Sockets, fifos and devices are not content: they are skipped.
-        }
-    }
-    entries.sort_by(|a, b| a.0.cmp(&b.0));
-    let mut h = Sha256::new();
-    h.update(b"plangate-tree-v1\n");
-    for (key, entry) in &entries {
-        match entry {
-            Entry::Dir => h.update(b"d "),
-            Entry::File(_) => h.update(b"f "),
-            Entry::Symlink(_) => h.update(b"l "),
-        }
-        h.update((key.len() as u64).to_le_bytes());
-        h.update(key);
-        match entry {
-            Entry::Dir => {}
-            Entry::File(sum) => h.update(sum),
-            Entry::Symlink(t) => {
-                h.update((t.len() as u64).to_le_bytes());
-                h.update(t);
-            }
-        }
-    }
-    if let Some(dst) = copy_to {
-        make_read_only(dst, &entries)?;
-    }
-    Ok(format!("sha256:{}", hex(&h.finalize())))
-}
-
-fn rel_key(rel: &Path) -> Vec<u8> {
-    // '/'-joined components, so the key is the same whatever the host's separator.
-    let parts: Vec<&[u8]> = rel.iter().map(|c| c.as_encoded_bytes()).collect();
-    parts.join(&b'/')
-}
-
-fn copy_file(src: &Path, dst: Option<&Path>) -> Result<[u8; 32]> {
-    let mut input = fs::File::open(src).map_err(io("open", src))?;
-    let mut output = match dst {
-        Some(d) => Some(fs::File::create(d).map_err(io("create snapshot file", d))?),
-        None => None,
-    };
-    let mut h = Sha256::new();
-    let mut buf = vec![0u8; 64 << 10];
-    loop {
-        let n = input.read(&mut buf).map_err(io("read", src))?;
-        if n == 0 {
-            break;
-        }
-        h.update(&buf[..n]);
-        if let (Some(out), Some(d)) = (output.as_mut(), dst) {
-            out.write_all(&buf[..n])
-                .map_err(io("write snapshot file", d))?;
-        }
-    }
-    Ok(h.finalize().into())
-}
-
-fn symlink_stays_inside(canonical_root: &Path, rel_link: &Path, target: &Path) -> bool {
-    if target.is_absolute() {
-        return false;
-    }
-    // Lexically: the link's directory joined with the target must never climb above the
-    // mount root (cap-std resolves it inside the preopen the same way).
-    let mut depth: Vec<&std::ffi::OsStr> = rel_link
-        .parent()
-        .map(|p| p.iter().collect())
-        .unwrap_or_default();
-    for c in target.components() {
-        match c {
-            std::path::Component::Normal(n) => depth.push(n),
-            std::path::Component::CurDir => {}
-            std::path::Component::ParentDir => {
-                if depth.pop().is_none() {
-                    return false;
-                }
-            }
-            _ => return false,
-        }
-    }
-    // On disk: the target must exist and resolve inside the root (a chain of links
-    // could otherwise still leave it).
-    let link_dir = canonical_root.join(rel_link.parent().unwrap_or(Path::new("")));
-    match fs::canonicalize(link_dir.join(target)) {
-        Ok(resolved) => resolved.starts_with(canonical_root),
-        Err(_) => false,
-    }
-}
-
-#[cfg(unix)]
-fn make_symlink(target: &Path, at: &Path) -> Result<()> {
-    std::os::unix::fs::symlink(target, at).map_err(io("create snapshot symlink", at))
-}
-
-#[cfg(not(unix))]
-fn make_symlink(_target: &Path, _at: &Path) -> Result<()> {
-    // Without unix symlinks the snapshot leaves the link out; the digest still names it.
-    Ok(())
-}
-
-/// Marks snapshot files read-only: the preopen is read-only already, this guards the
-/// snapshot against the host side too.
-fn make_read_only(dst: &Path, entries: &[(Vec<u8>, Entry)]) -> Result<()> {
-    for (key, entry) in entries {
-        if let Entry::File(_) = entry {
-            let p = dst.join(String::from_utf8_lossy(key).as_ref());
-            if let Ok(meta) = fs::metadata(&p) {
-                let mut perms = meta.permissions();
-                perms.set_readonly(true);
-                fs::set_permissions(&p, perms).map_err(io("protect snapshot file", &p))?;
-            }
-        }
-    }
-    Ok(())
 }
 
 pub(crate) fn hex(bytes: &[u8]) -> String {
@@ -783,38 +619,5 @@ mod tests {
             m.mount_hosts(&[spec("ha", "/a"), spec("hb", "/b"), spec("hc", "/c")]),
             Err(MountMismatch::NotRecorded { index: 2 })
         );
-    }
-
-    #[test]
-    fn symlinks_that_leave_the_root_are_refused() {
-        let d = tempfile::tempdir().unwrap();
-        let root = fs::canonicalize(d.path()).unwrap();
-        fs::create_dir(root.join("a")).unwrap();
-        fs::write(root.join("a/f"), "x").unwrap();
-        assert!(symlink_stays_inside(
-            &root,
-            Path::new("a/l"),
-            Path::new("f")
-        ));
-        assert!(symlink_stays_inside(
-            &root,
-            Path::new("a/l"),
-            Path::new("../a/f")
-        ));
-        assert!(!symlink_stays_inside(
-            &root,
-            Path::new("l"),
-            Path::new("../x")
-        ));
-        assert!(!symlink_stays_inside(
-            &root,
-            Path::new("l"),
-            Path::new("/etc/passwd")
-        ));
-        assert!(!symlink_stays_inside(
-            &root,
-            Path::new("a/l"),
-            Path::new("missing")
-        ));
     }
 }

@@ -62,6 +62,25 @@ pub enum Error {
         /// The host path.
         path: PathBuf,
     },
+    /// A pinned mount holds a FIFO, a socket or a device: nothing with bytes to pin.
+    #[error(
+        "failed to snapshot `{path}`: it is {kind}, and a pinned mount holds only files, directories and symlinks"
+    )]
+    NotSnapshottable {
+        /// The host path of the entry.
+        path: PathBuf,
+        /// What it is ("a FIFO", "a socket", ...).
+        kind: &'static str,
+    },
+    /// An entry of a mount vanished or changed type (a directory became a symlink) while
+    /// the mount was being snapshotted or digested.
+    #[error(
+        "failed to read mount entry `{path}`: it changed while the mount was being read (a file or directory was removed or replaced by a symlink)"
+    )]
+    MountChanged {
+        /// The host path of the entry.
+        path: PathBuf,
+    },
     /// A guest path is not absolute, or two mounts share one.
     #[error("failed to mount at guest path `{guest}`: {why}")]
     BadGuestPath {

@@ -12,7 +12,8 @@
 //!   per draw, so the bytes do not depend on how wasmtime samples its RNG;
 //! - **environment and argv**: exactly the manifest's, nothing inherited;
 //! - **pinned mounts**: a private read-only snapshot copied at epoch start and
-//!   digested; symlinks that leave the mount are neither followed nor copied; stat
+//!   digested, walked by directory handle; symlinks that leave the mount are neither
+//!   followed nor copied, and a FIFO, socket or device refuses the epoch; stat
 //!   times, dev/ino, nlink and directory sizes are pinned and readdir is sorted by name
 //!   (for live mounts too: their contents are live, their metadata never is, so the
 //!   content digest covers all a guest can see of them);
@@ -55,6 +56,16 @@
 //! side failed, e.g. the module could not be instantiated) are all [`Outcome`]s in the
 //! returned [`CallRecord`]. Only setup (engine, epoch, loading a tool) returns [`Error`].
 //!
+//! # Per-call host limits
+//!
+//! What a call takes of the host is bounded per call, so one tool cannot change
+//! another's results: at most [`MAX_OPEN_FILES`] open files besides its mounts (`mfile`
+//! past it), at most [`MAX_POLL_SUBSCRIPTIONS`] per `poll_oneoff` (`inval`), and no
+//! open of a FIFO, socket or device in a live mount (`nxio`: the host would block in
+//! `openat`, where epoch interruption cannot reach it). The guest sees an ordinary
+//! WASI error. Call [`raise_fd_limit`] once at process start, so that the calls in
+//! flight together stay inside the process's fd limit.
+//!
 //! # Concurrency
 //!
 //! [`SandboxConfig::max_concurrent_calls`] bounds the calls in flight (excess callers
@@ -66,10 +77,12 @@ mod cache;
 mod canonical;
 mod epoch;
 mod error;
+mod host;
 mod pinned;
 mod sandbox;
 mod scrub;
 mod store;
+mod walk;
 
 pub use epoch::{
     DEFAULT_CLOCK_STEP_NS, DEFAULT_INSTANT_UNIX_NS, Epoch, EpochBuilder, EpochManifest, EpochMode,
@@ -77,6 +90,8 @@ pub use epoch::{
     WASMTIME_VERSION, digest_tree,
 };
 pub use error::{Error, Result};
+pub use host::raise_fd_limit;
 pub use sandbox::{
     CallRecord, Limits, ModuleSpec, Outcome, Sandbox, SandboxConfig, Tool, TrapKind, build_engine,
 };
+pub use scrub::{MAX_OPEN_FILES, MAX_POLL_SUBSCRIPTIONS};

@@ -586,6 +586,7 @@ impl Sandbox {
             instant_ns: self.epoch.instant_ns,
             readdir: Vec::new(),
             deadline: start + Duration::from_millis(limits.wall_ms),
+            open_files: Default::default(),
         };
         let mut store = Store::new(&self.engine, ctx);
         store.limiter(|c| &mut c.limiter);

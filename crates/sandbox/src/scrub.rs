@@ -1,12 +1,16 @@
-//! Shadows four WASI preview1 imports so a guest sees no host filesystem metadata and
-//! never really sleeps: `fd_filestat_get` and `path_filestat_get` (times, dev/ino, nlink,
-//! directory sizes), `fd_readdir` (order and inode numbers) and `poll_oneoff` (sleep).
+//! Shadows WASI preview1 imports where wasmtime-wasi's own would let a guest see host
+//! metadata, really sleep, or reach past what one call may use of the host:
+//! `fd_filestat_get` and `path_filestat_get` (times, dev/ino, nlink, directory sizes),
+//! `fd_readdir` (order and inode numbers) and `poll_oneoff` (sleep, and a bounded
+//! subscription count) are scrubbed; `path_open`, `fd_close` and `fd_renumber` keep a
+//! per-call count of open files, and `path_open` refuses what the host cannot open
+//! without blocking (FIFOs, sockets, devices).
 //!
 //! wasmtime-wasi's generated host functions look up the *calling instance's* `memory`
 //! export, so a wrapper cannot simply call them. It can call the trait methods behind
-//! them with a memory of its own choosing, though: the guest's memory for stat, a host
-//! scratch buffer for readdir and poll, then rewrite what they return. No trampoline
-//! module and no second instance are needed.
+//! them with a memory of its own choosing, though: the guest's memory for stat and open,
+//! a host scratch buffer for readdir and poll, then rewrite what they return. No
+//! trampoline module and no second instance are needed.
 
 use std::time::Instant;
 
@@ -23,13 +27,31 @@ const DIRENT_SIZE: usize = 24;
 const SUBSCRIPTION_SIZE: u32 = 48;
 const EVENT_SIZE: u32 = 32;
 
-/// Replaces the four imports on a linker that already holds wasmtime-wasi's preview1.
+/// How many files and directories one call may hold open besides its stdio and mounts.
+/// Each is a host fd, and the host's fds are shared by every call in flight: a tool that
+/// opened files until the host ran out made other tools' calls in the same batch fail.
+/// 256 is far more than a tool reading its mounts needs; times the default
+/// `max_concurrent_calls` (4 per core) it is a few thousand fds, inside the process
+/// limit once [`crate::raise_fd_limit`] has raised it. Past it the guest's open fails
+/// with `mfile`, as at any OS's limit.
+pub const MAX_OPEN_FILES: usize = 256;
+
+/// The most subscriptions one `poll_oneoff` may pass. The count comes from the guest and
+/// sizes host buffers before anything else is read: unchecked, `u32::MAX` asks the host
+/// for hundreds of GiB and the process aborts. Real guests pass a handful. Past it the
+/// call fails with `inval`.
+pub const MAX_POLL_SUBSCRIPTIONS: u32 = 4096;
+
+/// Replaces the imports on a linker that already holds wasmtime-wasi's preview1.
 pub(crate) fn shadow(linker: &mut Linker<Ctx>) -> wasmtime::Result<()> {
     linker.allow_shadowing(true);
     linker.func_wrap(MODULE, "fd_filestat_get", fd_filestat_get)?;
     linker.func_wrap(MODULE, "path_filestat_get", path_filestat_get)?;
     linker.func_wrap(MODULE, "fd_readdir", fd_readdir)?;
     linker.func_wrap(MODULE, "poll_oneoff", poll_oneoff)?;
+    linker.func_wrap(MODULE, "path_open", path_open)?;
+    linker.func_wrap(MODULE, "fd_close", fd_close)?;
+    linker.func_wrap(MODULE, "fd_renumber", fd_renumber)?;
     linker.allow_shadowing(false);
     Ok(())
 }
@@ -122,6 +144,158 @@ fn path_filestat_get(
         GuestPtr::new((path as u32, path_len as u32)),
     ));
     write_scrubbed(&mut gm, stat, ctx.instant_ns, buf)
+}
+
+/// The flag words of a `path_open`, checked as wiggle's glue checks them.
+struct OpenArgs {
+    dirflags: types::Lookupflags,
+    oflags: types::Oflags,
+    base: types::Rights,
+    inheriting: types::Rights,
+    fdflags: types::Fdflags,
+}
+
+impl OpenArgs {
+    fn parse(
+        dirflags: i32,
+        oflags: i32,
+        base: i64,
+        inheriting: i64,
+        fdflags: i32,
+    ) -> Result<Self, wiggle::GuestError> {
+        Ok(Self {
+            dirflags: types::Lookupflags::try_from(dirflags)?,
+            oflags: types::Oflags::try_from(oflags)?,
+            base: types::Rights::try_from(base)?,
+            inheriting: types::Rights::try_from(inheriting)?,
+            fdflags: types::Fdflags::try_from(fdflags)?,
+        })
+    }
+}
+
+/// wasmtime-wasi's `path_open`, with a per-call bound on open files and nothing opened
+/// that is not a regular file or a directory (see [`refuse_special`]).
+#[expect(clippy::too_many_arguments, reason = "the preview1 signature")]
+fn path_open(
+    mut caller: Caller<'_, Ctx>,
+    fd: i32,
+    dirflags: i32,
+    path: i32,
+    path_len: i32,
+    oflags: i32,
+    rights_base: i64,
+    rights_inheriting: i64,
+    fdflags: i32,
+    opened: i32,
+) -> wasmtime::Result<i32> {
+    let args = match OpenArgs::parse(dirflags, oflags, rights_base, rights_inheriting, fdflags) {
+        Ok(a) => a,
+        Err(e) => return guest_errno(e),
+    };
+    let mem = memory(&mut caller)?;
+    let (data, ctx) = mem.data_and_store_mut(&mut caller);
+    if ctx.open_files.len() >= MAX_OPEN_FILES {
+        return Ok(types::Errno::Mfile as i32);
+    }
+    let mut gm = GuestMemory::Unshared(data);
+    let dir = types::Fd::from(fd);
+    let path = GuestPtr::new((path as u32, path_len as u32));
+    if let Some(refused) = refuse_special(&mut ctx.wasi, &mut gm, dir, args.dirflags, path) {
+        return Ok(refused as i32);
+    }
+    let new = in_tokio(WasiSnapshotPreview1::path_open(
+        &mut ctx.wasi,
+        &mut gm,
+        dir,
+        args.dirflags,
+        path,
+        args.oflags,
+        args.base,
+        args.inheriting,
+        args.fdflags,
+    ));
+    match new {
+        Ok(new) => {
+            ctx.open_files.insert(u32::from(new));
+            match gm.write(GuestPtr::<types::Fd>::new(opened as u32), new) {
+                Ok(()) => Ok(0),
+                Err(e) => guest_errno(e),
+            }
+        }
+        Err(e) => errno(e),
+    }
+}
+
+/// Whether `path_open` refuses its target before wasmtime-wasi opens it. The host opens
+/// by path and blocking: a FIFO with no writer blocks the thread in `openat` forever,
+/// past the call's wall-time net (epoch interruption cannot stop a host call). So the
+/// target is stat'ed first, following links as the guest's lookup flags say, and only
+/// a regular file or a directory is opened (a symlink the guest does not follow is left
+/// to the open, which refuses it without blocking; so is a target that does not exist).
+///
+/// Race: between this stat and the open, a host process with write access to a live
+/// mount could swap a FIFO in, and that open would still block. A guest cannot do it
+/// itself (its mounts are read-only and WASI has no mkfifo); wasmtime-wasi offers no
+/// way to open by handle or with `O_NONBLOCK` that would close the gap.
+fn refuse_special(
+    wasi: &mut wasmtime_wasi::p1::WasiP1Ctx,
+    gm: &mut GuestMemory<'_>,
+    dir: types::Fd,
+    flags: types::Lookupflags,
+    path: GuestPtr<str>,
+) -> Option<types::Errno> {
+    let stat = in_tokio(WasiSnapshotPreview1::path_filestat_get(
+        wasi, gm, dir, flags, path,
+    ));
+    match stat {
+        Ok(st) => match st.filetype {
+            types::Filetype::RegularFile
+            | types::Filetype::Directory
+            | types::Filetype::SymbolicLink => None,
+            _ => Some(types::Errno::Nxio),
+        },
+        // The open meets the same error and reports it.
+        Err(e) => match e.downcast() {
+            Ok(_) => None,
+            // wasmtime-wasi fails the stat of a socket as a host error (preview1 has
+            // no code it maps one to): that is no file to open either.
+            Err(_) => Some(types::Errno::Nxio),
+        },
+    }
+}
+
+fn fd_close(mut caller: Caller<'_, Ctx>, fd: i32) -> wasmtime::Result<i32> {
+    let ctx = caller.data_mut();
+    // fd_close reads no guest memory; an empty one stands in.
+    let mut gm = GuestMemory::Unshared(&mut []);
+    match in_tokio(WasiSnapshotPreview1::fd_close(
+        &mut ctx.wasi,
+        &mut gm,
+        types::Fd::from(fd),
+    )) {
+        Ok(()) => {
+            ctx.closed(fd as u32);
+            Ok(0)
+        }
+        Err(e) => errno(e),
+    }
+}
+
+fn fd_renumber(mut caller: Caller<'_, Ctx>, from: i32, to: i32) -> wasmtime::Result<i32> {
+    let ctx = caller.data_mut();
+    let mut gm = GuestMemory::Unshared(&mut []);
+    match in_tokio(WasiSnapshotPreview1::fd_renumber(
+        &mut ctx.wasi,
+        &mut gm,
+        types::Fd::from(from),
+        types::Fd::from(to),
+    )) {
+        Ok(()) => {
+            ctx.renumbered(from as u32, to as u32);
+            Ok(0)
+        }
+        Err(e) => errno(e),
+    }
 }
 
 /// Reads the whole directory through wasmtime-wasi into a scratch buffer, sorts it by
@@ -249,7 +423,8 @@ fn poll_oneoff(
     nevents_ptr: i32,
 ) -> wasmtime::Result<i32> {
     let nsubs = nsubs as u32;
-    if nsubs == 0 {
+    // Before anything is sized from it (see MAX_POLL_SUBSCRIPTIONS).
+    if nsubs == 0 || nsubs > MAX_POLL_SUBSCRIPTIONS {
         return Ok(types::Errno::Inval as i32);
     }
     let mem = memory(&mut caller)?;

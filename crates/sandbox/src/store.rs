@@ -1,8 +1,10 @@
 //! What one call's wasmtime store carries: the WASI context, the memory limiter and the
-//! state the metadata scrub keeps between host calls. Its own module because both the
+//! state the scrub keeps between host calls (sorted listings, the files the guest has
+//! open). Its own module because both the
 //! sandbox (which builds a store per call) and the scrub (whose host functions read and
 //! update it) need it, and neither should have to reach into the other.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -23,6 +25,34 @@ pub(crate) struct Ctx {
     pub(crate) readdir: Vec<(u32, Vec<DirEntry>)>,
     /// When the call's wall time is up; a live sleep never runs past it.
     pub(crate) deadline: Instant,
+    /// The fds the guest opened with `path_open` and has not closed: what the per-call
+    /// bound on open files counts (stdio and mounts are not in it).
+    pub(crate) open_files: BTreeSet<u32>,
+}
+
+impl Ctx {
+    /// The guest closed `fd`: it no longer counts, and its cached listing (if a
+    /// directory) must not be served to whatever opens under that number next.
+    pub(crate) fn closed(&mut self, fd: u32) {
+        self.open_files.remove(&fd);
+        self.readdir.retain(|(f, _)| *f != fd);
+    }
+
+    /// `from` moved to `to`, closing what was at `to`.
+    pub(crate) fn renumbered(&mut self, from: u32, to: u32) {
+        if from == to {
+            return;
+        }
+        self.closed(to);
+        if self.open_files.remove(&from) {
+            self.open_files.insert(to);
+        }
+        for (fd, _) in &mut self.readdir {
+            if *fd == from {
+                *fd = to;
+            }
+        }
+    }
 }
 
 /// One directory entry as the guest will see it: type and name only.

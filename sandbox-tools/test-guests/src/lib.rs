@@ -1,5 +1,6 @@
 //! Raw WASI preview1 calls the test guests need but std does not expose on stable
-//! (`std::os::wasi::fs::MetadataExt` is unstable): a whole `filestat` and `random_get`.
+//! (`std::os::wasi::fs::MetadataExt` is unstable): a whole `filestat`, `random_get`, and
+//! `poll_oneoff` with whatever subscription count a hostile guest cares to claim.
 
 /// The preview1 `filestat` record, as the host wrote it.
 #[derive(Debug, Default, Clone, Copy)]
@@ -21,6 +22,32 @@ unsafe extern "C" {
     fn wasi_fd_filestat_get(fd: i32, buf: *mut Filestat) -> i32;
     #[link_name = "random_get"]
     fn wasi_random_get(buf: *mut u8, len: usize) -> i32;
+    #[link_name = "poll_oneoff"]
+    fn wasi_poll_oneoff(subs: *const u8, events: *mut u8, nsubs: u32, nevents: *mut u32) -> i32;
+}
+
+/// One preview1 subscription: a relative clock sleep of `timeout_ns` on the monotonic
+/// clock, tagged `userdata`.
+pub fn clock_subscription(userdata: u64, timeout_ns: u64) -> [u8; 48] {
+    let mut s = [0u8; 48];
+    s[0..8].copy_from_slice(&userdata.to_le_bytes());
+    // tag 0 = clock; clock id 1 = monotonic; timeout; precision 0; flags 0 (relative).
+    s[16..20].copy_from_slice(&1u32.to_le_bytes());
+    s[24..32].copy_from_slice(&timeout_ns.to_le_bytes());
+    s
+}
+
+/// `poll_oneoff` over the subscriptions in `subs`, claiming `nsubs` of them (which may
+/// be far more than `subs` holds: that is the attack). The errno, and how many events
+/// the host wrote when it succeeded.
+pub fn poll_claiming(subs: &[u8], nsubs: u32) -> (i32, u32) {
+    let mut events = vec![0u8; 32 * (subs.len() / 48).max(1)];
+    let mut n = 0u32;
+    // SAFETY: `subs` is readable and `events`/`n` writable for what they hold; a host
+    // that believed `nsubs` would read past `subs` only inside guest memory, where it
+    // checks bounds itself.
+    let errno = unsafe { wasi_poll_oneoff(subs.as_ptr(), events.as_mut_ptr(), nsubs, &mut n) };
+    (errno, n)
 }
 
 /// `fd_filestat_get` on an open file or directory: every field, dev/ino/nlink included.

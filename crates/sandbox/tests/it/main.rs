@@ -15,3 +15,7 @@ mod concurrency;
 // The module cache runs only artifacts it wrote, in a directory the user owns, and a
 // cache that cannot be used never fails a load.
 mod cache;
+// What a mount holds besides content (FIFOs, sockets, symlinks swapped in mid-walk).
+mod mounts;
+// Per-call bounds on host resources: open files, poll subscriptions.
+mod limits;
