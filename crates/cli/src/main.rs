@@ -92,25 +92,7 @@ where
     }
 }
 
-/// mimalloc's `mi_option_purge_delay` (mimalloc.h, v2 and v3 alike; libmimalloc-sys
-/// names no constant for it).
-const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
-
-/// Keeps freed memory for reuse instead of returning it to the OS after 10 ms: loading a
-/// catalog of 100,000 properties spent two thirds of its time re-faulting (and zeroing)
-/// pages it had just given back, 3.1 s against 1.0 s. Peak memory is unchanged.
-#[expect(
-    unsafe_code,
-    reason = "a foreign call that sets one allocator option, before any thread starts"
-)]
-fn keep_freed_memory() {
-    // SAFETY: mi_option_set only stores an integer in mimalloc's option table; -1 is the
-    // documented "no purging" value, and no other thread exists yet.
-    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1) };
-}
-
 fn main() -> ExitCode {
-    keep_freed_memory();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
