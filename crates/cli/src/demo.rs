@@ -3,7 +3,7 @@
 //! changes the live state beside it, as production did; the naive scorer and the gate
 //! then judge the same executions, side by side.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -18,7 +18,9 @@ use plangate_gate::catalog::Catalog;
 use plangate_gate::decide::{Decision, Options, Rule};
 use plangate_gate::json::{self, Value};
 use plangate_gate::task::{Label, Task, parse_task_line};
-use plangate_harness::{Eval, EvalOptions, Finished, World, WorldOptions};
+use plangate_harness::{
+    Eval, EvalOptions, Finished, Retried, RetryPlan, RetryReport, World, WorldOptions,
+};
 
 use crate::args::ThresholdArgs;
 use crate::files::write_file;
@@ -63,6 +65,10 @@ pub(crate) struct DemoArgs {
     /// Write a self-contained HTML report (table, agreement plots) here.
     #[arg(long, value_name = "FILE")]
     html: Option<PathBuf>,
+    /// Rounds of the defer path: tasks deferred for their epoch or their tools' results
+    /// are executed again in a fresh epoch with every source pinned (0: none).
+    #[arg(long, value_name = "ROUNDS", default_value_t = 1)]
+    retry_deferred: usize,
     #[command(flatten)]
     thresholds: ThresholdArgs,
 }
@@ -72,9 +78,19 @@ pub(crate) fn run(args: DemoArgs) -> Result<u8> {
     let batch = generate_batch(&args)?;
     let ran = run_batch(&args, &batch)?;
     let elapsed = started.elapsed().as_secs_f64();
-    let (gate, points) = judge_gate(&batch, &ran.finished)?;
+    let first = ran.finished.decisions().map(|d| (d.line, d.decision));
+    let (one_epoch, _) = judge_gate(&batch, first)?;
+    let retried = &ran.retried;
+    let last = ran
+        .finished
+        .decisions()
+        .map(|d| match retried.get(&d.line) {
+            Some(r) => (d.line, r.decision.clone()),
+            None => (d.line, d.decision),
+        });
+    let (gate, points) = judge_gate(&batch, last)?;
     let seed_rule = judge_seed_rule(&args.thresholds, &batch, &ran.finished);
-    let report = demo_report(&args, &batch, ran, gate, seed_rule, elapsed)?;
+    let report = demo_report(&args, &batch, ran, [one_epoch, gate], seed_rule, elapsed)?;
     print_table(&report);
     if let Some(path) = &args.json {
         write_file(
@@ -128,6 +144,9 @@ struct Ran {
     finished: Finished,
     naive: Column,
     driver_actions: Vec<String>,
+    /// The defer path's last decision for each task it retried, by line.
+    retried: BTreeMap<usize, Retried>,
+    retry: RetryReport,
 }
 
 /// Runs the batch through the harness in one pinned epoch, with the world driver
@@ -156,14 +175,38 @@ fn run_batch(args: &DemoArgs, batch: &[Generated]) -> Result<Ran> {
     if let Some(j) = args.jobs {
         opts.jobs = j;
     }
-    let eval = Eval::start(&world, &catalog, opts);
+    let eval = Eval::start(&world, &catalog, opts.clone());
     let (naive, driver_actions) = execute_with_driver(&eval, args, batch, &live);
     // Finished before the scratch folder goes: the end of the batch rechecks live/.
     let finished = eval.finish()?;
+    // The retry epoch snapshots the live state as the driver left it.
+    let plan = RetryPlan {
+        catalog: &catalog,
+        base_dir: dir,
+        world: WorldOptions {
+            seed: args.seed,
+            ..WorldOptions::default()
+        },
+        eval: opts,
+        rounds: args.retry_deferred,
+    };
+    let mut tasks_at = |lines: &BTreeSet<usize>| {
+        lines
+            .iter()
+            .map(|&l| {
+                parse_task_line(batch[l - 1].line.as_bytes())
+                    .map(|t| (l, t))
+                    .map_err(|e| format!("generated line {l}: {e}"))
+            })
+            .collect()
+    };
+    let (retried, retry) = plan.run(&finished, &mut tasks_at)?;
     Ok(Ran {
         finished,
         naive,
         driver_actions,
+        retried,
+        retry,
     })
 }
 
@@ -220,17 +263,21 @@ struct GateResults {
     by_tool: BTreeMap<String, BTreeMap<&'static str, usize>>,
 }
 
-/// Counts the gate's decisions, and gives each task's point for the HTML plots.
-fn judge_gate(batch: &[Generated], finished: &Finished) -> Result<(GateResults, Vec<TaskPoint>)> {
+/// Counts the gate's decisions (line, decision), and gives each task's point for the
+/// HTML plots.
+fn judge_gate(
+    batch: &[Generated],
+    decisions: impl Iterator<Item = (usize, Decision)>,
+) -> Result<(GateResults, Vec<TaskPoint>)> {
     let mut gate = GateResults {
         column: Column::default(),
         reasons: BTreeMap::new(),
         by_tool: BTreeMap::new(),
     };
     let mut points = Vec::with_capacity(batch.len());
-    for d in finished.decisions() {
-        let dec: &Decision = &d.decision;
-        let g = &batch[d.line - 1];
+    for (line, dec) in decisions {
+        let dec = &dec;
+        let g = &batch[line - 1];
         points.push(TaskPoint {
             tool: g.tool,
             hallucinated: g.hallucinated,
@@ -288,7 +335,7 @@ fn demo_report(
     args: &DemoArgs,
     batch: &[Generated],
     ran: Ran,
-    gate: GateResults,
+    [one_epoch, gate]: [GateResults; 2],
     seed_rule: Column,
     elapsed: f64,
 ) -> Result<DemoReport> {
@@ -296,9 +343,11 @@ fn demo_report(
         finished,
         mut naive,
         driver_actions,
+        retry,
+        ..
     } = ran;
     naive.close();
-    let calls = finished.stats.calls_executed + finished.stats.probe_calls;
+    let calls = finished.stats.calls_executed + finished.stats.probe_calls + retry.calls;
     Ok(DemoReport {
         tasks: batch.len(),
         samples: args.samples,
@@ -307,7 +356,9 @@ fn demo_report(
         consistent_fabrications: batch.iter().filter(|g| g.consistent).count(),
         naive,
         seed_rule,
+        gate_one_epoch: one_epoch.column,
         gate: gate.column,
+        retry,
         quarantined: finished
             .quarantined()
             .into_iter()
@@ -444,8 +495,8 @@ fn print_table(r: &DemoReport) {
     );
     println!();
     println!(
-        "{:<30}{:>14}{:>14}{:>16}",
-        "", COLUMNS[0].1, COLUMNS[1].1, COLUMNS[2].1
+        "{:<30}{:>14}{:>14}{:>17}{:>16}",
+        "", COLUMNS[0].1, COLUMNS[1].1, COLUMNS[2].1, COLUMNS[3].1
     );
     for row in table_rows(r) {
         let name = if row.sub {
@@ -453,8 +504,8 @@ fn print_table(r: &DemoReport) {
         } else {
             row.name.to_string()
         };
-        let [a, b, c] = &row.cells;
-        println!("{name:<30}{a:>14}{b:>14}{c:>16}");
+        let [a, b, c, d] = &row.cells;
+        println!("{name:<30}{a:>14}{b:>14}{c:>17}{d:>16}");
     }
     println!();
     println!(
@@ -482,6 +533,12 @@ fn print_table(r: &DemoReport) {
         }
     );
     println!("epoch:                     {}", r.epoch_id);
+    println!(
+        "defer path:                {} tasks executed again in {} fully pinned epoch(s), {} calls",
+        r.retry.tasks_retried,
+        r.retry.rounds.len(),
+        r.retry.calls
+    );
     println!(
         "wall time {:.2} s, {} calls, {:.0} calls/s",
         r.elapsed_s, r.calls, r.calls_per_s

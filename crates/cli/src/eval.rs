@@ -16,7 +16,8 @@ use plangate_gate::baseline::naive;
 use plangate_gate::decide::{Decision, Verdict};
 use plangate_gate::task::{Label, Task, TaskError, parse_task_line};
 use plangate_harness::{
-    Earlier, Eval, EvalOptions, Finished, Header, Journal, World, WorldOptions, read_quarantine,
+    Attempt, Earlier, Eval, EvalOptions, Finished, Header, Journal, Retried, RetryPlan,
+    RetryReport, World, WorldOptions, read_quarantine,
 };
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 use serde::Serialize;
@@ -27,7 +28,9 @@ use crate::files::{
     Output, catalog_dir, load_catalog, open_out, read_manifest, write_file, write_json,
 };
 use crate::interrupt::{Interrupted, stopping};
-use crate::lines::{TaskIds, for_each_line, open_samples, skip_line, source_name, too_long};
+use crate::lines::{
+    TaskIds, for_each_line, open_samples, skip_line, source_name, tasks_at, too_long,
+};
 use crate::resume::{check_header, fingerprint, journal_path, journal_to_resume};
 use crate::tally::Tally;
 
@@ -68,6 +71,12 @@ pub(crate) struct EvalArgs {
     /// for labelled tasks.
     #[arg(long, value_enum, value_name = "SCORER")]
     baseline: Option<Baseline>,
+    /// Execute tasks deferred for their epoch or their tools' results (a live source that
+    /// changed, a quarantined or suspect tool, results that disagree) again, in a fresh
+    /// epoch where every source is pinned and every tool probed again: at most ROUNDS
+    /// rounds (1 when the flag has no value). Arguments never change, only executions.
+    #[arg(long, value_name = "ROUNDS", num_args = 0..=1, default_missing_value = "1", default_value_t = 0)]
+    retry_deferred: usize,
     /// Continue an interrupted run of this same command (`OUT.journal` beside `--out`):
     /// the calls it made are replayed from its journal in its epoch, not executed again,
     /// and the decisions are those an uninterrupted run would have written.
@@ -85,6 +94,9 @@ struct Record<'a> {
     #[serde(flatten)]
     decision: &'a Decision,
     epoch_id: &'a str,
+    /// The decisions before this one, for a task the defer path retried.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    history: Option<&'a [Attempt]>,
 }
 
 /// The naive scorer's verdict on a task, with the task's label.
@@ -105,6 +117,7 @@ struct Timings {
     setup: Duration,
     probed: Duration,
     executed: Duration,
+    retried: Duration,
     decided: Duration,
 }
 
@@ -121,35 +134,49 @@ fn progress() -> ProgressBar {
     bar
 }
 
-pub(crate) fn run(args: EvalArgs) -> Result<u8> {
-    let started = Instant::now();
-    // First: an interrupt while the epoch is pinned then stops the run at its first
-    // line, and the epoch's snapshot is removed on the way out.
-    crate::interrupt::install();
-    check_outputs(&args)?;
+/// The run's epoch and what it needs besides: the world, the options each phase (and
+/// each retry round) runs with, and the journal.
+struct Setup {
+    catalog: plangate_gate::catalog::Catalog,
+    world_opts: WorldOptions,
+    eval_opts: EvalOptions,
+    world: World,
+    journal: Option<Journal>,
+}
+
+/// Reads the catalog, pins (or replays) the epoch, and opens the journal.
+fn set_up(args: &EvalArgs) -> Result<Setup> {
     let catalog = load_catalog(&args.io.catalog)?;
     let earlier = journal_to_resume(args.resume, args.io.out.as_deref())?
         .map(|path| Earlier::read(&path).map(|e| (path, e)))
         .transpose()?;
-    let manifest = epoch_to_replay(&args, earlier.as_ref())?;
+    let manifest = epoch_to_replay(args, earlier.as_ref())?;
     let quarantine = args
         .quarantine
         .as_deref()
         .map(read_quarantine)
         .transpose()?;
-    let input = open_samples(&args.io.samples)?;
     let flags = format!(
-        "{:?} {:?} {} {} {:?} {:?}",
-        args.thresholds, args.limits, args.seed, args.probe_runs, args.baseline, quarantine
+        "{:?} {:?} {} {} {:?} {:?} {}",
+        args.thresholds,
+        args.limits,
+        args.seed,
+        args.probe_runs,
+        args.baseline,
+        quarantine,
+        args.retry_deferred
     );
+    let world_opts = WorldOptions {
+        seed: args.seed,
+        limits: args.limits.limits(),
+        ..WorldOptions::default()
+    };
     let world = World::build(
         &catalog,
         &catalog_dir(&args.io.catalog),
         WorldOptions {
             manifest,
-            seed: args.seed,
-            limits: args.limits.limits(),
-            ..WorldOptions::default()
+            ..world_opts.clone()
         },
     )
     .with_context(|| format!("failed to pin an epoch for {}", args.io.catalog.display()))?;
@@ -161,19 +188,42 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
         fingerprint("eval", &args.io.catalog, &flags)?,
         Some(world.epoch().manifest().clone()),
     );
-    let journal = open_journal(&args, &header, earlier)?;
-    let setup = started.elapsed();
-
-    let mut opts = EvalOptions {
+    let journal = open_journal(args, &header, earlier)?;
+    let mut eval_opts = EvalOptions {
         probe_runs: args.probe_runs,
         decide: args.thresholds.options(),
         quarantine,
         ..EvalOptions::default()
     };
     if let Some(j) = args.jobs {
-        opts.jobs = j;
+        eval_opts.jobs = j;
     }
-    let mut eval = Eval::start(&world, &catalog, opts);
+    Ok(Setup {
+        catalog,
+        world_opts,
+        eval_opts,
+        world,
+        journal,
+    })
+}
+
+pub(crate) fn run(args: EvalArgs) -> Result<u8> {
+    let started = Instant::now();
+    // First: an interrupt while the epoch is pinned then stops the run at its first
+    // line, and the epoch's snapshot is removed on the way out.
+    crate::interrupt::install();
+    check_outputs(&args)?;
+    let input = open_samples(&args.io.samples)?;
+    let Setup {
+        catalog,
+        world_opts,
+        eval_opts,
+        world,
+        journal,
+    } = set_up(&args)?;
+    let setup = started.elapsed();
+
+    let mut eval = Eval::start(&world, &catalog, eval_opts.clone());
     if let Some(j) = &journal {
         eval.journal(j);
     }
@@ -189,8 +239,17 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
     let executed = started.elapsed();
 
     let finished = eval.finish()?;
+    let plan = RetryPlan {
+        catalog: &catalog,
+        base_dir: &catalog_dir(&args.io.catalog),
+        world: world_opts,
+        eval: eval_opts,
+        rounds: args.retry_deferred,
+    };
+    let (retried, retry) = retry_deferred(&args, &plan, &finished)?;
+    let retry_done = started.elapsed();
     let mut outputs = Outputs::open(&args, &source)?;
-    outputs.write_all(&finished, executed_batch, &mut tally)?;
+    outputs.write_all(&finished, executed_batch, &retried, &mut tally)?;
     let decided = started.elapsed();
 
     let timings = Timings {
@@ -198,9 +257,15 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
         setup,
         probed,
         executed,
+        retried: retry_done,
         decided,
     };
-    write_reports(&args, &world, &finished, outputs, &tally, &timings)?;
+    let ran = Ran {
+        world: &world,
+        finished: &finished,
+        retry: retry.as_ref(),
+    };
+    write_reports(&args, &ran, outputs, &tally, &timings)?;
     if let Some(j) = journal {
         if j.replayed() > 0 {
             eprintln!(
@@ -213,7 +278,64 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
     }
     tally.report(&source);
     eprintln!("plangate: {}", human(&finished, executed - probed));
+    if let Some(r) = &retry {
+        eprintln!("plangate: {}", human_retry(r));
+    }
     Ok(tally.exit_code())
+}
+
+/// What the run found, for the reports: its first epoch and the defer path's rounds.
+struct Ran<'a> {
+    world: &'a World,
+    finished: &'a Finished,
+    retry: Option<&'a RetryReport>,
+}
+
+/// The defer path (`--retry-deferred`): the first epoch's retryable deferrals executed
+/// again, each round in a fresh epoch with every source pinned. Standard input cannot
+/// be read a second time, so with `--samples -` there is no retry (and a warning).
+fn retry_deferred(
+    args: &EvalArgs,
+    plan: &RetryPlan<'_>,
+    first: &Finished,
+) -> Result<(BTreeMap<usize, Retried>, Option<RetryReport>)> {
+    if plan.rounds == 0 {
+        return Ok((BTreeMap::new(), None));
+    }
+    if args.io.samples == Path::new("-") {
+        eprintln!(
+            "plangate: warning: --retry-deferred needs --samples FILE (standard input cannot be read a second time); deferred tasks are not retried"
+        );
+        return Ok((BTreeMap::new(), None));
+    }
+    let mut tasks_at = |lines: &std::collections::BTreeSet<usize>| {
+        tasks_at(&args.io.samples, lines, args.io.max_line_bytes).map_err(|e| format!("{e:#}"))
+    };
+    let (retried, report) = plan
+        .run(first, &mut tasks_at)
+        .context("the defer path failed")?;
+    Ok((retried, Some(report)))
+}
+
+/// The defer path's line on stderr.
+fn human_retry(r: &RetryReport) -> String {
+    let mut finals: BTreeMap<&str, usize> = BTreeMap::new();
+    for by_verdict in r.resolved.values() {
+        for (v, n) in by_verdict {
+            *finals.entry(v).or_default() += n;
+        }
+    }
+    let epochs: Vec<&str> = r.rounds.iter().map(|x| &x.epoch_id[..12]).collect();
+    format!(
+        "defer path: {} deferred tasks executed again in {} fully pinned epoch(s) ({}), {} calls: {} accepted, {} rejected, {} still deferred",
+        r.tasks_retried,
+        r.rounds.len(),
+        epochs.join(", "),
+        r.calls,
+        finals.get("accept").unwrap_or(&0),
+        finals.get("reject").unwrap_or(&0),
+        finals.get("defer").unwrap_or(&0),
+    )
 }
 
 /// The epoch manifest the run replays: an interrupted run's (from its journal, which
@@ -396,6 +518,7 @@ impl<'a> Outputs<'a> {
         &mut self,
         finished: &Finished,
         executed: Executed,
+        retried: &BTreeMap<usize, Retried>,
         tally: &mut Tally,
     ) -> Result<()> {
         let mut skipped = executed.skipped.into_iter().peekable();
@@ -404,7 +527,19 @@ impl<'a> Outputs<'a> {
                 self.skipped(line, &e, tally)?;
             }
             let naive = executed.naive_by_line.get(&d.line);
-            self.decided(&d.decision, &finished.epoch_id, naive, tally)?;
+            let record = match retried.get(&d.line) {
+                Some(r) => Record {
+                    decision: &r.decision,
+                    epoch_id: &r.epoch_id,
+                    history: Some(&r.history),
+                },
+                None => Record {
+                    decision: &d.decision,
+                    epoch_id: &finished.epoch_id,
+                    history: None,
+                },
+            };
+            self.decided(&record, naive, tally)?;
         }
         for (line, e) in skipped {
             self.skipped(line, &e, tally)?;
@@ -414,11 +549,11 @@ impl<'a> Outputs<'a> {
 
     fn decided(
         &mut self,
-        dec: &Decision,
-        epoch_id: &str,
+        record: &Record<'_>,
         naive: Option<&NaiveVerdict>,
         tally: &mut Tally,
     ) -> Result<()> {
+        let dec = record.decision;
         tally.count(dec.decision);
         if let Some((naive, label)) = naive {
             tally.baseline.count(dec.decision, *naive, *label);
@@ -430,17 +565,10 @@ impl<'a> Outputs<'a> {
                 .to_string();
             self.labels.entry(key).or_default()[dec.decision as usize] += 1;
         }
-        serde_json::to_writer(
-            &mut self.out,
-            &Record {
-                decision: dec,
-                epoch_id,
-            },
-        )
-        .context("failed to write decisions")?;
+        serde_json::to_writer(&mut self.out, record).context("failed to write decisions")?;
         writeln!(self.out).context("failed to write decisions")?;
         if let Some(s) = self.junit.as_mut() {
-            s.add_test_case(task_case(dec));
+            s.add_test_case(task_case(dec, record.history));
         }
         Ok(())
     }
@@ -457,16 +585,25 @@ impl<'a> Outputs<'a> {
 /// Writes the reports asked for beside the decisions: tool health, JUnit, the summary.
 fn write_reports(
     args: &EvalArgs,
-    world: &World,
-    finished: &Finished,
+    ran: &Ran<'_>,
     outputs: Outputs<'_>,
     tally: &Tally,
     timings: &Timings,
 ) -> Result<()> {
     if let Some(file) = &args.tool_health {
-        write_json(file, &finished.health)?;
+        write_json(file, &ran.finished.health)?;
     }
-    if let (Some(file), Some(suite)) = (&args.junit, outputs.junit) {
+    if let (Some(file), Some(mut suite)) = (&args.junit, outputs.junit) {
+        if let Some(r) = ran.retry {
+            let n = r.tasks_retried.to_string();
+            suite.add_property(("plangate.retry.tasks_retried", n.as_str()));
+            for (reason, verdicts) in &r.resolved {
+                for (verdict, n) in verdicts {
+                    let name = format!("plangate.retry.resolved.{reason}.{verdict}");
+                    suite.add_property((name.as_str(), n.to_string().as_str()));
+                }
+            }
+        }
         let mut report = Report::new("plangate");
         report.add_test_suite(suite);
         let mut xml = Vec::new();
@@ -476,7 +613,7 @@ fn write_reports(
         write_file(file, &xml)?;
     }
     if let Some(file) = &args.summary_json {
-        let summary = summary(world, finished, tally, &outputs.labels, timings);
+        let summary = summary(ran, tally, &outputs.labels, timings);
         write_json(file, &summary)?;
     }
     Ok(())
@@ -485,13 +622,13 @@ fn write_reports(
 /// The `--summary-json` document: counts, tool health, the epoch, and how long each
 /// phase took (the total up to now).
 fn summary(
-    world: &World,
-    finished: &Finished,
+    ran: &Ran<'_>,
     tally: &Tally,
     labels: &BTreeMap<String, [usize; 3]>,
     t: &Timings,
 ) -> serde_json::Value {
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    let (world, finished) = (ran.world, ran.finished);
     json!({
         "epoch_id": finished.epoch_id,
         "epoch": world.epoch().manifest(),
@@ -511,11 +648,13 @@ fn summary(
         "live_mounts": finished.live.iter().map(|c| json!({
             "guest": c.guest, "at_start": c.at_start, "at_end": c.now, "changed": c.changed(),
         })).collect::<Vec<_>>(),
+        "retry": ran.retry,
         "timings_ms": {
             "setup": ms(t.setup),
             "probe": ms(t.probed - t.setup),
             "execute": ms(t.executed - t.probed),
-            "classify_and_write": ms(t.decided - t.executed),
+            "retry": ms(t.retried - t.executed),
+            "classify_and_write": ms(t.decided - t.retried),
             "total": ms(t.started.elapsed()),
         },
         "exit_code": tally.exit_code(),
@@ -553,7 +692,7 @@ fn human(f: &Finished, exec: std::time::Duration) -> String {
     line
 }
 
-fn task_case(d: &Decision) -> TestCase {
+fn task_case(d: &Decision, history: Option<&[Attempt]>) -> TestCase {
     let reasons: Vec<String> = d
         .reasons
         .iter()
@@ -579,6 +718,21 @@ fn task_case(d: &Decision) -> TestCase {
         status.set_description(format!("reasons: {}\n{message}", reasons.join(", ")));
     }
     let mut tc = TestCase::new(d.task_id.clone(), status);
+    for (i, a) in history.unwrap_or_default().iter().enumerate() {
+        let reasons: Vec<String> = a
+            .reasons
+            .iter()
+            .filter_map(|r| serde_json::to_value(r).ok()?.as_str().map(str::to_string))
+            .collect();
+        let name = format!("plangate.history.{i}");
+        let value = format!(
+            "{} in epoch {} ({})",
+            a.decision.as_str(),
+            a.epoch_id,
+            reasons.join(", ")
+        );
+        tc.add_property((name.as_str(), value.as_str()));
+    }
     tc.set_classname("plangate.eval");
     tc
 }

@@ -152,3 +152,37 @@ impl TaskIds {
         }
     }
 }
+
+/// The tasks on the given lines of a samples file, read again (the defer path retries
+/// them). A line that no longer reads as a task is an error: the file changed.
+pub(crate) fn tasks_at(
+    path: &Path,
+    lines: &std::collections::BTreeSet<usize>,
+    max: u64,
+) -> Result<Vec<(usize, plangate_gate::task::Task)>> {
+    let mut tasks = Vec::with_capacity(lines.len());
+    let mut tally = Tally::default();
+    for_each_line(open_samples(path)?, max, &mut tally, |number, line, _| {
+        if !lines.contains(&number) {
+            return Ok(());
+        }
+        let read = line
+            .map_err(|_| anyhow::anyhow!("it is now over --max-line-bytes"))
+            .and_then(|l| plangate_gate::task::parse_task_line(l).map_err(anyhow::Error::new));
+        match read {
+            Ok(task) => tasks.push((number, task)),
+            Err(e) => anyhow::bail!(
+                "{}:{number} no longer reads as the task decided there ({e}); the file changed during the run",
+                path.display()
+            ),
+        }
+        Ok(())
+    })?;
+    if tasks.len() != lines.len() {
+        anyhow::bail!(
+            "{} has fewer lines than when it was read; the file changed during the run",
+            path.display()
+        );
+    }
+    Ok(tasks)
+}

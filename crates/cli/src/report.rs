@@ -179,6 +179,7 @@ pub(crate) fn render(r: &DemoReport, points: &[TaskPoint]) -> String {
     );
     h.push_str(&tools_svg(&tool_results(&r.quarantined, points)));
 
+    retry_table(&mut h, r);
     reasons_table(&mut h, r);
     by_tool_table(&mut h, r);
     h.push_str("</body>\n</html>\n");
@@ -268,6 +269,32 @@ fn facts(h: &mut String, r: &DemoReport) {
             h,
             "<tr><th>{name}</th><td id=\"fact-{key}\">{html}</td></tr>"
         );
+    }
+    h.push_str("</tbody>\n</table>\n");
+}
+
+/// The defer path: how the deferrals it retried ended, by the reason each was first
+/// deferred for, and what the retry epochs cost.
+fn retry_table(h: &mut String, r: &DemoReport) {
+    let x = &r.retry;
+    let _ = write!(
+        h,
+        "<h2>Defer path</h2>\n<p>{} deferred tasks executed again in {} fresh epoch(s) with every source pinned, for {} more calls.</p>\n\
+         <table id=\"retry\">\n<thead><tr><th>first deferred for</th><th class=\"n\">accept</th><th class=\"n\">reject</th><th class=\"n\">defer</th></tr></thead>\n<tbody>\n",
+        x.tasks_retried,
+        x.rounds.len(),
+        x.calls
+    );
+    for (reason, verdicts) in &x.resolved {
+        let _ = write!(h, "<tr><th><code>{}</code></th>", escape(reason));
+        for v in ["accept", "reject", "defer"] {
+            let _ = write!(
+                h,
+                "<td class=\"n\">{}</td>",
+                verdicts.get(v).copied().unwrap_or(0)
+            );
+        }
+        h.push_str("</tr>\n");
     }
     h.push_str("</tbody>\n</table>\n");
 }
@@ -736,6 +763,14 @@ mod tests {
                 consistent_accepted: 1,
                 ..Column::default()
             },
+            gate_one_epoch: Column {
+                rejected: 1,
+                deferred: 2,
+                accepted: 2,
+                hallucinations_caught: 1,
+                ..Column::default()
+            },
+            retry: plangate_harness::RetryReport::default(),
             gate: Column {
                 rejected: 2,
                 rejected_correct: 0,

@@ -90,7 +90,12 @@ pub(crate) struct DemoReport {
     pub(crate) naive: Column,
     /// The seed's decision boundary alone, on the same canonical evidence.
     pub(crate) seed_rule: Column,
+    /// The gate on the first epoch alone, before the defer path.
+    pub(crate) gate_one_epoch: Column,
+    /// The gate's final verdicts, after the defer path's retries.
     pub(crate) gate: Column,
+    /// The defer path: rounds, tasks retried, calls spent, how deferrals ended by reason.
+    pub(crate) retry: plangate_harness::RetryReport,
     pub(crate) quarantined: Vec<String>,
     /// Each quarantined tool's evidence (probe drift, witnesses), as tool-health.json has it.
     pub(crate) quarantine_evidence: BTreeMap<String, serde_json::Value>,
@@ -111,13 +116,13 @@ fn pct(x: f64) -> String {
 }
 
 /// One row of the demo's table: a stable key (the HTML's cell ids), its label, whether
-/// it details the row above, and the naive scorer's, the seed's rule's and the gate's
-/// cells. The terminal table and the HTML report both print these.
+/// it details the row above, and the cells of each of [`COLUMNS`]. The terminal table
+/// and the HTML report both print these.
 pub(crate) struct Row {
     pub(crate) key: &'static str,
     pub(crate) name: &'static str,
     pub(crate) sub: bool,
-    pub(crate) cells: [String; 3],
+    pub(crate) cells: [String; 4],
 }
 
 /// The table's rows, once for both outputs.
@@ -177,14 +182,20 @@ pub(crate) fn table_rows(r: &DemoReport) -> Vec<Row> {
             key,
             name,
             sub,
-            cells: [cell(&r.naive, r), cell(&r.seed_rule, r), cell(&r.gate, r)],
+            cells: [
+                cell(&r.naive, r),
+                cell(&r.seed_rule, r),
+                cell(&r.gate_one_epoch, r),
+                cell(&r.gate, r),
+            ],
         })
         .collect()
 }
 
 /// The column heads, in the order of [`Row::cells`], with the HTML's id prefixes.
-pub(crate) const COLUMNS: [(&str, &str); 3] = [
+pub(crate) const COLUMNS: [(&str, &str); 4] = [
     ("naive", "naive scorer"),
     ("seed", "seed's rule"),
-    ("gate", "plangate gate"),
+    ("gate_one_epoch", "gate, one epoch"),
+    ("gate", "gate + retry"),
 ];

@@ -68,4 +68,7 @@ pub enum HarnessError {
         /// Why.
         message: String,
     },
+    /// The defer path could not read the deferred tasks again.
+    #[error("cannot retry the deferred tasks: {0}")]
+    Retry(String),
 }

@@ -23,6 +23,7 @@ mod observe;
 mod probe;
 mod refs;
 mod resolver;
+mod retry;
 mod world;
 
 pub use error::HarnessError;
@@ -33,4 +34,5 @@ pub use observe::observed;
 pub use probe::{ProbeRun, compare_runs, probe_arguments};
 pub use refs::{pointer, substitute};
 pub use resolver::{SandboxResolver, resolver_answer};
+pub use retry::{Attempt, Retried, RetryPlan, RetryReport, RetryRound, TasksAt};
 pub use world::{World, WorldOptions};

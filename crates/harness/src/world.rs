@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use plangate_gate::catalog::{Catalog, SourceMode};
 use plangate_sandbox::{
-    CallRecord, Epoch, EpochManifest, EpochMount, Limits, MountMismatch, Sandbox, SandboxConfig,
-    Tool,
+    CallRecord, Epoch, EpochManifest, EpochMode, EpochMount, Limits, MountMismatch, Sandbox,
+    SandboxConfig, Tool,
 };
 
 use crate::bridge::{epoch_mount, module_spec};
@@ -27,6 +27,9 @@ pub struct WorldOptions {
     pub sandbox: SandboxConfig,
     /// Limits for every call.
     pub limits: Limits,
+    /// Pin every source the catalog declares live (mounts snapshotted, clocks and
+    /// randomness from the epoch): the defer path's retry epoch.
+    pub pin_all: bool,
 }
 
 struct Loaded {
@@ -68,7 +71,7 @@ struct Declared {
 
 impl Declared {
     /// Reads tool after tool, so the first tool at fault is the one named.
-    fn of(catalog: &Catalog, base_dir: &Path) -> Result<Declared, HarnessError> {
+    fn of(catalog: &Catalog, base_dir: &Path, pin_all: bool) -> Result<Declared, HarnessError> {
         let mut declared = Declared {
             modules: Vec::new(),
             mounts: Vec::new(),
@@ -88,7 +91,11 @@ impl Declared {
             }
             declared.modules.push(path);
             for m in &t.mounts {
-                declared.mount(epoch_mount(m, base_dir), &t.name)?;
+                let mut spec = epoch_mount(m, base_dir);
+                if pin_all {
+                    spec.mode = EpochMode::Pinned;
+                }
+                declared.mount(spec, &t.name)?;
             }
         }
         Ok(declared)
@@ -153,7 +160,7 @@ impl World {
         base_dir: &Path,
         opts: WorldOptions,
     ) -> Result<World, HarnessError> {
-        let declared = Declared::of(catalog, base_dir)?;
+        let declared = Declared::of(catalog, base_dir, opts.pin_all)?;
         let epoch = match opts.manifest {
             Some(manifest) => declared.replay(manifest)?,
             None => declared.pin(opts.seed, opts.instant_unix_ns)?,
@@ -162,8 +169,12 @@ impl World {
         let sandbox = Sandbox::new(opts.sandbox, epoch)?;
         let mut tools = BTreeMap::new();
         for (t, module) in catalog.tools().iter().zip(&declared.modules) {
+            let mut spec = module_spec(t, module, base_dir);
+            if opts.pin_all {
+                spec = spec.clock(EpochMode::Pinned).random(EpochMode::Pinned);
+            }
             let tool = sandbox
-                .load_tool(&module_spec(t, module, base_dir))
+                .load_tool(&spec)
                 .map_err(|source| HarnessError::LoadTool {
                     tool: t.name.clone(),
                     source,
@@ -171,7 +182,7 @@ impl World {
             let live = t
                 .mounts
                 .iter()
-                .filter(|m| m.mode == SourceMode::Live)
+                .filter(|m| m.mode == SourceMode::Live && !opts.pin_all)
                 .map(|m| m.guest.clone())
                 .collect();
             tools.insert(t.name.clone(), Loaded { tool, live });
