@@ -1,6 +1,6 @@
 //! `plangate demo` end to end: on real WASM tools with the world driver changing live
-//! state, the naive scorer is fooled, the gate is not, and exactly the three
-//! mis-declared tools are quarantined, each with evidence.
+//! state, the naive scorer is fooled, the gate is not, exactly the three mis-declared
+//! tools are quarantined, each with evidence, and the defer path settles deferrals.
 
 use std::process::Command;
 
@@ -60,4 +60,15 @@ fn the_gate_is_not_fooled_where_the_naive_scorer_is() {
         assert!(!evidence.is_empty(), "{tool} quarantined without evidence");
     }
     assert!(f("/calls") >= 12_000.0, "{r}");
+    // The defer path: deferrals of the changed live sources, executed again in a fully
+    // pinned epoch, are decided there; nothing drifts in it, so nothing is quarantined.
+    assert!(f("/retry/tasks_retried") > 0.0, "{r}");
+    assert!(
+        f("/gate/hallucinations_caught") > f("/gate_one_epoch/hallucinations_caught"),
+        "{r}"
+    );
+    assert!(f("/gate/deferred") < f("/gate_one_epoch/deferred"), "{r}");
+    assert_eq!(r["retry"]["rounds"][0]["quarantined"], serde_json::json!([]), "{r}");
+    assert!(f("/retry/resolved/epoch_not_fixed/reject") > 0.0, "{r}");
+    assert!(stdout.contains("gate + retry"), "{stdout}");
 }

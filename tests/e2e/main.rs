@@ -38,3 +38,5 @@ mod limits;
 // The module cache: the user's own private directory by default, and a refused one is
 // one warning per run, never a failed run.
 mod cache;
+// The defer path: deferrals of a changed live source executed again in a pinned epoch.
+mod retry;

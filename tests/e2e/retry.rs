@@ -1,0 +1,184 @@
+//! The defer path end to end: tasks deferred because a live source changed are executed
+//! again in a fresh epoch with every source pinned, and decided there (a fabrication is
+//! rejected, agreement accepted), with the first deferral kept in the record; a tool the
+//! retry epoch still quarantines keeps its tasks deferred.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use crate::eval::plangate;
+use crate::tools::{live_copy, world, writer};
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+/// The seed world's catalog with module paths made absolute and every live mount
+/// pointed at `live` (a private copy a test may change).
+fn catalog_over(live: &Path, dir: &Path) -> PathBuf {
+    let mut doc: Value =
+        serde_json::from_slice(&std::fs::read(world().join("catalog.json")).expect("catalog"))
+            .expect("catalog is JSON");
+    for t in doc["tools"].as_array_mut().expect("tools") {
+        let module = world().join(t["module"].as_str().expect("module"));
+        t["module"] = json!(module);
+        for m in t["mounts"].as_array_mut().into_iter().flatten() {
+            let host = m["host"].as_str().expect("host").to_string();
+            m["host"] = match host.strip_prefix("live/") {
+                Some(rest) => json!(live.join(rest)),
+                None => json!(world().join(&host)),
+            };
+        }
+    }
+    let path = dir.join("catalog.json");
+    std::fs::write(&path, doc.to_string()).expect("write catalog");
+    path
+}
+
+fn task(id: &str, calls: impl Fn(usize) -> Value) -> String {
+    let samples: Vec<Value> = (0..10).map(|i| json!({"calls": calls(i)})).collect();
+    json!({"task_id": id, "samples": samples}).to_string()
+}
+
+fn records(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .expect("decisions")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON record"))
+        .collect()
+}
+
+#[test]
+fn a_changed_live_source_is_retried_in_a_pinned_epoch_and_decided_there() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let live = live_copy();
+    let catalog = catalog_over(live.path(), dir.path());
+    let samples = dir.path().join("samples.jsonl");
+    let lines = [
+        task("agree", |_| {
+            json!([{"tool": "search_index", "arguments": {"query": "refund policy"}}])
+        }),
+        task("fabricated", |i| {
+            json!([{"tool": "search_index", "arguments": {"query": format!("topic {i}")}}])
+        }),
+        // Step 0 on get_user (quarantined by an earlier run, below), fabricated order ids
+        // after it: the quarantined tool could have moved them, so nothing is rejected.
+        task("after_quarantined", |i| {
+            json!([
+                {"tool": "get_user", "arguments": {"user_id": "u_0001"}},
+                {"tool": "get_order", "arguments": {"order_id": format!("o_{}", 1001 + i)}},
+            ])
+        }),
+    ];
+    std::fs::write(&samples, lines.join("\n") + "\n").expect("samples");
+
+    // The epoch as it was; then the index changes, as it would under a running service.
+    let manifest = dir.path().join("epoch.json");
+    let health = dir.path().join("health.json");
+    let first = plangate(&[
+        "eval",
+        "--catalog",
+        s(&catalog),
+        "--samples",
+        s(&samples),
+        "--write-epoch",
+        s(&manifest),
+        "--tool-health",
+        s(&health),
+    ]);
+    assert!(first.code <= 1, "{}", first.stderr);
+    writer(live.path(), &["append-segment"]);
+    // An earlier run's quarantine of get_user: the one quarantine a retry cannot lift
+    // (in a fully pinned epoch nothing drifts, so nothing is newly quarantined).
+    let mut h: Value = serde_json::from_slice(&std::fs::read(&health).expect("health"))
+        .expect("health is JSON");
+    for t in h["tools"].as_array_mut().expect("tools") {
+        if t["name"] == "get_user" {
+            t["quarantined"] = json!(true);
+        }
+    }
+    let quarantine = dir.path().join("quarantine.json");
+    std::fs::write(&quarantine, h.to_string()).expect("quarantine file");
+
+    let out = dir.path().join("decisions.jsonl");
+    let summary = dir.path().join("summary.json");
+    let junit = dir.path().join("junit.xml");
+    let run = plangate(&[
+        "eval",
+        "--catalog",
+        s(&catalog),
+        "--samples",
+        s(&samples),
+        "--epoch",
+        s(&manifest),
+        "--quarantine",
+        s(&quarantine),
+        "--retry-deferred",
+        "--out",
+        s(&out),
+        "--summary-json",
+        s(&summary),
+        "--junit",
+        s(&junit),
+    ]);
+    assert_eq!(run.code, 1, "the fabrication is rejected: {}", run.stderr);
+    assert!(run.stderr.contains("defer path: 3 deferred tasks"), "{}", run.stderr);
+    let rec = records(&out);
+    let first_epoch = rec[0]["history"][0]["epoch_id"].as_str().expect("history");
+    for (r, verdict) in rec.iter().zip(["accept", "reject", "defer"]) {
+        assert_eq!(r["decision"], verdict, "{r}");
+        let history = r["history"].as_array().expect("a retried task keeps its history");
+        assert_eq!(history.len(), 1, "{r}");
+        assert_eq!(history[0]["decision"], "defer");
+        assert_eq!(history[0]["epoch_id"], first_epoch);
+        assert_ne!(r["epoch_id"], first_epoch, "decided in the retry epoch");
+    }
+    assert!(
+        rec[0]["history"][0]["reasons"]
+            .as_array()
+            .expect("reasons")
+            .contains(&json!("epoch_not_fixed")),
+        "{}",
+        rec[0]
+    );
+    assert_eq!(rec[2]["history"][0]["reasons"], json!(["tool_quarantined"]));
+    assert_eq!(rec[2]["reasons"], json!(["tool_quarantined"]), "{}", rec[2]);
+
+    let sum: Value =
+        serde_json::from_slice(&std::fs::read(&summary).expect("summary")).expect("JSON");
+    let retry = &sum["retry"];
+    assert_eq!(retry["tasks_retried"], 3, "{retry}");
+    assert_eq!(
+        retry["resolved"],
+        json!({"epoch_not_fixed": {"accept": 1, "reject": 1}, "tool_quarantined": {"defer": 1}}),
+        "{retry}"
+    );
+    assert_eq!(retry["rounds"].as_array().map(Vec::len), Some(1));
+    assert!(retry["calls"].as_u64().expect("calls") >= 30, "{retry}");
+    assert_eq!(sum["lines"]["reject"], 1);
+    let xml = std::fs::read_to_string(&junit).expect("junit");
+    assert!(
+        xml.contains("plangate.retry.resolved.epoch_not_fixed.reject"),
+        "{xml}"
+    );
+    assert!(xml.contains("plangate.history.0"), "{xml}");
+
+    // Without the flag nothing is retried: all three stay deferred, with no history.
+    let plain = plangate(&[
+        "eval",
+        "--catalog",
+        s(&catalog),
+        "--samples",
+        s(&samples),
+        "--epoch",
+        s(&manifest),
+        "--quarantine",
+        s(&quarantine),
+    ]);
+    assert_eq!(plain.code, 0, "{}", plain.stderr);
+    for r in plain.lines() {
+        assert_eq!(r["decision"], "defer", "{r}");
+        assert!(r.get("history").is_none(), "{r}");
+    }
+}
