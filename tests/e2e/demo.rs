@@ -68,7 +68,11 @@ fn the_gate_is_not_fooled_where_the_naive_scorer_is() {
         "{r}"
     );
     assert!(f("/gate/deferred") < f("/gate_one_epoch/deferred"), "{r}");
-    assert_eq!(r["retry"]["rounds"][0]["quarantined"], serde_json::json!([]), "{r}");
+    assert_eq!(
+        r["retry"]["rounds"][0]["quarantined"],
+        serde_json::json!([]),
+        "{r}"
+    );
     assert!(f("/retry/resolved/epoch_not_fixed/reject") > 0.0, "{r}");
     assert!(stdout.contains("gate + retry"), "{stdout}");
 }

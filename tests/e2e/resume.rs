@@ -87,19 +87,22 @@ fn kill_and_resume(args: &[&str], delays: &[u64], check: impl Fn(u64)) -> Run {
     plangate(&resumed)
 }
 
+/// `args` run to the end into `DIR/whole.jsonl`, with the exit code it must give; the
+/// run and the decisions it wrote.
+fn uninterrupted(dir: &Path, args: &[&str], code: i32) -> (Run, Vec<u8>) {
+    let whole = dir.join("whole.jsonl");
+    let run = plangate(&[args, &["--out", s(&whole)]].concat());
+    assert_eq!(run.code, code, "{}", run.stderr);
+    (run, std::fs::read(&whole).expect("decisions"))
+}
+
 #[test]
 fn score_killed_at_random_points_resumes_to_identical_decisions() {
     let dir = tempfile::tempdir().expect("temp dir");
     let (catalog, samples) = score_batch(dir.path(), 20_000);
-    let whole_path = dir.path().join("whole.jsonl");
     let base = ["score", "--catalog", s(&catalog), "--samples", s(&samples)];
-    let whole_run = plangate(&[&base[..], &["--out", s(&whole_path)]].concat());
-    assert_eq!(
-        whole_run.code, 2,
-        "bad lines make exit 2: {}",
-        whole_run.stderr
-    );
-    let whole = std::fs::read(&whole_path).expect("decisions");
+    // Bad lines make exit 2.
+    let (whole_run, whole) = uninterrupted(dir.path(), &base, 2);
 
     // An earlier complete output is in place: no kill may leave it truncated.
     let out = dir.path().join("out.jsonl");
@@ -150,14 +153,8 @@ fn eval_killed_at_random_points_resumes_to_identical_decisions() {
     let samples = demo_batch(dir.path(), "300");
     let catalog = seed_catalog();
     let base = ["eval", "--catalog", s(&catalog), "--samples", s(&samples)];
-    let whole_path = dir.path().join("whole.jsonl");
-    let whole_run = plangate(&[&base[..], &["--out", s(&whole_path)]].concat());
-    assert_eq!(
-        whole_run.code, 1,
-        "fabrications rejected: {}",
-        whole_run.stderr
-    );
-    let whole = std::fs::read(&whole_path).expect("decisions");
+    // Fabrications are rejected: exit 1.
+    let (_, whole) = uninterrupted(dir.path(), &base, 1);
 
     let out = dir.path().join("out.jsonl");
     let args = [&base[..], &["--out", s(&out), "--jobs", "2"]].concat();

@@ -56,12 +56,14 @@ fn a_changed_live_source_is_retried_in_a_pinned_epoch_and_decided_there() {
     let catalog = catalog_over(live.path(), dir.path());
     let samples = dir.path().join("samples.jsonl");
     let lines = [
-        task("agree", |_| {
-            json!([{"tool": "search_index", "arguments": {"query": "refund policy"}}])
-        }),
-        task("fabricated", |i| {
-            json!([{"tool": "search_index", "arguments": {"query": format!("topic {i}")}}])
-        }),
+        task(
+            "agree",
+            |_| json!([{"tool": "search_index", "arguments": {"query": "refund policy"}}]),
+        ),
+        task(
+            "fabricated",
+            |i| json!([{"tool": "search_index", "arguments": {"query": format!("topic {i}")}}]),
+        ),
         // Step 0 on get_user (quarantined by an earlier run, below), fabricated order ids
         // after it: the quarantined tool could have moved them, so nothing is rejected.
         task("after_quarantined", |i| {
@@ -91,8 +93,8 @@ fn a_changed_live_source_is_retried_in_a_pinned_epoch_and_decided_there() {
     writer(live.path(), &["append-segment"]);
     // An earlier run's quarantine of get_user: the one quarantine a retry cannot lift
     // (in a fully pinned epoch nothing drifts, so nothing is newly quarantined).
-    let mut h: Value = serde_json::from_slice(&std::fs::read(&health).expect("health"))
-        .expect("health is JSON");
+    let mut h: Value =
+        serde_json::from_slice(&std::fs::read(&health).expect("health")).expect("health is JSON");
     for t in h["tools"].as_array_mut().expect("tools") {
         if t["name"] == "get_user" {
             t["quarantined"] = json!(true);
@@ -123,12 +125,18 @@ fn a_changed_live_source_is_retried_in_a_pinned_epoch_and_decided_there() {
         s(&junit),
     ]);
     assert_eq!(run.code, 1, "the fabrication is rejected: {}", run.stderr);
-    assert!(run.stderr.contains("defer path: 3 deferred tasks"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("defer path: 3 deferred tasks"),
+        "{}",
+        run.stderr
+    );
     let rec = records(&out);
     let first_epoch = rec[0]["history"][0]["epoch_id"].as_str().expect("history");
     for (r, verdict) in rec.iter().zip(["accept", "reject", "defer"]) {
         assert_eq!(r["decision"], verdict, "{r}");
-        let history = r["history"].as_array().expect("a retried task keeps its history");
+        let history = r["history"]
+            .as_array()
+            .expect("a retried task keeps its history");
         assert_eq!(history.len(), 1, "{r}");
         assert_eq!(history[0]["decision"], "defer");
         assert_eq!(history[0]["epoch_id"], first_epoch);

@@ -8,7 +8,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use plangate_sandbox::{Epoch, Limits, ModuleSpec, Outcome, Sandbox, SandboxConfig, Tool};
+use plangate_sandbox::{Limits, Outcome, Sandbox, SandboxConfig, Tool};
 use sha2::{Digest, Sha256};
 
 use crate::guests::guest;
@@ -26,24 +26,11 @@ fn sha256_of(name: &str) -> String {
 /// A fresh sandbox (so nothing is remembered in memory) caching in `cache`, with `names`
 /// loaded.
 fn sandbox(cache: &Path, names: &[&str]) -> (Sandbox, Vec<Tool>) {
-    let mut b = Epoch::builder().seed(7);
-    for n in names {
-        b = b.module(guest(n));
-    }
     let config = SandboxConfig {
         cache_dir: Some(cache.to_path_buf()),
         ..SandboxConfig::default()
     };
-    let sandbox = Sandbox::new(config, b.build().expect("epoch")).expect("sandbox");
-    let tools = names
-        .iter()
-        .map(|n| {
-            sandbox
-                .load_tool(&ModuleSpec::new(guest(n)))
-                .expect("load tool")
-        })
-        .collect();
-    (sandbox, tools)
+    crate::support::sandbox_configured(config, names)
 }
 
 /// Loads echo with the cache in `cache` and calls it: it must run echo.

@@ -8,11 +8,16 @@ use crate::guests::guest;
 
 /// A sandbox whose epoch knows `names` (guests) and has no mounts, and their tools.
 pub(crate) fn sandbox_with(names: &[&str]) -> (Sandbox, Vec<Tool>) {
+    sandbox_configured(test_config(), names)
+}
+
+/// [`sandbox_with`] under `config` (its own module cache, say).
+pub(crate) fn sandbox_configured(config: SandboxConfig, names: &[&str]) -> (Sandbox, Vec<Tool>) {
     let mut b = Epoch::builder().seed(7);
     for n in names {
         b = b.module(guest(n));
     }
-    let sandbox = Sandbox::new(test_config(), b.build().expect("epoch")).expect("sandbox");
+    let sandbox = Sandbox::new(config, b.build().expect("epoch")).expect("sandbox");
     let tools = names
         .iter()
         .map(|n| {
