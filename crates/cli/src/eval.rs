@@ -234,6 +234,9 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
     let mut tally = Tally::default();
     let executed_batch = match execute(&eval, input, &args, &mut tally) {
         Err(e) if e.is::<Interrupted>() => return interrupted(journal.as_ref(), &tally),
+        // The interrupt came after the last line was read, while queued calls ran: the
+        // workers dropped the rest, so the batch cannot be finished, only resumed.
+        Ok(_) if eval.stopped() => return interrupted(journal.as_ref(), &tally),
         executed => executed?,
     };
     let executed = started.elapsed();

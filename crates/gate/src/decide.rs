@@ -1136,16 +1136,10 @@ fn sample_preconditions_fail(d: &mut Decision, p: &Prepared, opts: &Options) -> 
     blocked
 }
 
-/// The tools that fail seed condition 1 (declared deterministic, verified this epoch,
-/// not quarantined), each group with its reason, and the first step of the modal plan
-/// at which one of them is called (0 for a tool the modal plan never calls: it is
-/// placed where it can explain anything).
-struct Condition1 {
-    groups: Vec<(Vec<String>, Reason, &'static str)>,
-    first_step: usize,
-}
-
-fn condition_1(d: &Decision, tools: &dyn ToolStates) -> Condition1 {
+/// Seed condition 1 for every tool the samples call: declared deterministic, verified
+/// this epoch, not quarantined. True when one failed (the task is then deferred, with
+/// every failed condition named).
+fn tool_conditions_fail(d: &mut Decision, tools: &dyn ToolStates, why_low: &str) -> bool {
     let states: Vec<(String, ToolState)> = d
         .tools
         .iter()
@@ -1158,104 +1152,55 @@ fn condition_1(d: &Decision, tools: &dyn ToolStates) -> Condition1 {
             .map(|(t, _)| t.clone())
             .collect()
     };
-    let groups: Vec<(Vec<String>, Reason, &'static str)> = [
+    let nondet = failing(|s| !s.declared_deterministic);
+    let unverified = failing(|s| s.declared_deterministic && !s.verified && !s.quarantined);
+    let quarantined = failing(|s| s.declared_deterministic && s.quarantined);
+    let mut deferred = false;
+    for (list, reason, what) in [
         (
-            failing(|s| !s.declared_deterministic),
+            &nondet,
             Reason::ToolNotDeterministic,
             "not declared deterministic",
         ),
         (
-            failing(|s| s.declared_deterministic && !s.verified && !s.quarantined),
+            &unverified,
             Reason::ToolUnverified,
             "not verified this epoch",
         ),
         (
-            failing(|s| s.declared_deterministic && s.quarantined),
+            &quarantined,
             Reason::ToolQuarantined,
             "quarantined in this batch",
         ),
-    ]
-    .into_iter()
-    .filter(|(list, _, _)| !list.is_empty())
-    .collect();
-    let first_step = groups
-        .iter()
-        .flat_map(|(list, _, _)| list)
-        .map(|tool| {
-            d.steps
-                .iter()
-                .find(|s| s.tool.as_deref() == Some(tool.as_str()))
-                .map_or(0, |s| s.step)
-        })
-        .min()
-        .unwrap_or(usize::MAX);
-    Condition1 { groups, first_step }
+    ] {
+        if !list.is_empty() {
+            set(
+                d,
+                Verdict::Defer,
+                reason,
+                format!("{why_low}, but {} {what}: cannot reject", quoted(list)),
+            );
+            deferred = true;
+        }
+    }
+    deferred
 }
 
-/// The step a divergent path belongs to (`$.steps[2]...` is step 2); the plan's length
-/// belongs to none, so any step's tool can explain it.
-fn path_step(path: &str) -> Option<usize> {
-    path.strip_prefix("$.steps[")?
-        .split_once(']')?
-        .0
-        .parse()
-        .ok()
-}
-
-/// Seed condition 1, applied where it matters. The seed blocks a reject whenever a
-/// called tool fails it. The gate blocks it only when no scattered path lies at or
-/// before the first step calling such a tool: a tool's own nondeterminism cannot move
-/// the arguments it is called with, or those of steps before it, so a fabrication
-/// there stands. Returns true (after deferring, every failing group named) when the
-/// condition blocks the reject; else the scattered paths a reject may rest on are those
-/// at or before that step.
-fn tool_conditions_fail(
-    d: &mut Decision,
-    tools: &dyn ToolStates,
-    why_low: &str,
-    usable: &mut dyn FnMut(&DivergentPath) -> bool,
-    rule: Rule,
-) -> Option<usize> {
-    let c = condition_1(d, tools);
-    if c.groups.is_empty() {
-        return Some(usize::MAX);
-    }
-    let stands = rule == Rule::Gate
-        && d.divergent_paths
-            .iter()
-            .any(|p| usable(p) && path_step(&p.path).is_some_and(|s| s <= c.first_step));
-    if stands {
-        return Some(c.first_step);
-    }
-    for (list, reason, what) in c.groups {
-        set(
-            d,
-            Verdict::Defer,
-            reason,
-            format!("{why_low}, but {} {what}: cannot reject", quoted(&list)),
-        );
-    }
-    None
-}
-
-/// Argument agreement below arg_reject. A reject needs every tool that could have moved
-/// the scattered arguments verified deterministic (seed condition 1), no upstream
-/// taint, and a located fabrication: one path whose own agreement is below arg_reject.
-/// Several paths that each vary harmlessly (a date in two formats, an optional field
-/// sometimes given) make every plan distinct without any fabricated value; such a task
-/// defers.
+/// Argument agreement below arg_reject. A reject needs every tool verified
+/// deterministic (seed condition 1), no upstream taint, and a located fabrication: one
+/// path whose own agreement is below arg_reject. Several paths that each vary harmlessly
+/// (a date in two formats, an optional field sometimes given) make every plan distinct
+/// without any fabricated value; such a task defers.
 fn low_agreement(d: &mut Decision, p: &Prepared, tools: &dyn ToolStates, opts: &Options) {
     let (n, a) = (d.n, d.arg_agreement.count);
     let why_low = format!(
         "argument agreement {a}/{n} is below arg_reject {}",
         opts.arg_reject
     );
-    let mut scattered_at = |x: &DivergentPath| opts.arg_reject.missed_by(x.agreement.count, n);
-    let Some(trusted_through) =
-        tool_conditions_fail(d, tools, &why_low, &mut scattered_at, opts.rule)
-    else {
+    let deferred = tool_conditions_fail(d, tools, &why_low);
+    if deferred {
         return;
-    };
+    }
     if let Some(step) = tainting_step(p, d.first_divergent_step) {
         return set(
             d,
@@ -1279,27 +1224,14 @@ fn low_agreement(d: &mut Decision, p: &Prepared, tools: &dyn ToolStates, opts: &
             .collect();
         top.join("; ")
     };
-    // A scattered path counts where no tool failing condition 1 is called before it.
-    let scattered = |x: &&DivergentPath| {
-        opts.arg_reject.missed_by(x.agreement.count, n)
-            && (trusted_through == usize::MAX
-                || path_step(&x.path).is_some_and(|s| s <= trusted_through))
-    };
+    let scattered = |x: &&DivergentPath| opts.arg_reject.missed_by(x.agreement.count, n);
     if d.divergent_paths.iter().any(|x| scattered(&x)) {
         let located = described(&mut d.divergent_paths.iter().filter(scattered));
-        let upstream = if trusted_through == usize::MAX {
-            String::new()
-        } else {
-            format!(
-                "; a tool that fails seed condition 1 is first called at step \
-                 {trusted_through}, so it cannot have moved these arguments"
-            )
-        };
         return set(
             d,
             Verdict::Reject,
             Reason::FabricatedArguments,
-            format!("{why_low}, and scattered where the plans differ ({located}){upstream}"),
+            format!("{why_low}, and scattered where the plans differ ({located})"),
         );
     }
     if opts.rule == Rule::Seed {
