@@ -20,6 +20,20 @@ fn the_seed_worlds_declarations_hold_when_no_one_writes() {
     let catalog = seed_catalog();
     let run = plangate(&["probe".as_ref(), "--catalog".as_ref(), catalog.as_os_str()]);
     assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("every deterministic declaration verified"),
+        "{}",
+        run.stderr
+    );
+    // --strict holds too: every declared tool is verified.
+    let strict = plangate(&[
+        "probe".as_ref(),
+        "--catalog".as_ref(),
+        catalog.as_os_str(),
+        "--strict".as_ref(),
+    ]);
+    assert_eq!(strict.code, 0, "{}", strict.stderr);
     let s = statuses(&run.stdout);
     assert_eq!(s.len(), 12);
     for (name, t) in &s {
@@ -64,6 +78,12 @@ fn a_false_declaration_fails_with_the_difference() {
         "{e}"
     );
     assert!(run.stderr.contains("DRIFT"), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("not verified: 1 drift (the declaration is false)"),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]
@@ -92,6 +112,31 @@ fn a_tool_that_reads_the_epoch_is_epoch_sensitive_not_drifting() {
     let t = &statuses(&two.stdout)["get_current_time"];
     assert_eq!(t["status"], "epoch_sensitive", "{t}");
     assert_eq!(t["evidence"][0]["kind"], "epoch_sensitive");
+    assert!(
+        two.stderr
+            .contains("not verified: 1 epoch-sensitive, allowed without --strict"),
+        "the closing line counts it: {}",
+        two.stderr
+    );
+    // A tool author's CI runs --strict: epoch-sensitive fails it.
+    let strict = plangate(&[
+        "probe".as_ref(),
+        "--catalog".as_ref(),
+        catalog.as_os_str(),
+        "--tool".as_ref(),
+        "get_current_time".as_ref(),
+        "--strict".as_ref(),
+    ]);
+    assert_eq!(strict.code, 1, "{}", strict.stderr);
+    assert!(
+        strict.stderr.contains("not verified: 1 epoch-sensitive\n")
+            || strict
+                .stderr
+                .trim_end()
+                .ends_with("not verified: 1 epoch-sensitive"),
+        "{}",
+        strict.stderr
+    );
     let one = probe("1");
     assert_eq!(
         statuses(&one.stdout)["get_current_time"]["status"],

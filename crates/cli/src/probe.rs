@@ -32,6 +32,10 @@ pub(crate) struct ProbeArgs {
     /// epoch-sensitive tools apart).
     #[arg(long, default_value_t = 2, value_name = "K", value_parser = clap::value_parser!(u64).range(1..))]
     epochs: u64,
+    /// Also fail (exit 1) when a tool declared deterministic is not `verified`:
+    /// epoch-sensitive, or without probe arguments. What a tool author's CI should run.
+    #[arg(long)]
+    strict: bool,
 }
 
 /// What the probe found about one tool.
@@ -106,19 +110,48 @@ pub(crate) fn run(args: ProbeArgs) -> Result<u8> {
     for r in &reports {
         eprintln!("plangate: probe {}: {}", r.name, describe(r));
     }
-    let failed = reports.iter().filter(|r| r.status == Status::Drift).count();
+    let count = |s: Status| reports.iter().filter(|r| r.status == s).count();
+    let (drift, sensitive, unprobed) = (
+        count(Status::Drift),
+        count(Status::EpochSensitive),
+        count(Status::NoProbeArguments),
+    );
+    let failed = drift + if args.strict { sensitive + unprobed } else { 0 };
     let report = ProbeReport {
         epochs: epoch_ids,
         runs: args.runs,
         tools: reports,
     };
     println!("{}", serde_json::to_string(&report)?);
-    if failed > 0 {
-        eprintln!("plangate: {failed} deterministic declaration(s) do not hold");
-        Ok(exit::REJECT)
-    } else {
-        Ok(exit::OK)
+    eprintln!(
+        "plangate: {}",
+        closing_line(drift, sensitive, unprobed, args.strict)
+    );
+    Ok(if failed > 0 { exit::REJECT } else { exit::OK })
+}
+
+/// The last line on stderr: every declared-deterministic tool that is not `verified`,
+/// counted by kind, and whether that fails the run.
+fn closing_line(drift: usize, sensitive: usize, unprobed: usize, strict: bool) -> String {
+    if drift + sensitive + unprobed == 0 {
+        return "every deterministic declaration verified".into();
     }
+    let mut parts = Vec::new();
+    if drift > 0 {
+        parts.push(format!("{drift} drift (the declaration is false)"));
+    }
+    let soft = if strict {
+        ""
+    } else {
+        ", allowed without --strict"
+    };
+    if sensitive > 0 {
+        parts.push(format!("{sensitive} epoch-sensitive{soft}"));
+    }
+    if unprobed > 0 {
+        parts.push(format!("{unprobed} without probe arguments{soft}"));
+    }
+    format!("not verified: {}", parts.join("; "))
 }
 
 /// Probes one tool in every epoch: drift within any epoch first, since it falsifies
