@@ -9,7 +9,8 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use plangate_gate::catalog::ToolSpec;
+use plangate_gate::canon::{Invalid, canonicalize_arguments};
+use plangate_gate::catalog::{Catalog, SourceMode, ToolSpec};
 use plangate_harness::{Evidence, ProbeRun, World, WorldOptions, compare_runs, probe_arguments};
 use plangate_sandbox::DEFAULT_INSTANT_UNIX_NS;
 use serde::Serialize;
@@ -53,6 +54,12 @@ enum Status {
     NotDeclared,
     /// Declared deterministic but the catalog gives no `probe` arguments.
     NoProbeArguments,
+    /// Declared deterministic on a live clock or live randomness: false before anything
+    /// runs (the tool is not probed).
+    Contradiction,
+    /// A `probe` argument breaks the tool's schema: the probe would verify the error
+    /// path, not the tool (not probed).
+    InvalidProbeArguments,
 }
 
 #[derive(Debug, Serialize)]
@@ -60,6 +67,14 @@ struct ToolReport {
     name: String,
     declared_deterministic: bool,
     status: Status,
+    /// What the catalog says that decided the status before anything ran, or that the
+    /// verdict depends on.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    findings: Vec<String>,
+    /// For an epoch-sensitive tool: the epoch inputs that, varied alone, change its
+    /// output (`instant`, `seed`, `mount /guest`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    differs_by: Vec<String>,
     evidence: Vec<Evidence>,
 }
 
@@ -70,9 +85,105 @@ struct ProbeReport {
     tools: Vec<ToolReport>,
 }
 
-/// One day between the probe epochs' instants: far enough that a tool reading the
-/// clock at any resolution coarser than a day still shows it.
-const EPOCH_SPACING_NS: u64 = 86_400 * 1_000_000_000 + 1_234_567_891;
+/// Probe epochs' instants (Unix seconds), after the sandbox's default (epoch 0,
+/// 2025-01-01T00:00:00Z, a Wednesday): epoch 1 differs from it in hour of day,
+/// weekday, month, year and daylight-saving state, and the others vary them again, and fall
+/// on both sides of daylight-saving changes, so a tool reading the date or the hour at
+/// any resolution shows it in the second epoch already. Epochs past the table repeat it
+/// a year later each time round.
+const PROBE_INSTANTS_S: [u64; 6] = [
+    1_815_830_730, // 2027-07-17T13:25:30Z: a Saturday afternoon in northern summer time
+    1_772_955_000, // 2026-03-08T07:30:00Z: a Sunday, just after US clocks spring forward
+    1_806_537_599, // 2027-03-31T23:59:59Z: a Wednesday, last second of a month and quarter
+    1_951_377_720, // 2031-11-02T09:22:00Z: a Sunday, just after US clocks fall back
+    1_866_672_000, // 2029-02-25T00:00:00Z: a Sunday midnight in late winter
+    1_835_550_000, // 2028-03-01T19:00:00Z: a Wednesday evening, the day after a leap day
+];
+
+/// The instant of probe epoch `i`.
+fn probe_instant(i: u64) -> u64 {
+    if i == 0 {
+        return DEFAULT_INSTANT_UNIX_NS;
+    }
+    let table = PROBE_INSTANTS_S.len() as u64;
+    let (round, at) = ((i - 1) / table, (i - 1) % table);
+    const YEAR_S: u64 = 365 * 86_400;
+    (PROBE_INSTANTS_S[at as usize] + round * YEAR_S) * 1_000_000_000
+}
+
+/// A probe epoch: `seed` and the instant of epoch `instant_of`.
+fn probe_world(args: &ProbeArgs, catalog: &Catalog, seed: u64, instant_of: u64) -> Result<World> {
+    World::build(
+        catalog,
+        &catalog_dir(&args.catalog),
+        WorldOptions {
+            seed,
+            instant_unix_ns: Some(probe_instant(instant_of)),
+            ..WorldOptions::default()
+        },
+    )
+    .with_context(|| {
+        format!(
+            "failed to pin a probe epoch (seed {seed}) for {}",
+            args.catalog.display()
+        )
+    })
+}
+
+/// What the catalog alone says is wrong with a tool's declaration, before anything
+/// runs: the status it fails with, and why.
+fn static_findings(t: &ToolSpec) -> Option<(Status, Vec<String>)> {
+    if !t.deterministic {
+        return None;
+    }
+    let mut live = Vec::new();
+    if t.clock == SourceMode::Live {
+        live.push(
+            "`deterministic` with `clock: \"live\"`: it reads the host's clock, which no two calls share"
+                .to_string(),
+        );
+    }
+    if t.random == SourceMode::Live {
+        live.push(
+            "`deterministic` with `random: \"live\"`: it reads the host's randomness".to_string(),
+        );
+    }
+    if !live.is_empty() {
+        return Some((Status::Contradiction, live));
+    }
+    let bad: Vec<String> = t
+        .probe
+        .iter()
+        .enumerate()
+        .filter_map(|(i, a)| match canonicalize_arguments(t, a, 0, None) {
+            Err(Invalid::Violates(v)) => Some(format!(
+                "probe[{i}] breaks the schema: {}",
+                v.iter()
+                    .map(|x| format!("{} ({})", x.message, x.keyword))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            )),
+            Err(Invalid::Unreadable(why)) => Some(format!("probe[{i}]: {}", why.join("; "))),
+            Ok(_) => None,
+        })
+        .collect();
+    (!bad.is_empty()).then_some((Status::InvalidProbeArguments, bad))
+}
+
+/// What the verdict of a deterministic tool depends on: a live mount is read as it is
+/// while the probe runs.
+fn live_mount_findings(t: &ToolSpec) -> Vec<String> {
+    t.mounts
+        .iter()
+        .filter(|m| t.deterministic && m.mode == SourceMode::Live)
+        .map(|m| {
+            format!(
+                "live mount {}: verified only while its source stands still",
+                m.guest
+            )
+        })
+        .collect()
+}
 
 pub(crate) fn run(args: ProbeArgs) -> Result<u8> {
     let catalog = load_catalog(&args.catalog)?;
@@ -87,118 +198,209 @@ pub(crate) fn run(args: ProbeArgs) -> Result<u8> {
         .iter()
         .filter(|t| selected.is_empty() || selected.contains(t.name.as_str()))
         .collect();
-    let base = catalog_dir(&args.catalog);
     let worlds = (0..args.epochs)
-        .map(|i| {
-            World::build(
-                &catalog,
-                &base,
-                WorldOptions {
-                    seed: i,
-                    instant_unix_ns: Some(DEFAULT_INSTANT_UNIX_NS + i * EPOCH_SPACING_NS),
-                    ..WorldOptions::default()
-                },
-            )
-            .with_context(|| format!("failed to pin epoch {i} for {}", args.catalog.display()))
-        })
+        .map(|i| probe_world(&args, &catalog, i, i))
         .collect::<Result<Vec<_>>>()?;
     let epoch_ids: Vec<String> = worlds.iter().map(|w| w.epoch().id().to_string()).collect();
-    let reports: Vec<ToolReport> = tools
-        .into_iter()
-        .map(|t| probe_tool(t, &worlds, &epoch_ids, args.runs))
-        .collect();
+    let probe = Probe {
+        args: &args,
+        catalog: &catalog,
+        worlds: &worlds,
+        epoch_ids: &epoch_ids,
+    };
+    let reports: Vec<ToolReport> = tools.into_iter().map(|t| probe.tool(t)).collect();
     for r in &reports {
         eprintln!("plangate: probe {}: {}", r.name, describe(r));
+        for f in &r.findings {
+            eprintln!("plangate: probe {}:   {f}", r.name);
+        }
     }
     let count = |s: Status| reports.iter().filter(|r| r.status == s).count();
-    let (drift, sensitive, unprobed) = (
-        count(Status::Drift),
-        count(Status::EpochSensitive),
-        count(Status::NoProbeArguments),
-    );
-    let failed = drift + if args.strict { sensitive + unprobed } else { 0 };
+    let counts = Counts {
+        drift: count(Status::Drift),
+        sensitive: count(Status::EpochSensitive),
+        unprobed: count(Status::NoProbeArguments),
+        contradictions: count(Status::Contradiction),
+        invalid: count(Status::InvalidProbeArguments),
+    };
+    let failed = counts.hard() + if args.strict { counts.soft() } else { 0 };
     let report = ProbeReport {
         epochs: epoch_ids,
         runs: args.runs,
         tools: reports,
     };
     println!("{}", serde_json::to_string(&report)?);
-    eprintln!(
-        "plangate: {}",
-        closing_line(drift, sensitive, unprobed, args.strict)
-    );
+    eprintln!("plangate: {}", counts.closing_line(args.strict));
     Ok(if failed > 0 { exit::REJECT } else { exit::OK })
 }
 
-/// The last line on stderr: every declared-deterministic tool that is not `verified`,
-/// counted by kind, and whether that fails the run.
-fn closing_line(drift: usize, sensitive: usize, unprobed: usize, strict: bool) -> String {
-    if drift + sensitive + unprobed == 0 {
-        return "every deterministic declaration verified".into();
-    }
-    let mut parts = Vec::new();
-    if drift > 0 {
-        parts.push(format!("{drift} drift (the declaration is false)"));
-    }
-    let soft = if strict {
-        ""
-    } else {
-        ", allowed without --strict"
-    };
-    if sensitive > 0 {
-        parts.push(format!("{sensitive} epoch-sensitive{soft}"));
-    }
-    if unprobed > 0 {
-        parts.push(format!("{unprobed} without probe arguments{soft}"));
-    }
-    format!("not verified: {}", parts.join("; "))
+/// Tools not verified, by kind.
+struct Counts {
+    drift: usize,
+    sensitive: usize,
+    unprobed: usize,
+    contradictions: usize,
+    invalid: usize,
 }
 
-/// Probes one tool in every epoch: drift within any epoch first, since it falsifies
-/// the declaration outright; else differences across epochs, against the first.
-fn probe_tool(t: &ToolSpec, worlds: &[World], epoch_ids: &[String], runs: u64) -> ToolReport {
-    let probe_args = probe_arguments(t);
-    if !t.deterministic || probe_args.is_empty() {
-        return ToolReport {
+impl Counts {
+    /// Kinds that fail the run whatever the flags: the declaration is false, or the
+    /// probe could not test it.
+    fn hard(&self) -> usize {
+        self.drift + self.contradictions + self.invalid
+    }
+
+    /// Kinds that fail only `--strict`.
+    fn soft(&self) -> usize {
+        self.sensitive + self.unprobed
+    }
+
+    /// The last line on stderr: every declared-deterministic tool that is not
+    /// `verified`, counted by kind, and whether that fails the run.
+    fn closing_line(&self, strict: bool) -> String {
+        if self.hard() + self.soft() == 0 {
+            return "every deterministic declaration verified".into();
+        }
+        let soft = if strict {
+            ""
+        } else {
+            ", allowed without --strict"
+        };
+        let parts: Vec<String> = [
+            (self.drift, "drift (the declaration is false)".to_string()),
+            (
+                self.contradictions,
+                "contradicted by the catalog (live clock or randomness)".to_string(),
+            ),
+            (
+                self.invalid,
+                "with probe arguments that break the schema".to_string(),
+            ),
+            (self.sensitive, format!("epoch-sensitive{soft}")),
+            (self.unprobed, format!("without probe arguments{soft}")),
+        ]
+        .into_iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{n} {what}"))
+        .collect();
+        format!("not verified: {}", parts.join("; "))
+    }
+}
+
+/// One probe over its epochs.
+struct Probe<'a> {
+    args: &'a ProbeArgs,
+    catalog: &'a Catalog,
+    worlds: &'a [World],
+    epoch_ids: &'a [String],
+}
+
+impl Probe<'_> {
+    /// Probes one tool in every epoch: what the catalog contradicts first (nothing
+    /// runs), then drift within any epoch (the declaration is false), else differences
+    /// across epochs, against the first, each named by the epoch input behind it.
+    fn tool(&self, t: &ToolSpec) -> ToolReport {
+        let mut report = ToolReport {
             name: t.name.clone(),
             declared_deterministic: t.deterministic,
-            status: if t.deterministic {
+            status: Status::Verified,
+            findings: live_mount_findings(t),
+            differs_by: Vec::new(),
+            evidence: Vec::new(),
+        };
+        if let Some((status, findings)) = static_findings(t) {
+            report.status = status;
+            report.findings.extend(findings);
+            return report;
+        }
+        let probe_args = probe_arguments(t);
+        if !t.deterministic || probe_args.is_empty() {
+            report.status = if t.deterministic {
                 Status::NoProbeArguments
             } else {
                 Status::NotDeclared
-            },
-            evidence: Vec::new(),
-        };
-    }
-    let runs: Vec<ProbeRun> = worlds
-        .iter()
-        .map(|w| {
-            ProbeRun::run(w, &t.name, &probe_args, runs as usize)
-                .expect("every catalog tool is in the world")
-        })
-        .collect();
-    let drift: Vec<Evidence> = runs.iter().flat_map(ProbeRun::drift).collect();
-    let (status, evidence) = if !drift.is_empty() {
-        (Status::Drift, drift)
-    } else {
-        let across: Vec<Evidence> = runs
-            .iter()
-            .zip(epoch_ids)
-            .skip(1)
-            .flat_map(|(r, id)| compare_runs(&runs[0], &epoch_ids[0], r, id))
-            .collect();
-        if across.is_empty() {
-            (Status::Verified, across)
-        } else {
-            (Status::EpochSensitive, across)
+            };
+            return report;
         }
-    };
-    ToolReport {
-        name: t.name.clone(),
-        declared_deterministic: true,
-        status,
-        evidence,
+        let runs: Vec<ProbeRun> = self
+            .worlds
+            .iter()
+            .map(|w| self.run(w, t, &probe_args))
+            .collect();
+        if let Some(why) = all_errors(&runs) {
+            report.findings.push(why);
+        }
+        let drift: Vec<Evidence> = runs.iter().flat_map(ProbeRun::drift).collect();
+        if !drift.is_empty() {
+            report.status = Status::Drift;
+            report.evidence = drift;
+            return report;
+        }
+        for (i, (r, id)) in runs.iter().zip(self.epoch_ids).enumerate().skip(1) {
+            let found = compare_runs(&runs[0], &self.epoch_ids[0], r, id);
+            if !found.is_empty() {
+                for input in self.inputs_behind(t, &probe_args, &runs[0], i as u64) {
+                    if !report.differs_by.contains(&input) {
+                        report.differs_by.push(input);
+                    }
+                }
+            }
+            report.evidence.extend(found);
+        }
+        if !report.evidence.is_empty() {
+            report.status = Status::EpochSensitive;
+        }
+        report
     }
+
+    fn run(&self, w: &World, t: &ToolSpec, probe_args: &[Vec<u8>]) -> ProbeRun {
+        ProbeRun::run(w, &t.name, probe_args, self.args.runs as usize)
+            .expect("every catalog tool is in the world")
+    }
+
+    /// Which epoch inputs, varied alone from epoch 0 to epoch `i`, change the tool's
+    /// output: a pinned mount whose snapshot differs (the host changed it between the
+    /// epochs: not the tool's doing), the instant, the seed.
+    fn inputs_behind(
+        &self,
+        t: &ToolSpec,
+        probe_args: &[Vec<u8>],
+        first: &ProbeRun,
+        i: u64,
+    ) -> Vec<String> {
+        let (a, b) = (
+            self.worlds[0].epoch().manifest(),
+            self.worlds[i as usize].epoch().manifest(),
+        );
+        let mut inputs: Vec<String> = a
+            .mounts
+            .iter()
+            .zip(&b.mounts)
+            .filter(|(x, y)| x.digest != y.digest && t.mounts.iter().any(|m| m.guest == x.guest))
+            .map(|(x, _)| format!("mount {} (changed on the host between the epochs)", x.guest))
+            .collect();
+        for (name, seed, instant_of) in [("instant", 0, i), ("seed", i, 0)] {
+            let Ok(w) = probe_world(self.args, self.catalog, seed, instant_of) else {
+                continue;
+            };
+            let alone = self.run(&w, t, probe_args);
+            if !compare_runs(first, "", &alone, "").is_empty() {
+                inputs.push(name.to_string());
+            }
+        }
+        inputs
+    }
+}
+
+/// When every probe call ended in an error, the probe verified the error path only.
+fn all_errors(runs: &[ProbeRun]) -> Option<String> {
+    let records = || runs.iter().flat_map(|r| &r.calls).flat_map(|(_, rs)| rs);
+    let ok = records().any(|r| r.outcome == plangate_sandbox::Outcome::Exit { code: 0 });
+    (!ok && records().next().is_some()).then(|| {
+        "every probe call ended in an error: the probe checked the error path, not the tool \
+         (give probe arguments it answers)"
+            .to_string()
+    })
 }
 
 fn describe(r: &ToolReport) -> String {
@@ -223,6 +425,13 @@ fn describe(r: &ToolReport) -> String {
         Status::EpochSensitive => "epoch-sensitive: stable within an epoch, differs across epochs",
         Status::NotDeclared => "declared nondeterministic, not probed",
         Status::NoProbeArguments => "declared deterministic but has no probe arguments",
+        Status::Contradiction => "CONTRADICTION: the catalog says it cannot be deterministic",
+        Status::InvalidProbeArguments => "INVALID PROBE: its probe arguments break its schema",
     };
-    format!("{what}{}", diff.unwrap_or_default())
+    let by = if r.differs_by.is_empty() {
+        String::new()
+    } else {
+        format!("; differs with the {}", r.differs_by.join(", the "))
+    };
+    format!("{what}{}{by}", diff.unwrap_or_default())
 }
