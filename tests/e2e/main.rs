@@ -40,3 +40,5 @@ mod limits;
 mod cache;
 // The defer path: deferrals of a changed live source executed again in a pinned epoch.
 mod retry;
+// A tool written in C, through `plangate call` and `plangate probe --strict`.
+mod ctool;
