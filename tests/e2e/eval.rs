@@ -604,3 +604,41 @@ fn a_tool_without_probe_arguments_is_probed_with_the_batchs_first_call() {
     // The first random_sample call in input order (task random-agreeing).
     assert_eq!(e["arguments"], r#"{"collection":"users","k":5}"#);
 }
+
+/// Catalog `probe` arguments can miss what a batch exercises, so every tool declared
+/// deterministic is also probed once with the first plain call the batch makes to it:
+/// the run's probe calls are the catalog's plus those.
+#[test]
+fn every_declared_tool_is_probed_with_the_batchs_arguments_too() {
+    let (run, s) = eval_summary("plans.jsonl", &[]);
+    assert!(run.code <= 1, "{}", run.stderr);
+    let catalog = read_json(&seed_catalog());
+    let declared: BTreeMap<&str, usize> = catalog["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter(|t| t["deterministic"] == true)
+        .map(|t| {
+            let probes = t["probe"].as_array().map_or(0, Vec::len);
+            (t["name"].as_str().expect("name"), probes)
+        })
+        .collect();
+    let text = std::fs::read_to_string(cases().join("plans.jsonl")).expect("plans");
+    let mut called = std::collections::BTreeSet::new();
+    for line in text.lines() {
+        let task: Value = serde_json::from_str(line).expect("a task");
+        for sample in task["samples"].as_array().into_iter().flatten() {
+            for call in sample["calls"].as_array().into_iter().flatten() {
+                let tool = call["tool"].as_str().unwrap_or_default();
+                let plain = !call["arguments"].to_string().contains("$from");
+                if plain && declared.contains_key(tool) {
+                    called.insert(tool.to_string());
+                }
+            }
+        }
+    }
+    assert!(!called.is_empty());
+    let runs = 2;
+    let want = runs * (declared.values().sum::<usize>() + called.len());
+    assert_eq!(s["stats"]["probe_calls"], want, "{}", s["stats"]);
+}

@@ -149,8 +149,10 @@ pub struct Eval<'w> {
     health: Mutex<Health>,
     slots: Mutex<Vec<Slot>>,
     counters: Counters,
-    /// Declared-deterministic tools with no `probe` arguments, probed with the first
-    /// arguments the batch gives them (in input order, so reruns probe alike).
+    /// Declared-deterministic tools not yet probed with the batch's own arguments: each
+    /// is probed once more with the first plain call the batch makes to it (in input
+    /// order, so reruns probe alike), since catalog `probe` arguments may miss what the
+    /// batch exercises (a set's order shows only with two elements or more).
     unprobed: Mutex<BTreeSet<String>>,
     /// Where executed calls are recorded, and an interrupted run's calls replayed.
     journal: Option<&'w Journal>,
@@ -219,11 +221,10 @@ impl<'w> Eval<'w> {
         };
         for t in catalog.tools().iter().filter(|t| t.deterministic) {
             let args = probe_arguments(t);
-            if args.is_empty() {
-                lock(&eval.unprobed).insert(t.name.clone());
-            } else {
+            if !args.is_empty() {
                 eval.probe(&t.name, &args);
             }
+            lock(&eval.unprobed).insert(t.name.clone());
         }
         eval
     }
