@@ -2,34 +2,57 @@
 //! JSON object. The tool author's way to see exactly what a guest returns, and the
 //! end-to-end tests' way into the sandbox.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use base64::Engine as _;
-use clap::{Args, ValueEnum};
+use clap::{ArgGroup, Args, ValueEnum};
+use plangate_gate::catalog::Catalog;
+use plangate_gate::json::{Duplicates, parse_with};
+use plangate_gate::task::Observed;
+use plangate_harness::{epoch_mount, module_spec, observed};
 use plangate_sandbox::{
-    Epoch, EpochManifest, EpochMode, EpochMount, ModuleSpec, MountMismatch, Outcome, Sandbox,
-    SandboxConfig,
+    CallRecord, Epoch, EpochManifest, EpochMode, EpochMount, ModuleSpec, MountMismatch, Outcome,
+    Sandbox, SandboxConfig,
 };
+use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use crate::args::LimitArgs;
 use crate::exit;
+use crate::instant::parse_instant;
 
 /// Run one WASM tool call under a pinned epoch and print what it did as JSON.
 #[derive(Debug, Args)]
+#[command(group(ArgGroup::new("what").required(true).args(["module", "catalog"])))]
 pub(crate) struct CallArgs {
-    /// The tool: a WASI preview1 command module (`.wasm`).
-    module: PathBuf,
+    /// The tool: a WASI preview1 command module (`.wasm`). Give it, or --catalog and
+    /// --tool.
+    module: Option<PathBuf>,
+    /// Run a catalog entry as eval would: its module, mounts (paths relative to the
+    /// catalog file), clock and randomness. --mount is refused beside it; --clock,
+    /// --random and --live override the entry's clock and randomness.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "tool",
+        conflicts_with = "mounts"
+    )]
+    catalog: Option<PathBuf>,
+    /// The catalog tool to run (with --catalog).
+    #[arg(long, value_name = "NAME", requires = "catalog")]
+    tool: Option<String>,
     /// The call's arguments, given to the tool on stdin exactly as written.
     #[arg(long, default_value = "{}")]
     args: String,
     /// A read-only directory for the tool: `HOST:GUEST`, pinned (a snapshot taken now)
     /// unless suffixed `:live`. Repeatable.
-    #[arg(long = "mount", value_name = "HOST:GUEST[:live]")]
+    #[arg(long = "mount", value_name = "HOST:GUEST[:pinned|live]")]
     mounts: Vec<String>,
-    /// Replay this epoch manifest (each mount is matched to `--mount` by guest path and
-    /// refused if its contents differ from the manifest's digest).
+    /// Replay this epoch manifest (each mount is matched to `--mount`, or to the catalog
+    /// entry's mounts, by guest path and refused if its contents differ from the
+    /// manifest's digest).
     #[arg(long, value_name = "FILE")]
     epoch: Option<PathBuf>,
     /// Write the epoch manifest used to this file.
@@ -47,6 +70,11 @@ pub(crate) struct CallArgs {
     /// The epoch's random seed (a new epoch only).
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// A new epoch's clock instant, to reproduce another epoch's clock: RFC 3339
+    /// (`2026-11-05T09:30:00Z`) or Unix nanoseconds (a manifest's `instant_unix_ns`).
+    /// The tool's clock must be pinned.
+    #[arg(long, value_name = "WHEN", value_parser = parse_instant, conflicts_with = "epoch")]
+    instant: Option<u64>,
     #[command(flatten)]
     limits: LimitArgs,
 }
@@ -64,19 +92,44 @@ enum ModeArg {
 }
 
 fn parse_mount(spec: &str) -> Result<EpochMount> {
-    let (rest, mode) = if let Some(r) = spec.strip_suffix(":live") {
-        (r, EpochMode::Live)
-    } else if let Some(r) = spec.strip_suffix(":pinned") {
-        (r, EpochMode::Pinned)
-    } else {
-        (spec, EpochMode::Pinned)
+    let Some((rest, last)) = spec.rsplit_once(':') else {
+        bail!("--mount `{spec}` is not HOST:GUEST[:pinned|live]");
     };
-    // The guest path is absolute and has no ':'; the host path may (rarely) have one.
-    let Some((host, guest)) = rest.rsplit_once(':') else {
-        bail!("--mount `{spec}` is not HOST:GUEST[:live]");
+    // The guest path is absolute and has no ':'; the host path may (rarely) have one, so
+    // the last field is the mode only when it does not start with '/'.
+    let (host, guest, mode) = match last {
+        "live" | "pinned" => {
+            let Some((host, guest)) = rest.rsplit_once(':') else {
+                bail!("--mount `{spec}` is not HOST:GUEST[:pinned|live]");
+            };
+            let mode = if last == "live" {
+                EpochMode::Live
+            } else {
+                EpochMode::Pinned
+            };
+            (host, guest, mode)
+        }
+        g if g.starts_with('/') => (rest, g, EpochMode::Pinned),
+        m if rest
+            .rsplit_once(':')
+            .is_some_and(|(_, g)| g.starts_with('/')) =>
+        {
+            bail!(
+                "--mount `{spec}`: the mode `{m}` is not one of `pinned`, `live` (every mount is \
+             read-only to the tool)"
+            )
+        }
+        "" => bail!("--mount `{spec}`: the guest path is empty"),
+        g => bail!(
+            "--mount `{spec}`: the guest path `{g}` is not absolute (write it as the tool opens \
+             it, e.g. /{g})"
+        ),
     };
-    if host.is_empty() || !guest.starts_with('/') {
-        bail!("--mount `{spec}`: the host path is empty or the guest path is not absolute");
+    if host.is_empty() {
+        bail!("--mount `{spec}`: the host path is empty");
+    }
+    if !guest.starts_with('/') {
+        bail!("--mount `{spec}`: the guest path `{guest}` is not absolute");
     }
     Ok(EpochMount {
         host: PathBuf::from(host),
@@ -85,65 +138,183 @@ fn parse_mount(spec: &str) -> Result<EpochMount> {
     })
 }
 
+/// What one call runs: the module as the sandbox loads it, and the mounts its epoch
+/// declares (the same folders, with their modes).
+struct Target {
+    spec: ModuleSpec,
+    mounts: Vec<EpochMount>,
+}
+
+/// The target from MODULE and `--mount`, or from the catalog entry, with `--clock`,
+/// `--random` and `--live` applied over either.
+fn target(args: &CallArgs) -> Result<Target> {
+    let mut target = match (&args.module, &args.catalog, &args.tool) {
+        (Some(module), None, _) => {
+            let mounts = args
+                .mounts
+                .iter()
+                .map(|m| parse_mount(m))
+                .collect::<Result<Vec<_>>>()?;
+            let mut spec = ModuleSpec::new(module);
+            for m in &mounts {
+                spec = spec.mount(&m.host, &m.guest);
+            }
+            Target { spec, mounts }
+        }
+        (None, Some(catalog), Some(tool)) => from_catalog(catalog, tool)?,
+        // clap's argument group and `requires` keep the other shapes out.
+        _ => bail!("give MODULE.wasm, or --catalog FILE --tool NAME"),
+    };
+    let mode = |flag: Option<ModeArg>, source: LiveSource, declared: EpochMode| {
+        if flag == Some(ModeArg::Live) || args.live.contains(&source) {
+            EpochMode::Live
+        } else if flag == Some(ModeArg::Pinned) {
+            EpochMode::Pinned
+        } else {
+            declared
+        }
+    };
+    target.spec.clock = mode(args.clock, LiveSource::Clock, target.spec.clock);
+    target.spec.random = mode(args.random, LiveSource::Random, target.spec.random);
+    if args.instant.is_some() && target.spec.clock == EpochMode::Live {
+        bail!(
+            "--instant sets the epoch's clock, and this call's clock is live (the host's, from \
+             --live, --clock or the catalog entry): add --clock pinned"
+        );
+    }
+    Ok(target)
+}
+
+/// A catalog entry as eval runs it: the harness's own mapping, with paths read against
+/// the catalog file's folder.
+fn from_catalog(file: &Path, name: &str) -> Result<Target> {
+    let catalog = crate::files::load_catalog(file)?;
+    let Some(tool) = catalog.get(name) else {
+        bail!("{}", unknown_tool(file, &catalog, name));
+    };
+    let Some(module) = &tool.module else {
+        bail!(
+            "catalog {}: tool `{name}` has no `module` to run",
+            file.display()
+        );
+    };
+    let base = crate::files::catalog_dir(file);
+    let module = base.join(module);
+    Ok(Target {
+        spec: module_spec(tool, &module, &base),
+        mounts: tool.mounts.iter().map(|m| epoch_mount(m, &base)).collect(),
+    })
+}
+
+/// Most tool names an unknown `--tool` lists: a BFCL catalog has thousands.
+const NAMES_SHOWN: usize = 20;
+
+/// Names the catalog's tools (in a large catalog, those whose names contain `name` or
+/// are contained in it), or says there are none to name.
+fn unknown_tool(file: &Path, catalog: &Catalog, name: &str) -> String {
+    let all: Vec<&str> = catalog.tools().iter().map(|t| t.name.as_str()).collect();
+    let head = format!("catalog {} has no tool `{name}`", file.display());
+    if all.is_empty() {
+        return format!("{head}: it has no tools");
+    }
+    let wanted = name.to_lowercase();
+    let shown: Vec<&str> = if all.len() <= NAMES_SHOWN {
+        all.clone()
+    } else {
+        all.iter()
+            .copied()
+            .filter(|n| {
+                let n = n.to_lowercase();
+                n.contains(&wanted) || wanted.contains(&n)
+            })
+            .collect()
+    };
+    if shown.is_empty() {
+        return format!(
+            "{head}, and none of its {} tools has a name like it",
+            all.len()
+        );
+    }
+    let mut list = shown[..shown.len().min(NAMES_SHOWN)].join(", ");
+    if shown.len() > NAMES_SHOWN {
+        list += &format!(" and {} more", shown.len() - NAMES_SHOWN);
+    }
+    let which = if shown.len() == all.len() {
+        "its tools"
+    } else {
+        "tools with a name like it"
+    };
+    format!("{head}; {which}: {list}")
+}
+
+/// The epoch the call runs in: a replayed manifest, or a new one holding the module and
+/// its mounts.
+fn epoch(args: &CallArgs, target: &Target) -> Result<Epoch> {
+    let Some(file) = &args.epoch else {
+        let mut b = Epoch::builder().seed(args.seed).module(&target.spec.module);
+        if let Some(ns) = args.instant {
+            b = b.instant_unix_ns(ns);
+        }
+        for m in &target.mounts {
+            b = b.mount(m.clone());
+        }
+        return Ok(b.build()?);
+    };
+    let text = std::fs::read_to_string(file)
+        .with_context(|| format!("failed to read epoch manifest `{}`", file.display()))?;
+    let manifest: EpochManifest = serde_json::from_str(&text)
+        .with_context(|| format!("failed to parse epoch manifest `{}`", file.display()))?;
+    let mounts = &target.mounts;
+    let hosts = manifest.mount_hosts(mounts).map_err(|m| match m {
+        MountMismatch::NotGiven { guest } if args.catalog.is_some() => {
+            anyhow::anyhow!("the epoch manifest mounts `{guest}`, and the catalog entry does not")
+        }
+        MountMismatch::NotGiven { guest } => anyhow::anyhow!(
+            "the epoch manifest mounts `{guest}`: give it with --mount HOST:{guest}"
+        ),
+        MountMismatch::NotRecorded { index } => anyhow::anyhow!(
+            "the mount at `{}` is not one of the epoch manifest's mounts",
+            mounts[index].guest
+        ),
+    })?;
+    Ok(Epoch::from_manifest(manifest, &hosts, None)?)
+}
+
 pub(crate) fn run(args: CallArgs) -> Result<u8> {
+    let target = target(&args)?;
     if let Some(file) = &args.write_epoch {
-        let mut inputs = vec![("MODULE", args.module.as_path())];
+        let mut inputs = vec![("MODULE", target.spec.module.as_path())];
+        inputs.extend(args.catalog.as_deref().map(|c| ("--catalog", c)));
         inputs.extend(args.epoch.as_deref().map(|e| ("--epoch", e)));
         crate::files::check_outputs(&[("--write-epoch", file)], &inputs)?;
     }
-    let mounts = args
-        .mounts
-        .iter()
-        .map(|m| parse_mount(m))
-        .collect::<Result<Vec<_>>>()?;
-    let epoch = match &args.epoch {
-        Some(file) => {
-            let text = std::fs::read_to_string(file)
-                .with_context(|| format!("failed to read epoch manifest `{}`", file.display()))?;
-            let manifest: EpochManifest = serde_json::from_str(&text)
-                .with_context(|| format!("failed to parse epoch manifest `{}`", file.display()))?;
-            let hosts = manifest.mount_hosts(&mounts).map_err(|m| match m {
-                MountMismatch::NotGiven { guest } => anyhow::anyhow!(
-                    "the epoch manifest mounts `{guest}`: give it with --mount HOST:{guest}"
-                ),
-                MountMismatch::NotRecorded { index } => anyhow::anyhow!(
-                    "--mount at `{}` is not one of the epoch manifest's mounts",
-                    mounts[index].guest
-                ),
-            })?;
-            Epoch::from_manifest(manifest, &hosts, None)?
-        }
-        None => {
-            let mut b = Epoch::builder().seed(args.seed).module(&args.module);
-            for m in &mounts {
-                b = b.mount(m.clone());
-            }
-            b.build()?
-        }
-    };
+    let epoch = epoch(&args, &target)?;
     if let Some(file) = &args.write_epoch {
         let json = serde_json::to_string_pretty(epoch.manifest())? + "\n";
         crate::files::write_file(file, json.as_bytes())
             .with_context(|| format!("failed to write epoch manifest `{}`", file.display()))?;
     }
-    let live_mode = |flag: Option<ModeArg>, source: LiveSource| {
-        if flag == Some(ModeArg::Live) || args.live.contains(&source) {
-            EpochMode::Live
-        } else {
-            EpochMode::Pinned
-        }
-    };
-    let mut spec = ModuleSpec::new(&args.module)
-        .clock(live_mode(args.clock, LiveSource::Clock))
-        .random(live_mode(args.random, LiveSource::Random));
-    for m in &mounts {
-        spec = spec.mount(&m.host, &m.guest);
-    }
     let sandbox = Sandbox::new(SandboxConfig::default(), epoch)?;
-    let tool = sandbox.load_tool(&spec)?;
+    let tool = sandbox.load_tool(&target.spec)?;
     let limits = args.limits.limits();
     let record = sandbox.call(&tool, args.args.as_bytes(), &limits);
+    let report = report(&record, sandbox.epoch().id());
+    println!("{}", serde_json::to_string(&report)?);
+    Ok(exit::OK)
+}
 
+/// The printed report: the record's fields, and the stdout as JSON when it is JSON.
+#[derive(Serialize)]
+struct Report {
+    #[serde(flatten)]
+    fields: Map<String, Value>,
+    /// Embedded as the tool wrote it: read into a `Value`, big integers would round and
+    /// number lexemes change, and the report must never alter what the tool said.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result: Option<Box<RawValue>>,
+}
+
+fn report(record: &CallRecord, epoch_id: &str) -> Report {
     let mut out = Map::new();
     out.insert("outcome".into(), json!(record.outcome.as_str()));
     if let Outcome::Trap { kind } = record.outcome {
@@ -154,12 +325,46 @@ pub(crate) fn run(args: CallArgs) -> Result<u8> {
     put_bytes(&mut out, "stderr", &record.stderr);
     out.insert("fuel_used".into(), json!(record.fuel_used));
     out.insert("wall_ms".into(), json!(record.wall.as_secs_f64() * 1000.0));
-    out.insert("epoch_id".into(), json!(sandbox.epoch().id()));
+    out.insert("epoch_id".into(), json!(epoch_id));
     if let Some(detail) = &record.detail {
         out.insert("detail".into(), json!(detail));
     }
-    println!("{}", Value::Object(out));
-    Ok(exit::OK)
+    out.insert("abi".into(), json!(abi(record)));
+    // Read as the gate reads results (duplicate keys refused), so `result` appears
+    // exactly when eval would compare the stdout as JSON.
+    let result = parse_with(&record.stdout, Duplicates::Refuse)
+        .ok()
+        .and_then(|_| String::from_utf8(record.stdout.clone()).ok())
+        .and_then(|text| RawValue::from_string(text).ok());
+    Report {
+        fields: out,
+        result,
+    }
+}
+
+/// `ok` when the call kept the tool ABI (docs/design.md "Tool ABI") as the harness
+/// reads it ([`observed`]), else what broke it.
+fn abi(record: &CallRecord) -> String {
+    match (record.outcome, observed(record)) {
+        (_, Observed::Result(_)) => "ok".into(),
+        (_, Observed::Bytes(_)) => match parse_with(&record.stdout, Duplicates::Refuse) {
+            Err(e) => format!("stdout is not JSON: {e}"),
+            Ok(_) => "stdout is not JSON".into(),
+        },
+        // Without the envelope the harness says `exit` and `exit status 1: ...`; only an
+        // envelope that says the very same would be taken for its absence.
+        (Outcome::Exit { code: 1 }, Observed::Error { kind, message })
+            if !(kind == "exit" && message.starts_with("exit status 1")) =>
+        {
+            "ok".into()
+        }
+        (Outcome::Exit { code: 1 }, _) => {
+            "exit 1 without an error object ({\"error\":{\"kind\":...,\"message\":...}})".into()
+        }
+        (Outcome::Exit { code }, _) => format!("exit code {code} (a tool exits 0 or 1)"),
+        (Outcome::Trap { kind }, _) => format!("the call ended as a trap ({})", kind.as_str()),
+        (other, _) => format!("the call ended as {}", other.as_str()),
+    }
 }
 
 /// Text when the bytes are UTF-8, else `<name>_base64`: a report must never alter bytes.
@@ -193,7 +398,16 @@ mod tests {
             (m.host, m.guest.as_str(), m.mode),
             (PathBuf::from("/a:b/c"), "/data", EpochMode::Live)
         );
-        assert!(parse_mount("nohost").is_err());
-        assert!(parse_mount("x:relative").is_err());
+        let m = parse_mount("docs:/docs:pinned").unwrap();
+        assert_eq!((m.guest.as_str(), m.mode), ("/docs", EpochMode::Pinned));
+        let err = |s: &str| parse_mount(s).unwrap_err().to_string();
+        assert!(err("nohost").contains("is not HOST:GUEST"));
+        assert!(err("x:live").contains("is not HOST:GUEST"));
+        assert!(err("docs:/docs:ro").contains("the mode `ro` is not one of `pinned`, `live`"));
+        assert!(err(":/docs").contains("the host path is empty"));
+        assert!(err(":/docs:live").contains("the host path is empty"));
+        assert!(err("x:relative").contains("the guest path `relative` is not absolute"));
+        assert!(err("x:rel:live").contains("the guest path `rel` is not absolute"));
+        assert!(err("x:").contains("the guest path is empty"));
     }
 }

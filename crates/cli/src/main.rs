@@ -7,6 +7,7 @@ mod demo;
 mod eval;
 mod exit;
 mod files;
+mod instant;
 mod interrupt;
 mod lines;
 mod probe;

@@ -1,7 +1,8 @@
 //! The one place where the catalog's declarations (gate types) become what the sandbox
 //! instantiates. gate and sandbox never see each other, so their twin types meet only
 //! here: `SourceMode` becomes `EpochMode`, a catalog `MountSpec` an `EpochMount`, and a
-//! catalog `ToolSpec` a `ModuleSpec`.
+//! catalog `ToolSpec` a `ModuleSpec`. `World` and `plangate call --catalog` both map
+//! through it, so one catalog entry runs alike in eval and in a single call.
 
 use std::path::Path;
 
@@ -18,7 +19,7 @@ pub(crate) fn epoch_mode(m: SourceMode) -> EpochMode {
 
 /// A catalog mount as the sandbox serves it; its host path, written relative to the
 /// catalog file, is read against `base_dir`, the catalog file's folder.
-pub(crate) fn epoch_mount(m: &MountSpec, base_dir: &Path) -> EpochMount {
+pub fn epoch_mount(m: &MountSpec, base_dir: &Path) -> EpochMount {
     EpochMount {
         host: base_dir.join(&m.host),
         guest: m.guest.clone(),
@@ -28,7 +29,7 @@ pub(crate) fn epoch_mount(m: &MountSpec, base_dir: &Path) -> EpochMount {
 
 /// A catalog tool as the module the sandbox instantiates: `module` (already resolved
 /// against `base_dir`), the tool's mounts, its clock and its randomness.
-pub(crate) fn module_spec(t: &ToolSpec, module: &Path, base_dir: &Path) -> ModuleSpec {
+pub fn module_spec(t: &ToolSpec, module: &Path, base_dir: &Path) -> ModuleSpec {
     let mut spec = ModuleSpec::new(module)
         .clock(epoch_mode(t.clock))
         .random(epoch_mode(t.random));

@@ -26,6 +26,7 @@ mod resolver;
 mod retry;
 mod world;
 
+pub use bridge::{epoch_mount, module_spec};
 pub use error::HarnessError;
 pub use eval::{Decided, Eval, EvalOptions, EvalStats, Feeder, Finished, read_quarantine};
 pub use health::{Evidence, FirstDifference, HealthReport, Output, ToolHealth, first_difference};
