@@ -241,3 +241,34 @@ fn an_unknown_tool_is_a_usage_error() {
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(run.stderr.contains("no_such_tool"));
 }
+
+#[test]
+fn a_hash_order_shows_with_two_keys_and_the_seed_is_named() {
+    crate::tools::build_tools();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let module =
+        crate::tools::repo().join("sandbox-tools/target/wasm32-wasip1/release/hashorder.wasm");
+    let probe_with = |probe: Value| {
+        let catalog = dir.path().join("catalog.json");
+        let doc = serde_json::json!({"tools": [{
+            "name": "keys", "module": module, "deterministic": true, "probe": probe,
+        }]});
+        std::fs::write(&catalog, doc.to_string()).expect("catalog");
+        plangate(&[
+            "probe".as_ref(),
+            "--catalog".as_ref(),
+            catalog.as_os_str(),
+            "--strict".as_ref(),
+        ])
+    };
+    // One key: one order, whatever the seed. The probe cannot see it.
+    let one = probe_with(serde_json::json!([{"a": 1}]));
+    assert_eq!(one.code, 0, "{}", one.stderr);
+    assert_eq!(statuses(&one.stdout)["keys"]["status"], "verified");
+    // Several keys: the second epoch's seed reorders them.
+    let many = probe_with(serde_json::json!([{"a": 1, "b": 2, "c": 3, "d": 4, "e": 5, "f": 6}]));
+    assert_eq!(many.code, 1, "{}", many.stderr);
+    let k = &statuses(&many.stdout)["keys"];
+    assert_eq!(k["status"], "epoch_sensitive", "{k}");
+    assert_eq!(k["differs_by"], serde_json::json!(["seed"]), "{k}");
+}
