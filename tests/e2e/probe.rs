@@ -272,3 +272,81 @@ fn a_hash_order_shows_with_two_keys_and_the_seed_is_named() {
     assert_eq!(k["status"], "epoch_sensitive", "{k}");
     assert_eq!(k["differs_by"], serde_json::json!(["seed"]), "{k}");
 }
+
+/// The files under `dir`, recursively.
+fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(files_under(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// A pinned mount the host changes while the probe runs shows in the next epoch's
+/// snapshot: the finding names the mount, not the tool's clock or seed.
+#[test]
+fn a_pinned_mount_changed_on_the_host_is_named_not_blamed_on_the_tool() {
+    crate::tools::build_tools();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).expect("data dir");
+    let file = data.join("policy.md");
+    let original = "refunds within 30 days\n".repeat(200);
+    std::fs::write(&file, &original).expect("data file");
+    let module = crate::tools::world()
+        .join("../../sandbox-tools/target/wasm32-wasip1/release/read_file.wasm");
+    let catalog = dir.path().join("catalog.json");
+    let doc = serde_json::json!({"tools": [{
+        "name": "read_file", "module": module, "deterministic": true,
+        "probe": [{"path": "/world/policy.md"}],
+        "mounts": [{"host": data, "guest": "/world"}],
+    }]});
+    std::fs::write(&catalog, doc.to_string()).expect("catalog");
+    // The epochs' snapshots land in a temp dir of the test's own, where a thread waits
+    // for epoch 0's copy of the file to be whole, then changes the host's.
+    let snaps = dir.path().join("snaps");
+    std::fs::create_dir(&snaps).expect("snaps dir");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_plangate"))
+        .args([
+            "probe",
+            "--catalog",
+            catalog.to_str().expect("utf-8"),
+            "--runs",
+            "150",
+        ])
+        .env("TMPDIR", &snaps)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("plangate runs");
+    let started = std::time::Instant::now();
+    loop {
+        let copied = files_under(&snaps).into_iter().any(|p| {
+            p.file_name().is_some_and(|n| n == "policy.md")
+                && std::fs::metadata(&p).is_ok_and(|m| m.len() == original.len() as u64)
+        });
+        if copied {
+            break;
+        }
+        assert!(
+            started.elapsed().as_secs() < 60,
+            "epoch 0 never snapshotted the mount"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    std::fs::write(&file, "refunds within 14 days\n").expect("the host changes the file");
+    let out = child.wait_with_output().expect("plangate ends");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let r = &statuses(&stdout)["read_file"];
+    assert_eq!(r["status"], "epoch_sensitive", "{r}");
+    assert_eq!(
+        r["differs_by"],
+        serde_json::json!(["mount /world (changed on the host between the epochs)"]),
+        "the tool's clock and seed are not blamed: {r}"
+    );
+}

@@ -198,9 +198,19 @@ pub(crate) fn run(args: ProbeArgs) -> Result<u8> {
         .iter()
         .filter(|t| selected.is_empty() || selected.contains(t.name.as_str()))
         .collect();
-    let worlds = (0..args.epochs)
-        .map(|i| probe_world(&args, &catalog, i, i))
-        .collect::<Result<Vec<_>>>()?;
+    // Epoch after epoch, each pinned only when the one before has run: a pinned mount
+    // the host changes meanwhile shows in the next epoch's snapshot, and is named as
+    // the host's doing rather than the tool's.
+    let runnable: Vec<bool> = tools.iter().map(|t| runnable(t)).collect();
+    let mut worlds = Vec::new();
+    let mut runs: Vec<Vec<ProbeRun>> = vec![Vec::new(); tools.len()];
+    for i in 0..args.epochs {
+        let w = probe_world(&args, &catalog, i, i)?;
+        for (k, t) in tools.iter().enumerate().filter(|(k, _)| runnable[*k]) {
+            runs[k].push(run_in(&w, t, args.runs));
+        }
+        worlds.push(w);
+    }
     let epoch_ids: Vec<String> = worlds.iter().map(|w| w.epoch().id().to_string()).collect();
     let probe = Probe {
         args: &args,
@@ -208,7 +218,11 @@ pub(crate) fn run(args: ProbeArgs) -> Result<u8> {
         worlds: &worlds,
         epoch_ids: &epoch_ids,
     };
-    let reports: Vec<ToolReport> = tools.into_iter().map(|t| probe.tool(t)).collect();
+    let reports: Vec<ToolReport> = tools
+        .into_iter()
+        .zip(&runs)
+        .map(|(t, r)| probe.tool(t, r))
+        .collect();
     for r in &reports {
         eprintln!("plangate: probe {}: {}", r.name, describe(r));
         for f in &r.findings {
@@ -299,7 +313,7 @@ impl Probe<'_> {
     /// Probes one tool in every epoch: what the catalog contradicts first (nothing
     /// runs), then drift within any epoch (the declaration is false), else differences
     /// across epochs, against the first, each named by the epoch input behind it.
-    fn tool(&self, t: &ToolSpec) -> ToolReport {
+    fn tool(&self, t: &ToolSpec, runs: &[ProbeRun]) -> ToolReport {
         let mut report = ToolReport {
             name: t.name.clone(),
             declared_deterministic: t.deterministic,
@@ -313,8 +327,7 @@ impl Probe<'_> {
             report.findings.extend(findings);
             return report;
         }
-        let probe_args = probe_arguments(t);
-        if !t.deterministic || probe_args.is_empty() {
+        if !runnable(t) {
             report.status = if t.deterministic {
                 Status::NoProbeArguments
             } else {
@@ -322,12 +335,7 @@ impl Probe<'_> {
             };
             return report;
         }
-        let runs: Vec<ProbeRun> = self
-            .worlds
-            .iter()
-            .map(|w| self.run(w, t, &probe_args))
-            .collect();
-        if let Some(why) = all_errors(&runs) {
+        if let Some(why) = all_errors(runs) {
             report.findings.push(why);
         }
         let drift: Vec<Evidence> = runs.iter().flat_map(ProbeRun::drift).collect();
@@ -339,7 +347,7 @@ impl Probe<'_> {
         for (i, (r, id)) in runs.iter().zip(self.epoch_ids).enumerate().skip(1) {
             let found = compare_runs(&runs[0], &self.epoch_ids[0], r, id);
             if !found.is_empty() {
-                for input in self.inputs_behind(t, &probe_args, &runs[0], i as u64) {
+                for input in self.inputs_behind(t, i as u64) {
                     if !report.differs_by.contains(&input) {
                         report.differs_by.push(input);
                     }
@@ -353,21 +361,12 @@ impl Probe<'_> {
         report
     }
 
-    fn run(&self, w: &World, t: &ToolSpec, probe_args: &[Vec<u8>]) -> ProbeRun {
-        ProbeRun::run(w, &t.name, probe_args, self.args.runs as usize)
-            .expect("every catalog tool is in the world")
-    }
-
     /// Which epoch inputs, varied alone from epoch 0 to epoch `i`, change the tool's
     /// output: a pinned mount whose snapshot differs (the host changed it between the
-    /// epochs: not the tool's doing), the instant, the seed.
-    fn inputs_behind(
-        &self,
-        t: &ToolSpec,
-        probe_args: &[Vec<u8>],
-        first: &ProbeRun,
-        i: u64,
-    ) -> Vec<String> {
+    /// epochs: not the tool's doing), the instant, the seed. The instant and the seed
+    /// are each varied from a base pinned now, with epoch 0's seed and instant and the
+    /// mounts as they are now, so a mount the host changed is not taken for either.
+    fn inputs_behind(&self, t: &ToolSpec, i: u64) -> Vec<String> {
         let (a, b) = (
             self.worlds[0].epoch().manifest(),
             self.worlds[i as usize].epoch().manifest(),
@@ -379,17 +378,35 @@ impl Probe<'_> {
             .filter(|(x, y)| x.digest != y.digest && t.mounts.iter().any(|m| m.guest == x.guest))
             .map(|(x, _)| format!("mount {} (changed on the host between the epochs)", x.guest))
             .collect();
+        let in_world = |seed: u64, instant_of: u64| {
+            probe_world(self.args, self.catalog, seed, instant_of)
+                .ok()
+                .map(|w| run_in(&w, t, self.args.runs))
+        };
+        let Some(base) = in_world(0, 0) else {
+            return inputs;
+        };
         for (name, seed, instant_of) in [("instant", 0, i), ("seed", i, 0)] {
-            let Ok(w) = probe_world(self.args, self.catalog, seed, instant_of) else {
-                continue;
-            };
-            let alone = self.run(&w, t, probe_args);
-            if !compare_runs(first, "", &alone, "").is_empty() {
+            if in_world(seed, instant_of)
+                .is_some_and(|alone| !compare_runs(&base, "", &alone, "").is_empty())
+            {
                 inputs.push(name.to_string());
             }
         }
         inputs
     }
+}
+
+/// Whether the probe runs `t` at all: declared deterministic, with probe arguments, and
+/// nothing in the catalog that settles its status first.
+fn runnable(t: &ToolSpec) -> bool {
+    t.deterministic && !t.probe.is_empty() && static_findings(t).is_none()
+}
+
+/// Every run of `t`'s probe arguments in `w`.
+fn run_in(w: &World, t: &ToolSpec, runs: u64) -> ProbeRun {
+    ProbeRun::run(w, &t.name, &probe_arguments(t), runs as usize)
+        .expect("every catalog tool is in the world")
 }
 
 /// When every probe call ended in an error, the probe verified the error path only.
