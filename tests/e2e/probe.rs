@@ -163,7 +163,13 @@ fn an_hour_of_day_price_shows_in_the_second_epoch() {
         "name": "price", "module": module, "deterministic": true, "probe": [{}],
     }]});
     std::fs::write(&catalog, doc.to_string()).expect("catalog");
-    let run = plangate(&["probe".as_ref(), "--catalog".as_ref(), catalog.as_os_str()]);
+    let run = plangate(&[
+        "probe".as_ref(),
+        "--catalog".as_ref(),
+        catalog.as_os_str(),
+        "--strict".as_ref(),
+    ]);
+    assert_eq!(run.code, 1, "--strict fails it: {}", run.stderr);
     let r = &statuses(&run.stdout)["price"];
     assert_eq!(r["status"], "epoch_sensitive", "{r}");
     assert_eq!(r["differs_by"], serde_json::json!(["instant"]), "{r}");
