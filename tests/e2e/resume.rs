@@ -367,3 +367,54 @@ fn a_journal_is_resumed_only_by_the_command_that_wrote_it() {
         stdout.stderr
     );
 }
+
+/// Two runs writing one `--out` would mix their partial decisions: the second is
+/// refused while the first holds the journal, and the first's journal is left whole.
+#[test]
+fn a_second_run_on_the_same_out_is_refused() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (catalog, samples) = score_batch(dir.path(), 100);
+    let out = dir.path().join("out.jsonl");
+    let journal = dir.path().join("out.jsonl.journal");
+    let mut first = Command::new(env!("CARGO_BIN_EXE_plangate"))
+        .args([
+            "score",
+            "--catalog",
+            s(&catalog),
+            "--samples",
+            "-",
+            "--out",
+            s(&out),
+        ])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("plangate runs");
+    wait_for(&journal, &mut first);
+    let before = std::fs::read(&journal).expect("journal");
+    let second = plangate(&[
+        "score",
+        "--catalog",
+        s(&catalog),
+        "--samples",
+        s(&samples),
+        "--out",
+        s(&out),
+    ]);
+    assert_eq!(second.code, 2, "{}", second.stderr);
+    assert!(
+        second
+            .stderr
+            .contains("another plangate run is writing the same --out"),
+        "{}",
+        second.stderr
+    );
+    assert_eq!(
+        std::fs::read(&journal).expect("journal"),
+        before,
+        "left whole"
+    );
+    drop(first.stdin.take());
+    let done = first.wait().expect("the first run ends");
+    assert_eq!(done.code(), Some(0));
+}

@@ -120,7 +120,8 @@ pub(crate) struct ScoreJournal {
 impl ScoreJournal {
     /// Starts a journal at `path`.
     pub(crate) fn create(path: &Path, header: &Header) -> Result<Self> {
-        let mut file = std::fs::File::create(path)
+        let mut file = plangate_harness::open_locked(path)?;
+        file.set_len(0)
             .with_context(|| format!("cannot create journal {}", path.display()))?;
         let mut line = serde_json::to_vec(header)?;
         line.push(b'\n');
@@ -136,17 +137,18 @@ impl ScoreJournal {
     /// (none when it stopped before its first chunk), then continues it.
     pub(crate) fn resume(path: &Path) -> Result<(Self, Header, Checkpoint)> {
         let bad = || format!("cannot read journal {}", path.display());
-        let file = std::fs::File::open(path).with_context(bad)?;
-        let mut lines = BufReader::new(file);
+        // Locked first, so a run still writing it is not read half-way.
+        let mut file = plangate_harness::open_locked(path)?;
+        let mut lines = BufReader::new(std::fs::File::open(path).with_context(bad)?);
         let mut buf = Vec::new();
         let mut header: Option<Header> = None;
         let mut last = Checkpoint::default();
+        let mut complete = 0u64;
         loop {
             buf.clear();
+            let n = lines.read_until(b'\n', &mut buf).with_context(bad)?;
             // A last line without its newline was cut by a kill: not kept.
-            if lines.read_until(b'\n', &mut buf).with_context(bad)? == 0
-                || buf.last() != Some(&b'\n')
-            {
+            if n == 0 || buf.last() != Some(&b'\n') {
                 break;
             }
             if header.is_none() {
@@ -161,12 +163,14 @@ impl ScoreJournal {
             } else {
                 break;
             }
+            complete += n as u64;
         }
         let header = header.with_context(|| format!("journal {} is empty", path.display()))?;
-        let file = std::fs::OpenOptions::new()
-            .append(true)
-            .open(path)
-            .with_context(bad)?;
+        // New checkpoints follow the last whole line, not a line a kill cut.
+        use std::io::Seek as _;
+        file.set_len(complete)
+            .and_then(|()| file.seek(std::io::SeekFrom::End(0)).map(drop))
+            .with_context(|| format!("cannot write journal {}", path.display()))?;
         Ok((
             ScoreJournal {
                 path: path.to_path_buf(),

@@ -187,6 +187,33 @@ impl Earlier {
     }
 }
 
+/// Opens (or creates) a journal for writing, locked for this run alone: a second run
+/// writing the same `--out` is refused before it truncates anything.
+pub fn open_locked(path: &Path) -> Result<File, HarnessError> {
+    let file = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| HarnessError::Journal {
+            path: path.to_path_buf(),
+            message: format!("cannot open it: {e}"),
+        })?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(HarnessError::Journal {
+            path: path.to_path_buf(),
+            message: "another plangate run is writing the same --out (it holds this journal); \
+                      wait for it, or write elsewhere"
+                .into(),
+        }),
+        Err(std::fs::TryLockError::Error(e)) => Err(HarnessError::Journal {
+            path: path.to_path_buf(),
+            message: format!("cannot lock it: {e}"),
+        }),
+    }
+}
+
 /// The calls of a run as they execute, and an earlier run's calls to replay.
 pub struct Journal {
     path: PathBuf,
@@ -209,7 +236,8 @@ impl std::fmt::Debug for Journal {
 impl Journal {
     /// Starts a new journal at `path` (replacing any file there) with `header`.
     pub fn create(path: &Path, header: &Header) -> Result<Journal, HarnessError> {
-        let mut file = File::create(path).map_err(|e| HarnessError::Journal {
+        let mut file = open_locked(path)?;
+        file.set_len(0).map_err(|e| HarnessError::Journal {
             path: path.to_path_buf(),
             message: format!("cannot create it: {e}"),
         })?;
@@ -229,7 +257,7 @@ impl Journal {
             path: path.to_path_buf(),
             message: format!("cannot append to it: {e}"),
         };
-        let mut file = OpenOptions::new().write(true).open(path).map_err(bad)?;
+        let mut file = open_locked(path)?;
         file.set_len(earlier.complete).map_err(bad)?;
         file.seek(std::io::SeekFrom::End(0)).map_err(bad)?;
         let entries = earlier

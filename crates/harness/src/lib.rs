@@ -30,7 +30,7 @@ pub use bridge::{epoch_mount, module_spec};
 pub use error::HarnessError;
 pub use eval::{Decided, Eval, EvalOptions, EvalStats, Feeder, Finished, read_quarantine};
 pub use health::{Evidence, FirstDifference, HealthReport, Output, ToolHealth, first_difference};
-pub use journal::{CallAt, Earlier, Header, Journal};
+pub use journal::{CallAt, Earlier, Header, Journal, open_locked};
 pub use observe::observed;
 pub use probe::{ProbeRun, compare_runs, probe_arguments};
 pub use refs::{pointer, substitute};
