@@ -418,3 +418,144 @@ fn a_second_run_on_the_same_out_is_refused() {
     let done = first.wait().expect("the first run ends");
     assert_eq!(done.code(), Some(0));
 }
+
+/// A journal whose checkpoint is past line 512, made by a run reading standard input:
+/// 600 lines fed, then SIGINT once the second chunk is checkpointed.
+fn interrupted_at_512(catalog: &Path, text: &str, out: &Path) {
+    let journal = out.with_file_name(format!(
+        "{}.journal",
+        out.file_name().expect("name").to_string_lossy()
+    ));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_plangate"))
+        .args([
+            "score",
+            "--catalog",
+            s(catalog),
+            "--samples",
+            "-",
+            "--out",
+            s(out),
+            "--jobs",
+            "1",
+        ])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("plangate runs");
+    let first: String = text.lines().take(600).map(|l| format!("{l}\n")).collect();
+    let mut stdin = child.stdin.take().expect("stdin");
+    std::io::Write::write_all(&mut stdin, first.as_bytes()).expect("feed");
+    let started = std::time::Instant::now();
+    while std::fs::read_to_string(&journal).map_or(0, |j| j.lines().count()) < 3 {
+        assert!(started.elapsed().as_secs() < 60, "no second checkpoint");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let mut stderr = std::io::BufReader::new(child.stderr.take().expect("stderr"));
+    interrupt(&child);
+    let mut said = String::new();
+    while !said.contains("stopping") {
+        let before = said.len();
+        std::io::BufRead::read_line(&mut stderr, &mut said).expect("stderr");
+        assert!(said.len() > before, "no stop: {said}");
+    }
+    drop(stdin);
+    assert_eq!(child.wait().expect("ends").code(), Some(130));
+}
+
+/// `score --resume` checks every line before its checkpoint, not only the last: an
+/// edited or a truncated samples file is refused, the file it was is resumed whole.
+#[test]
+fn score_resumes_only_the_same_lines() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (catalog, samples) = score_batch(dir.path(), 1_000);
+    let text = std::fs::read_to_string(&samples).expect("samples");
+    let base = ["score", "--catalog", s(&catalog), "--samples", s(&samples)];
+    let (_, whole) = uninterrupted(dir.path(), &base, 2);
+    let out = dir.path().join("out.jsonl");
+    interrupted_at_512(&catalog, &text, &out);
+
+    let edited = dir.path().join("edited.jsonl");
+    std::fs::write(&edited, text.replacen("\"t9\"", "\"t9-edited\"", 1)).expect("edit");
+    let short = dir.path().join("short.jsonl");
+    let head: String = text.lines().take(300).map(|l| format!("{l}\n")).collect();
+    std::fs::write(&short, head).expect("truncate");
+    for changed in [&edited, &short] {
+        let run = plangate(&[
+            "score",
+            "--catalog",
+            s(&catalog),
+            "--samples",
+            s(changed),
+            "--out",
+            s(&out),
+            "--resume",
+        ]);
+        assert_eq!(run.code, 2, "{}", run.stderr);
+        assert!(
+            run.stderr
+                .contains("cannot resume: the samples through line"),
+            "{}",
+            run.stderr
+        );
+    }
+    // A partial file cut short of its checkpoint is refused too.
+    let partial = out.with_file_name("out.jsonl.partial");
+    let kept = std::fs::read(&partial).expect("partial");
+    std::fs::write(&partial, &kept[..kept.len() / 2]).expect("cut");
+    let cut = plangate(&[&base[..], &["--out", s(&out), "--resume"]].concat());
+    assert_eq!(cut.code, 2, "{}", cut.stderr);
+    assert!(cut.stderr.contains("fewer than the"), "{}", cut.stderr);
+    std::fs::write(&partial, &kept).expect("restore");
+    let same = plangate(&[&base[..], &["--out", s(&out), "--resume"]].concat());
+    assert_eq!(same.code, 2, "{}", same.stderr);
+    assert_eq!(std::fs::read(&out).expect("out"), whole, "resumed = whole");
+}
+
+/// The journal and the partial decisions are outputs too: an input or a report that
+/// names one is refused before any work.
+#[test]
+fn the_journal_and_partial_files_are_outputs() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (catalog, samples) = score_batch(dir.path(), 10);
+    let out = dir.path().join("res.jsonl");
+    let partial = dir.path().join("res.jsonl.partial");
+    std::fs::copy(&samples, &partial).expect("an input named like the partial file");
+    let before = std::fs::read(&partial).expect("input");
+    let run = plangate(&[
+        "score",
+        "--catalog",
+        s(&catalog),
+        "--samples",
+        s(&partial),
+        "--out",
+        s(&out),
+    ]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("would overwrite an input"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(
+        std::fs::read(&partial).expect("input"),
+        before,
+        "input kept"
+    );
+    let eval = plangate(&[
+        "eval",
+        "--catalog",
+        s(&seed_catalog()),
+        "--samples",
+        s(&samples),
+        "--out",
+        s(&out),
+        "--summary-json",
+        s(&dir.path().join("res.jsonl.journal")),
+    ]);
+    assert_eq!(eval.code, 2, "{}", eval.stderr);
+    assert!(
+        eval.stderr.contains("name the same file"),
+        "{}",
+        eval.stderr
+    );
+}

@@ -190,3 +190,41 @@ fn a_changed_live_source_is_retried_in_a_pinned_epoch_and_decided_there() {
         assert!(r.get("history").is_none(), "{r}");
     }
 }
+
+/// Samples that cannot be read a second time (a FIFO, a pipe) run without the retry,
+/// with a warning, rather than losing the run when the retry reads them again.
+#[test]
+fn samples_that_cannot_be_read_twice_skip_the_retry() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let fifo = dir.path().join("samples.fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    let line = task(
+        "agree",
+        |_| json!([{"tool": "get_user", "arguments": {"user_id": "u_0001"}}]),
+    );
+    let writer = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::write(&fifo, line + "\n").expect("feed the FIFO"))
+    };
+    let run = plangate(&[
+        "eval",
+        "--catalog",
+        s(&world().join("catalog.json")),
+        "--samples",
+        s(&fifo),
+        "--retry-deferred",
+    ]);
+    writer.join().expect("writer");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("--retry-deferred needs --samples to be a regular file"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(run.lines()[0]["decision"], "accept", "{}", run.stdout);
+}

@@ -189,6 +189,7 @@ fn run_batch(args: &DemoArgs, batch: &[Generated]) -> Result<Ran> {
         },
         eval: opts,
         rounds: args.retry_deferred,
+        stop: None,
     };
     let mut tasks_at = |lines: &BTreeSet<usize>| {
         lines

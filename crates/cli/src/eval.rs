@@ -29,7 +29,7 @@ use crate::files::{
 };
 use crate::interrupt::{Interrupted, stopping};
 use crate::lines::{
-    TaskIds, for_each_line, open_samples, skip_line, source_name, tasks_at, too_long,
+    TaskIds, for_each_line, line_hash, open_samples, skip_line, source_name, tasks_at, too_long,
 };
 use crate::resume::{check_header, fingerprint, journal_path, journal_to_resume};
 use crate::tally::Tally;
@@ -109,6 +109,9 @@ struct Executed {
     skipped: Vec<(usize, TaskError)>,
     /// The naive scorer's verdicts by input line, for the tasks it compares.
     naive_by_line: BTreeMap<usize, NaiveVerdict>,
+    /// Each task line's hash, by input line in order: the defer path reads the lines
+    /// again, and must find them as they were.
+    line_hashes: Vec<(usize, u64)>,
 }
 
 /// When the run started, and when each of its phases ended, from that start.
@@ -164,8 +167,9 @@ fn set_up(args: &EvalArgs) -> Result<Setup> {
         args.probe_runs,
         args.baseline,
         quarantine,
-        args.retry_deferred
+        args.retry_deferred,
     );
+    let flags = format!("{flags} {}", args.io.max_line_bytes);
     let world_opts = WorldOptions {
         seed: args.seed,
         limits: args.limits.limits(),
@@ -248,8 +252,13 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
         world: world_opts,
         eval: eval_opts,
         rounds: args.retry_deferred,
+        stop: Some(&crate::interrupt::STOP),
     };
-    let (retried, retry) = retry_deferred(&args, &plan, &finished)?;
+    let (retried, retry) =
+        match retry_deferred(&args, &plan, &finished, &executed_batch.line_hashes) {
+            Err(e) if interrupted_retry(&e) => return interrupted(journal.as_ref(), &tally),
+            retried => retried?,
+        };
     let retry_done = started.elapsed();
     let mut outputs = Outputs::open(&args, &source)?;
     outputs.write_all(&finished, executed_batch, &retried, &mut tally)?;
@@ -301,23 +310,38 @@ fn retry_deferred(
     args: &EvalArgs,
     plan: &RetryPlan<'_>,
     first: &Finished,
+    hashes: &[(usize, u64)],
 ) -> Result<(BTreeMap<usize, Retried>, Option<RetryReport>)> {
     if plan.rounds == 0 {
         return Ok((BTreeMap::new(), None));
     }
-    if args.io.samples == Path::new("-") {
+    // A pipe, a FIFO or standard input cannot be read a second time.
+    if !args.io.samples.is_file() {
         eprintln!(
-            "plangate: warning: --retry-deferred needs --samples FILE (standard input cannot be read a second time); deferred tasks are not retried"
+            "plangate: warning: --retry-deferred needs --samples to be a regular file ({} cannot be read a second time); deferred tasks are not retried",
+            source_name(&args.io.samples)
         );
         return Ok((BTreeMap::new(), None));
     }
     let mut tasks_at = |lines: &std::collections::BTreeSet<usize>| {
-        tasks_at(&args.io.samples, lines, args.io.max_line_bytes).map_err(|e| format!("{e:#}"))
+        tasks_at(&args.io.samples, lines, hashes, args.io.max_line_bytes)
+            .map_err(|e| format!("{e:#}"))
     };
     let (retried, report) = plan
         .run(first, &mut tasks_at)
         .context("the defer path failed")?;
     Ok((retried, Some(report)))
+}
+
+/// Whether the defer path ended because of an interrupt: the run is then resumed (its
+/// first epoch replayed from the journal), not finished.
+fn interrupted_retry(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        matches!(
+            c.downcast_ref::<plangate_harness::HarnessError>(),
+            Some(plangate_harness::HarnessError::Interrupted)
+        )
+    })
 }
 
 /// The defer path's line on stderr.
@@ -351,6 +375,13 @@ fn epoch_to_replay(
     let Some((path, earlier)) = earlier else {
         return Ok(given);
     };
+    if earlier.header().command != "eval" {
+        anyhow::bail!(
+            "cannot resume from {}: it was written by `plangate {}`, not `plangate eval`; run the command it was written by, or remove the journal to start over",
+            path.display(),
+            earlier.header().command
+        );
+    }
     let Some(journalled) = earlier.header().epoch.clone() else {
         anyhow::bail!("cannot resume from {}: it records no epoch", path.display());
     };
@@ -385,7 +416,14 @@ fn open_journal(
         }
         return Ok(None);
     }
-    Ok(Some(Journal::create(&journal_path(out), header)?))
+    match Journal::create(&journal_path(out), header) {
+        Ok(j) => Ok(Some(j)),
+        Err(e @ plangate_harness::HarnessError::JournalBusy { .. }) => Err(e.into()),
+        Err(e) => {
+            eprintln!("plangate: warning: {e}: this run cannot be resumed");
+            Ok(None)
+        }
+    }
 }
 
 /// An interrupt stopped the run before every call ran: the journal keeps the calls
@@ -413,7 +451,7 @@ fn interrupted(journal: Option<&Journal>, tally: &Tally) -> Result<u8> {
 /// Refuses, before any work, an output that names one of the run's inputs or another
 /// output.
 fn check_outputs(args: &EvalArgs) -> Result<()> {
-    let outputs: Vec<(&str, &Path)> = [
+    let mut outputs: Vec<(&str, &Path)> = [
         ("--write-epoch", &args.write_epoch),
         ("--tool-health", &args.tool_health),
         ("--junit", &args.junit),
@@ -423,6 +461,8 @@ fn check_outputs(args: &EvalArgs) -> Result<()> {
     .into_iter()
     .filter_map(|(flag, p)| p.as_deref().map(|p| (flag, p)))
     .collect();
+    let journal = args.io.out.as_deref().map(journal_path);
+    outputs.extend(journal.as_deref().map(|j| ("--out's journal", j)));
     let mut inputs: Vec<(&str, &Path)> = vec![
         ("--catalog", &args.io.catalog),
         ("--samples", &args.io.samples),
@@ -458,6 +498,7 @@ fn execute(
     };
     let source = source_name(&args.io.samples);
     let mut ids = TaskIds::default();
+    let mut line_hashes = Vec::new();
     eval.execute(&on_done, |feeder| {
         for_each_line(input, args.io.max_line_bytes, tally, |number, line, _| {
             if stopping() {
@@ -473,6 +514,7 @@ fn execute(
             match parse_task_line(line) {
                 Ok(task) => {
                     ids.check(&source, number, &task.task_id);
+                    line_hashes.push((number, line_hash(line)));
                     bar.inc_length(1);
                     feeder.push(number, task);
                 }
@@ -489,6 +531,7 @@ fn execute(
     })?;
     bar.finish_and_clear();
     Ok(Executed {
+        line_hashes,
         skipped,
         naive_by_line: naive_by_line
             .into_inner()
@@ -598,8 +641,13 @@ fn write_reports(
     }
     if let (Some(file), Some(mut suite)) = (&args.junit, outputs.junit) {
         if let Some(r) = ran.retry {
-            let n = r.tasks_retried.to_string();
-            suite.add_property(("plangate.retry.tasks_retried", n.as_str()));
+            for (name, n) in [
+                ("plangate.retry.tasks_retried", r.tasks_retried),
+                ("plangate.retry.rounds", r.rounds.len()),
+                ("plangate.retry.calls", r.calls),
+            ] {
+                suite.add_property((name, n.to_string().as_str()));
+            }
             for (reason, verdicts) in &r.resolved {
                 for (verdict, n) in verdicts {
                     let name = format!("plangate.retry.resolved.{reason}.{verdict}");

@@ -137,11 +137,20 @@ impl Output {
             )
         })?;
         let partial = &crate::resume::partial_path(&target);
-        if keep.is_some() && !partial.is_file() {
-            bail!(
-                "cannot resume: {} (the decisions the interrupted run kept) is missing; remove the journal to start over",
-                partial.display()
-            );
+        if let Some(keep) = keep {
+            let have = std::fs::metadata(partial).ok().filter(|m| m.is_file());
+            match have {
+                None => bail!(
+                    "cannot resume: {} (the decisions the interrupted run kept) is missing; remove the journal to start over",
+                    partial.display()
+                ),
+                Some(m) if m.len() < keep => bail!(
+                    "cannot resume: {} holds {} bytes, fewer than the {keep} its journal counts (it was cut); remove the journal to start over",
+                    partial.display(),
+                    m.len()
+                ),
+                Some(_) => {}
+            }
         }
         let mut file = match keep {
             Some(_) => std::fs::OpenOptions::new().write(true).open(partial),
@@ -214,9 +223,13 @@ fn temp_beside(target: &Path) -> Result<tempfile::NamedTempFile> {
     let name = target
         .file_name()
         .map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
+    // Readable as a file made by `File::create` would be (tempfile's own default is
+    // 0600), so an output's mode does not depend on how it was written.
+    use std::os::unix::fs::PermissionsExt as _;
     tempfile::Builder::new()
         .prefix(&format!(".{name}."))
         .suffix(".tmp")
+        .permissions(std::fs::Permissions::from_mode(0o644))
         .tempfile_in(dir)
         .with_context(|| {
             format!(

@@ -153,11 +153,21 @@ impl TaskIds {
     }
 }
 
+/// A line's hash, to tell later whether the line read again is the same one.
+pub(crate) fn line_hash(line: &[u8]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::hash::DefaultHasher::new();
+    line.hash(&mut h);
+    h.finish()
+}
+
 /// The tasks on the given lines of a samples file, read again (the defer path retries
-/// them). A line that no longer reads as a task is an error: the file changed.
+/// them). `hashes` are the lines' hashes from the first read, by line number in
+/// order: a line that is not the same any more is an error, the file changed.
 pub(crate) fn tasks_at(
     path: &Path,
     lines: &std::collections::BTreeSet<usize>,
+    hashes: &[(usize, u64)],
     max: u64,
 ) -> Result<Vec<(usize, plangate_gate::task::Task)>> {
     let mut tasks = Vec::with_capacity(lines.len());
@@ -166,8 +176,16 @@ pub(crate) fn tasks_at(
         if !lines.contains(&number) {
             return Ok(());
         }
+        let first = hashes
+            .binary_search_by_key(&number, |(n, _)| *n)
+            .ok()
+            .map(|i| hashes[i].1);
         let read = line
             .map_err(|_| anyhow::anyhow!("it is now over --max-line-bytes"))
+            .and_then(|l| match first {
+                Some(h) if h == line_hash(l) => Ok(l),
+                _ => Err(anyhow::anyhow!("it is not the line read at first")),
+            })
             .and_then(|l| plangate_gate::task::parse_task_line(l).map_err(anyhow::Error::new));
         match read {
             Ok(task) => tasks.push((number, task)),
@@ -185,4 +203,34 @@ pub(crate) fn tasks_at(
         );
     }
     Ok(tasks)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: &str = r#"{"task_id":"a","samples":[]}"#;
+    const B: &str = r#"{"task_id":"b","samples":[]}"#;
+
+    /// The defer path reads lines again: the same ones come back; an edited one (even
+    /// with the same task_id) or a missing one is an error, not a different task.
+    #[test]
+    fn lines_read_again_must_be_the_same() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("s.jsonl");
+        std::fs::write(&path, format!("{A}\n\n{B}\n")).expect("write");
+        let hashes = vec![(1, line_hash(A.as_bytes())), (3, line_hash(B.as_bytes()))];
+        let want: std::collections::BTreeSet<usize> = [1, 3].into();
+        let got = tasks_at(&path, &want, &hashes, 1 << 20).expect("the same lines");
+        let ids: Vec<(usize, &str)> = got.iter().map(|(n, t)| (*n, t.task_id.as_str())).collect();
+        assert_eq!(ids, [(1, "a"), (3, "b")]);
+
+        let edited = B.replace("[]", "[{\"calls\":[]}]");
+        std::fs::write(&path, format!("{A}\n\n{edited}\n")).expect("edit");
+        let e = tasks_at(&path, &want, &hashes, 1 << 20).expect_err("an edited line");
+        assert!(e.to_string().contains(":3 no longer reads"), "{e}");
+        std::fs::write(&path, format!("{A}\n")).expect("truncate");
+        let e = tasks_at(&path, &want, &hashes, 1 << 20).expect_err("a missing line");
+        assert!(e.to_string().contains("fewer lines"), "{e}");
+    }
 }

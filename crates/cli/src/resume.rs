@@ -13,9 +13,26 @@ use sha2::{Digest, Sha256};
 
 use crate::tally::Tally;
 
-/// Appends `suffix` to the file name of `out`.
+/// The file `out` names, whatever the spelling: symlinks followed, the folder's real
+/// path for a file not there yet. Two runs writing one file through two spellings must
+/// meet at one journal.
+fn resolved(out: &Path) -> PathBuf {
+    if let Ok(real) = std::fs::canonicalize(out) {
+        return real;
+    }
+    let dir = match out.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    match (std::fs::canonicalize(dir), out.file_name()) {
+        (Ok(d), Some(name)) => d.join(name),
+        _ => out.to_path_buf(),
+    }
+}
+
+/// Appends `suffix` to the file name of the file `out` names.
 fn beside(out: &Path, suffix: &str) -> PathBuf {
-    let mut name = out.as_os_str().to_owned();
+    let mut name = resolved(out).into_os_string();
     name.push(suffix);
     PathBuf::from(name)
 }
@@ -84,6 +101,15 @@ pub(crate) fn journal_to_resume(resume: bool, out: Option<&Path>) -> Result<Opti
     }
 }
 
+/// Whether `e` says another run holds the journal (an error, unlike a journal that
+/// cannot be written at all, which only costs the run its `--resume`).
+pub(crate) fn busy(e: &anyhow::Error) -> bool {
+    matches!(
+        e.downcast_ref::<plangate_harness::HarnessError>(),
+        Some(plangate_harness::HarnessError::JournalBusy { .. })
+    )
+}
+
 /// Refuses an earlier run's journal that this run cannot continue, saying why.
 pub(crate) fn check_header(path: &Path, earlier: &Header, this: &Header) -> Result<()> {
     match earlier.mismatch(this) {
@@ -101,14 +127,39 @@ pub(crate) fn check_header(path: &Path, earlier: &Header, this: &Header) -> Resu
 pub(crate) struct Checkpoint {
     pub(crate) through: usize,
     pub(crate) bytes: u64,
-    /// SHA-256 of input line `through`, so a changed samples file is not resumed.
-    pub(crate) last: String,
+    /// A running hash of every input line through `through` ([`Prefix`]), so a
+    /// samples file that changed anywhere before it is not resumed.
+    pub(crate) prefix: Prefix,
     pub(crate) tally: Tally,
 }
 
-/// The digest [`Checkpoint::last`] holds.
-pub(crate) fn line_digest(line: &[u8]) -> String {
-    hex(&Sha256::digest(line))
+/// A running FNV-1a hash over the lines read so far, each with its number (a line too
+/// long to read counts as its length). FNV because its state is one number a checkpoint
+/// can keep; it guards against a changed file, not against an adversary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Prefix(u64);
+
+impl Default for Prefix {
+    fn default() -> Self {
+        Prefix(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Prefix {
+    fn feed(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+
+    /// Adds line `number`.
+    pub(crate) fn add(&mut self, number: usize, line: crate::lines::Line<'_>) {
+        self.feed(&(number as u64).to_le_bytes());
+        match line {
+            Ok(bytes) => self.feed(bytes),
+            Err(length) => self.feed(format!("\0over the limit: {length}").as_bytes()),
+        }
+    }
 }
 
 /// `score`'s journal: a header, then a checkpoint per chunk written.

@@ -20,7 +20,7 @@ use crate::args::{Baseline, IoArgs, ThresholdArgs, compares_baseline};
 use crate::files::{Output, check_outputs, load_catalog, open_out, replaced};
 use crate::interrupt::{Interrupted, stopping};
 use crate::lines::{Line, TaskIds, for_each_line, open_samples, skip_line, source_name, too_long};
-use crate::resume::{Checkpoint, ScoreJournal, line_digest};
+use crate::resume::{Checkpoint, Prefix, ScoreJournal};
 use crate::tally::Tally;
 
 /// Which of the seed's two entry points `--seed-compat` reproduces.
@@ -83,14 +83,6 @@ struct Chunk {
 impl Chunk {
     fn line(&self, at: &Result<std::ops::Range<usize>, u64>) -> Line<'_> {
         at.clone().map(|range| &self.data[range])
-    }
-}
-
-/// What a checkpoint records of its last line (see [`Checkpoint::last`]).
-fn digest(line: Line<'_>) -> String {
-    match line {
-        Ok(bytes) => line_digest(bytes),
-        Err(length) => line_digest(format!("a line over the limit: {length} bytes").as_bytes()),
     }
 }
 
@@ -207,6 +199,8 @@ struct Writer<'a> {
     journal: Option<ScoreJournal>,
     /// The last input line written, for the message when the run is interrupted.
     through: usize,
+    /// Every line written so far, hashed, for the checkpoints.
+    prefix: Prefix,
     ids: TaskIds,
 }
 
@@ -214,10 +208,13 @@ impl Writer<'_> {
     /// Records that every line of `chunk` is written: its decisions are flushed first,
     /// so a checkpoint never counts bytes a kill could lose.
     fn checkpoint(&mut self, chunk: &Chunk) -> Result<()> {
-        let Some((number, at)) = chunk.lines.last() else {
+        let Some((number, _)) = chunk.lines.last() else {
             return Ok(());
         };
         self.through = *number;
+        for (n, at) in &chunk.lines {
+            self.prefix.add(*n, chunk.line(at));
+        }
         let Some(journal) = self.journal.as_mut() else {
             return Ok(());
         };
@@ -225,7 +222,7 @@ impl Writer<'_> {
         journal.checkpoint(&Checkpoint {
             through: *number,
             bytes: self.out.written(),
-            last: digest(chunk.line(at)),
+            prefix: self.prefix,
             tally: self.tally.clone(),
         })?;
         Ok(())
@@ -374,12 +371,18 @@ fn read_chunks(
         }
         bail!("decisions could not be written")
     };
+    let mut prefix = Prefix::default();
+    let changed = || {
+        anyhow::anyhow!(
+            "cannot resume: the samples through line {} are not the lines the interrupted run decided (the file changed, or --max-line-bytes did); remove the journal to start over",
+            done.through
+        )
+    };
     for_each_line(input, max, &mut tally, |number, line, _| {
         if number <= done.through {
-            if number == done.through && digest(line) != done.last {
-                bail!(
-                    "cannot resume: line {number} of the samples is not the line the interrupted run decided there (the file changed); remove the journal to start over"
-                );
+            prefix.add(number, line);
+            if number == done.through && prefix != done.prefix {
+                return Err(changed());
             }
             return Ok(());
         }
@@ -402,6 +405,9 @@ fn read_chunks(
     if stopping() {
         return Err(Interrupted.into());
     }
+    if tally.lines < done.through {
+        return Err(changed());
+    }
     send(&mut chunk, &mut seq)?;
     Ok(tally)
 }
@@ -410,8 +416,16 @@ pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
     // First: an interrupt during setup then stops the run at its first line, cleanly.
     crate::interrupt::install();
     if let Some(out) = args.io.out.as_deref() {
+        let (journal, partial) = (
+            crate::resume::journal_path(out),
+            crate::resume::partial_path(out),
+        );
         check_outputs(
-            &[("--out", out)],
+            &[
+                ("--out", out),
+                ("--out's journal", &journal),
+                ("--out's partial decisions", &partial),
+            ],
             &[
                 ("--catalog", &args.io.catalog),
                 ("--samples", &args.io.samples),
@@ -428,6 +442,7 @@ pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
         tally: done.tally,
         journal,
         through: done.through,
+        prefix: done.prefix,
         ids: TaskIds::default(),
     };
     let done = Checkpoint {
@@ -472,8 +487,8 @@ fn open_resumable(args: &ScoreArgs) -> Result<(Output, Option<ScoreJournal>, Che
         return Ok((open_out(out)?, None, Checkpoint::default()));
     };
     let flags = format!(
-        "{:?} {:?} {:?}",
-        args.thresholds, args.baseline, args.seed_compat
+        "{:?} {:?} {:?} {}",
+        args.thresholds, args.baseline, args.seed_compat, args.io.max_line_bytes
     );
     let header = plangate_harness::Header::new(
         "score",
@@ -488,7 +503,15 @@ fn open_resumable(args: &ScoreArgs) -> Result<(Output, Option<ScoreJournal>, Che
             Ok((out, Some(journal), done))
         }
         None => {
-            let journal = ScoreJournal::create(&crate::resume::journal_path(target), &header)?;
+            let journal = match ScoreJournal::create(&crate::resume::journal_path(target), &header)
+            {
+                Ok(j) => j,
+                Err(e) if crate::resume::busy(&e) => return Err(e),
+                Err(e) => {
+                    eprintln!("plangate: warning: {e:#}: this run cannot be resumed");
+                    return Ok((open_out(out)?, None, Checkpoint::default()));
+                }
+            };
             let out = Output::resumable(target, None)?;
             Ok((out, Some(journal), Checkpoint::default()))
         }

@@ -301,10 +301,13 @@ pub struct Decision {
 }
 
 impl Decision {
-    /// A deferral a fresh, fully pinned epoch may settle (see
-    /// [`Reason::fixed_by_a_fresh_epoch`]).
+    /// A deferral a fresh, fully pinned epoch may settle: every reason for it is one
+    /// a retry can change (see [`Reason::fixed_by_a_fresh_epoch`]); one it cannot
+    /// (too few samples beside a changed source) would defer the retry too.
     pub fn retryable(&self) -> bool {
-        self.decision == Verdict::Defer && self.reasons.iter().any(|r| r.fixed_by_a_fresh_epoch())
+        self.decision == Verdict::Defer
+            && !self.reasons.is_empty()
+            && self.reasons.iter().all(|r| r.fixed_by_a_fresh_epoch())
     }
 }
 

@@ -68,6 +68,17 @@ pub enum HarnessError {
         /// Why.
         message: String,
     },
+    /// Another run holds the journal: it writes the same `--out`.
+    #[error(
+        "journal {path}: another plangate run is writing the same --out (it holds this journal); wait for it, or write elsewhere"
+    )]
+    JournalBusy {
+        /// The journal file.
+        path: PathBuf,
+    },
+    /// An interrupt stopped the defer path before a round was decided.
+    #[error("interrupted during the defer path")]
+    Interrupted,
     /// The defer path could not read the deferred tasks again.
     #[error("cannot retry the deferred tasks: {0}")]
     Retry(String),

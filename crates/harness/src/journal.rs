@@ -201,11 +201,8 @@ pub fn open_locked(path: &Path) -> Result<File, HarnessError> {
         })?;
     match file.try_lock() {
         Ok(()) => Ok(file),
-        Err(std::fs::TryLockError::WouldBlock) => Err(HarnessError::Journal {
+        Err(std::fs::TryLockError::WouldBlock) => Err(HarnessError::JournalBusy {
             path: path.to_path_buf(),
-            message: "another plangate run is writing the same --out (it holds this journal); \
-                      wait for it, or write elsewhere"
-                .into(),
         }),
         Err(std::fs::TryLockError::Error(e)) => Err(HarnessError::Journal {
             path: path.to_path_buf(),
@@ -294,9 +291,8 @@ impl Journal {
             return None;
         }
         let record = e.record()?;
+        // Not written again: the file still holds it, kept from the earlier run.
         self.replayed.fetch_add(1, Ordering::Relaxed);
-        // Journalled again, so that this run's journal alone resumes a later stop.
-        self.record(at, tool, stdin, &record);
         Some(record)
     }
 
@@ -362,9 +358,9 @@ impl Journal {
         self.replayed.load(Ordering::Relaxed)
     }
 
-    /// Calls written to this journal (replayed ones included).
+    /// Calls this journal holds: replayed from the earlier run, and executed since.
     pub fn recorded(&self) -> usize {
-        self.recorded.load(Ordering::Relaxed)
+        self.recorded.load(Ordering::Relaxed) + self.replayed.load(Ordering::Relaxed)
     }
 
     /// The journal's file.
@@ -434,9 +430,10 @@ mod tests {
             "other input"
         );
         assert!(j.replay(at(1), "other", b"{}").is_none(), "other tool");
+        j.record(at(3), "echo", b"{}", &rec(b"three"));
         j.flush().expect("flush");
         drop(j);
-        // The cut line is gone and the replayed call was written again after it.
+        // The cut line is gone; the earlier call is kept once, the new one follows it.
         let again = Earlier::read(&path).expect("read again");
         assert_eq!(again.entries.len(), 2);
         assert_eq!(

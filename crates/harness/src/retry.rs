@@ -90,6 +90,9 @@ pub struct RetryPlan<'a> {
     pub eval: EvalOptions,
     /// Rounds at most (0: no retry).
     pub rounds: usize,
+    /// When set (Ctrl-C), a round stops taking calls and the retry ends with
+    /// [`HarnessError::Interrupted`].
+    pub stop: Option<&'a std::sync::atomic::AtomicBool>,
 }
 
 /// Where a retry gets the tasks on the given input lines (the samples, read again).
@@ -134,6 +137,12 @@ impl RetryPlan<'_> {
         for round in 0..self.rounds {
             if pending.is_empty() {
                 break;
+            }
+            if self
+                .stop
+                .is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed))
+            {
+                return Err(HarnessError::Interrupted);
             }
             let tasks = tasks_at(&pending).map_err(HarnessError::Retry)?;
             let finished = self.round(round, tasks)?;
@@ -198,12 +207,19 @@ impl RetryPlan<'_> {
             },
         )?;
         tracing::info!(epoch_id = world.epoch().id(), round, "retry epoch pinned");
-        let eval = Eval::start(&world, self.catalog, self.eval.clone());
+        let mut eval = Eval::start(&world, self.catalog, self.eval.clone());
+        if let Some(flag) = self.stop {
+            eval.stop_when(flag);
+        }
         eval.execute(&|_, _| {}, |feeder| {
             for (line, task) in tasks {
                 feeder.push(line, task);
             }
         });
+        // Calls were dropped: the round cannot be decided.
+        if eval.stopped() {
+            return Err(HarnessError::Interrupted);
+        }
         eval.finish()
     }
 }
