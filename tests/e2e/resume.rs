@@ -99,6 +99,31 @@ fn uninterrupted(dir: &Path, args: &[&str], code: i32) -> (Run, Vec<u8>) {
     (run, std::fs::read(&whole).expect("decisions"))
 }
 
+/// `base` writing `DIR/out.jsonl` over an earlier run's output, SIGKILLed after each
+/// of `kills` ms and resumed, then resumed to the end with exit `code`: the output is
+/// never anything but the earlier one or the whole new one, and ends as `whole`.
+fn killed_to_whole(dir: &Path, base: &[&str], whole: &[u8], kills: &[u64], code: i32) -> Run {
+    let out = dir.join("out.jsonl");
+    std::fs::write(&out, EARLIER).expect("earlier output");
+    let args = [base, &["--out", s(&out), "--jobs", "2"]].concat();
+    let last = kill_and_resume(&args, kills, |ms| {
+        let now = std::fs::read(&out).expect("output");
+        // An attempt may finish before its kill: then the whole new output is there.
+        assert!(
+            now == EARLIER || now == whole,
+            "killed at {ms} ms: the output is neither the earlier one nor the whole new one ({} bytes)",
+            now.len()
+        );
+    });
+    assert_eq!(last.code, code, "{}", last.stderr);
+    assert_eq!(
+        std::fs::read(&out).expect("output"),
+        whole,
+        "resumed = whole"
+    );
+    last
+}
+
 #[test]
 fn score_killed_at_random_points_resumes_to_identical_decisions() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -107,27 +132,7 @@ fn score_killed_at_random_points_resumes_to_identical_decisions() {
     // Bad lines make exit 2.
     let (whole_run, whole) = uninterrupted(dir.path(), &base, 2);
 
-    // An earlier run's complete output is in place: no kill may leave it truncated,
-    // and only the whole new one replaces it.
-    let out = dir.path().join("out.jsonl");
-    std::fs::write(&out, EARLIER).expect("earlier output");
-    let args = [&base[..], &["--out", s(&out), "--jobs", "2"]].concat();
-    let last = kill_and_resume(&args, &kill_points(6, 1500, 7), |ms| {
-        let now = std::fs::read(&out).expect("output");
-        // Either the earlier output, or (when an attempt finished before its kill) the
-        // whole new one: never anything in between.
-        assert!(
-            now == EARLIER || now == whole,
-            "killed at {ms} ms: the output is neither the earlier one nor the whole new one ({} bytes)",
-            now.len()
-        );
-    });
-    assert_eq!(last.code, 2, "{}", last.stderr);
-    assert_eq!(
-        std::fs::read(&out).expect("output"),
-        whole,
-        "resumed = whole"
-    );
+    let last = killed_to_whole(dir.path(), &base, &whole, &kill_points(6, 1500, 7), 2);
     assert_eq!(
         last.stderr.lines().last(),
         whole_run.stderr.lines().last(),
@@ -163,25 +168,7 @@ fn eval_killed_at_random_points_resumes_to_identical_decisions() {
     // Fabrications are rejected: exit 1.
     let (_, whole) = uninterrupted(dir.path(), &base, 1);
 
-    let out = dir.path().join("out.jsonl");
-    std::fs::write(&out, EARLIER).expect("earlier output");
-    let args = [&base[..], &["--out", s(&out), "--jobs", "2"]].concat();
-    let last = kill_and_resume(&args, &kill_points(4, 2500, 11), |ms| {
-        let now = std::fs::read(&out).expect("output");
-        // Either the earlier output, or (when an attempt finished before its kill) the
-        // whole new one: never anything in between.
-        assert!(
-            now == EARLIER || now == whole,
-            "killed at {ms} ms: the output is neither the earlier one nor the whole new one ({} bytes)",
-            now.len()
-        );
-    });
-    assert_eq!(last.code, 1, "{}", last.stderr);
-    assert_eq!(
-        std::fs::read(&out).expect("output"),
-        whole,
-        "resumed = whole"
-    );
+    killed_to_whole(dir.path(), &base, &whole, &kill_points(4, 2500, 11), 1);
     assert!(!dir.path().join("out.jsonl.journal").exists());
 }
 
