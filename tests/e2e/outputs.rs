@@ -167,3 +167,46 @@ fn devices_are_written_in_place_and_links_stay_links() {
     let text = std::fs::read_to_string(&real).unwrap();
     assert_eq!(text.lines().count(), 3, "{text}");
 }
+
+/// A run killed with SIGKILL cannot remove its epoch's snapshot; the next run removes
+/// the snapshots whose process is gone, and leaves those of runs still going.
+#[test]
+fn snapshots_of_dead_runs_are_swept_and_live_ones_kept() {
+    crate::tools::build_tools();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).expect("tmp");
+    // Past Linux's largest pid (2^22): no process has it.
+    let dead = tmp.join("plangate-epoch-4194999-abcdef");
+    let live = tmp.join(format!("plangate-epoch-{}-abcdef", std::process::id()));
+    for d in [&dead, &live] {
+        std::fs::create_dir_all(d.join("0")).expect("a snapshot");
+        std::fs::write(d.join("0/data.txt"), "x").expect("a file in it");
+    }
+    let world = dir.path().join("world");
+    std::fs::create_dir(&world).expect("world");
+    let echo = crate::tools::repo().join("sandbox-tools/target/wasm32-wasip1/release/echo.wasm");
+    let out = Command::new(env!("CARGO_BIN_EXE_plangate"))
+        .args([
+            "call",
+            s(&echo),
+            "--mount",
+            &format!("{}:/world", s(&world)),
+        ])
+        .env("TMPDIR", &tmp)
+        .output()
+        .expect("plangate runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!dead.exists(), "the dead run's snapshot is removed");
+    assert!(live.exists(), "a running process's snapshot is kept");
+    let left: Vec<_> = std::fs::read_dir(&tmp).expect("tmp").flatten().collect();
+    assert_eq!(
+        left.len(),
+        1,
+        "the call removed its own snapshot too: {left:?}"
+    );
+}

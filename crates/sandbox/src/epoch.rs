@@ -459,6 +459,40 @@ impl EpochBuilder {
     }
 }
 
+/// How a snapshot directory's name starts: the prefix, then the pid of the process
+/// that made it.
+const SNAPSHOT_PREFIX: &str = "plangate-epoch-";
+
+/// Removes the snapshot directories in `root` whose process is gone: a run killed with
+/// SIGKILL (or stopped by a second Ctrl-C) cannot remove its own, so the next run does.
+/// A directory whose process still runs, or whose name says no pid, is left alone; a
+/// failure to remove one is not this run's error.
+fn sweep_snapshots(root: &Path) {
+    // Without /proc, a live process cannot be told from a dead one: sweep nothing.
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let Ok(entries) = fs::read_dir(root) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(SNAPSHOT_PREFIX))
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let alive = Path::new("/proc").join(pid.to_string()).exists();
+        if !alive && pid != std::process::id() {
+            let gone = fs::remove_dir_all(e.path());
+            tracing::debug!(path = %e.path().display(), ok = gone.is_ok(), "stale snapshot removed");
+        }
+    }
+}
+
 fn take_mounts(
     specs: &[EpochMount],
     snapshot_root: Option<&Path>,
@@ -486,9 +520,10 @@ fn take_mounts(
     }
     let snapshots = if specs.iter().any(|s| s.mode == EpochMode::Pinned) {
         let root = snapshot_root.map_or_else(std::env::temp_dir, Path::to_path_buf);
+        sweep_snapshots(&root);
         Some(
             tempfile::Builder::new()
-                .prefix("plangate-epoch-")
+                .prefix(&format!("{SNAPSHOT_PREFIX}{}-", std::process::id()))
                 .tempdir_in(&root)
                 .map_err(io("create a snapshot directory in", &root))?,
         )
