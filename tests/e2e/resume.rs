@@ -251,6 +251,43 @@ fn sigint_stops_eval_cleanly_and_says_how_to_resume() {
     assert!(!journal.exists());
 }
 
+/// `plangate score` reading standard input (kept open) into `out`, with `more` flags.
+fn score_on_stdin(catalog: &Path, out: &Path, more: &[&str]) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_plangate"))
+        .args([
+            "score",
+            "--catalog",
+            s(catalog),
+            "--samples",
+            "-",
+            "--out",
+            s(out),
+        ])
+        .args(more)
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("plangate runs")
+}
+
+/// Interrupts a run reading standard input, and closes its input only once it has
+/// taken the interrupt (an input that ends as the interrupt comes may end first, and
+/// the run then simply finishes). Its exit code and stderr.
+fn stop_on_stdin(mut child: Child) -> (Option<i32>, String) {
+    let mut stderr = std::io::BufReader::new(child.stderr.take().expect("stderr"));
+    interrupt(&child);
+    let mut said = String::new();
+    while !said.contains("stopping") {
+        let before = said.len();
+        std::io::BufRead::read_line(&mut stderr, &mut said).expect("stderr");
+        assert!(said.len() > before, "stderr ended without the stop: {said}");
+    }
+    drop(child.stdin.take());
+    let status = child.wait().expect("plangate ends");
+    std::io::Read::read_to_string(&mut stderr, &mut said).expect("stderr");
+    (status.code(), said)
+}
+
 #[test]
 fn a_journal_is_resumed_only_by_the_command_that_wrote_it() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -267,35 +304,10 @@ fn a_journal_is_resumed_only_by_the_command_that_wrote_it() {
         s(&out),
     ];
     // An interrupted run on standard input that never ends: a genuine journal.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_plangate"))
-        .args([
-            "score",
-            "--catalog",
-            s(&catalog),
-            "--samples",
-            "-",
-            "--out",
-            s(&out),
-        ])
-        .stdin(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("plangate runs");
+    let mut child = score_on_stdin(&catalog, &out, &[]);
     wait_for(&journal, &mut child);
-    let mut stderr = std::io::BufReader::new(child.stderr.take().expect("stderr"));
-    interrupt(&child);
-    // Standard input ends only once the run has taken the interrupt: an input that
-    // ends as the interrupt comes may end first, and the run then simply finishes.
-    let mut said = String::new();
-    while !said.contains("stopping") {
-        let before = said.len();
-        std::io::BufRead::read_line(&mut stderr, &mut said).expect("stderr");
-        assert!(said.len() > before, "stderr ended without the stop: {said}");
-    }
-    drop(child.stdin.take());
-    let status = child.wait().expect("plangate ends");
-    std::io::Read::read_to_string(&mut stderr, &mut said).expect("stderr");
-    assert_eq!(status.code(), Some(130), "{said}");
+    let (code, said) = stop_on_stdin(child);
+    assert_eq!(code, Some(130), "{said}");
 
     let other = plangate(&[&args[..], &["--resume", "--arg-accept", "0.9"]].concat());
     assert_eq!(other.code, 2, "{}", other.stderr);
@@ -363,20 +375,7 @@ fn a_second_run_on_the_same_out_is_refused() {
     let (catalog, samples) = score_batch(dir.path(), 100);
     let out = dir.path().join("out.jsonl");
     let journal = dir.path().join("out.jsonl.journal");
-    let mut first = Command::new(env!("CARGO_BIN_EXE_plangate"))
-        .args([
-            "score",
-            "--catalog",
-            s(&catalog),
-            "--samples",
-            "-",
-            "--out",
-            s(&out),
-        ])
-        .stdin(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("plangate runs");
+    let mut first = score_on_stdin(&catalog, &out, &[]);
     wait_for(&journal, &mut first);
     let before = std::fs::read(&journal).expect("journal");
     let second = plangate(&[
@@ -413,40 +412,17 @@ fn interrupted_at_512(catalog: &Path, text: &str, out: &Path) {
         "{}.journal",
         out.file_name().expect("name").to_string_lossy()
     ));
-    let mut child = Command::new(env!("CARGO_BIN_EXE_plangate"))
-        .args([
-            "score",
-            "--catalog",
-            s(catalog),
-            "--samples",
-            "-",
-            "--out",
-            s(out),
-            "--jobs",
-            "1",
-        ])
-        .stdin(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("plangate runs");
+    let mut child = score_on_stdin(catalog, out, &["--jobs", "1"]);
     let first: String = text.lines().take(600).map(|l| format!("{l}\n")).collect();
-    let mut stdin = child.stdin.take().expect("stdin");
-    std::io::Write::write_all(&mut stdin, first.as_bytes()).expect("feed");
+    let stdin = child.stdin.as_mut().expect("stdin");
+    std::io::Write::write_all(stdin, first.as_bytes()).expect("feed");
     let started = std::time::Instant::now();
     while std::fs::read_to_string(&journal).map_or(0, |j| j.lines().count()) < 3 {
         assert!(started.elapsed().as_secs() < 60, "no second checkpoint");
         std::thread::sleep(Duration::from_millis(10));
     }
-    let mut stderr = std::io::BufReader::new(child.stderr.take().expect("stderr"));
-    interrupt(&child);
-    let mut said = String::new();
-    while !said.contains("stopping") {
-        let before = said.len();
-        std::io::BufRead::read_line(&mut stderr, &mut said).expect("stderr");
-        assert!(said.len() > before, "no stop: {said}");
-    }
-    drop(stdin);
-    assert_eq!(child.wait().expect("ends").code(), Some(130));
+    let (code, said) = stop_on_stdin(child);
+    assert_eq!(code, Some(130), "{said}");
 }
 
 /// `score --resume` checks every line before its checkpoint, not only the last: an

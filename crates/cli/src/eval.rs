@@ -514,7 +514,9 @@ fn execute(
             match parse_task_line(line) {
                 Ok(task) => {
                     ids.check(&source, number, &task.task_id);
-                    line_hashes.push((number, line_hash(line)));
+                    if args.retry_deferred > 0 {
+                        line_hashes.push((number, line_hash(line)));
+                    }
                     bar.inc_length(1);
                     feeder.push(number, task);
                 }

@@ -61,10 +61,24 @@ fn read_bounded(path: &Path, max: u64) -> Result<Vec<u8>> {
 
 /// The folder a catalog's relative paths are read against.
 pub(crate) fn catalog_dir(catalog: &Path) -> PathBuf {
-    match catalog.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
+    folder(catalog).to_path_buf()
+}
+
+/// The folder a file is in (`.` for a bare name).
+fn folder(p: &Path) -> &Path {
+    match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
     }
+}
+
+/// The file `p` names, whatever the spelling: symlinks followed, and for a file not
+/// there yet its folder's real path and its name. None when the folder is not there.
+pub(crate) fn real_path(p: &Path) -> Option<PathBuf> {
+    if let Ok(real) = std::fs::canonicalize(p) {
+        return Some(real);
+    }
+    Some(std::fs::canonicalize(folder(p)).ok()?.join(p.file_name()?))
 }
 
 /// An output being written: standard output, or a temporary file beside the target that
@@ -126,17 +140,16 @@ impl Output {
         self.written
     }
 
-    /// An output to `target` written through a file kept beside it when the run stops,
+    /// An output to `target` written through `partial`, a file kept when the run stops
     /// so that `--resume` continues it (`resume::partial_path`): its first `keep` bytes
     /// are an earlier run's (cut there), or it starts empty.
-    pub(crate) fn resumable(target: &Path, keep: Option<u64>) -> Result<Output> {
+    pub(crate) fn resumable(target: &Path, partial: &Path, keep: Option<u64>) -> Result<Output> {
         let target = replaced(target)?.with_context(|| {
             format!(
                 "--resume needs --out to be a regular file, not {}",
                 target.display()
             )
         })?;
-        let partial = &crate::resume::partial_path(&target);
         if let Some(keep) = keep {
             let have = std::fs::metadata(partial).ok().filter(|m| m.is_file());
             match have {
@@ -216,10 +229,7 @@ fn create(p: &Path) -> Result<File> {
 /// A temporary file in the target's own folder, so the final rename stays on one
 /// filesystem and is atomic.
 fn temp_beside(target: &Path) -> Result<tempfile::NamedTempFile> {
-    let dir = match target.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
+    let dir = folder(target);
     let name = target
         .file_name()
         .map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
@@ -263,13 +273,7 @@ fn identity(p: &Path) -> Option<FileId> {
     if let Ok(m) = std::fs::metadata(p) {
         return Some(FileId::Inode(m.dev(), m.ino()));
     }
-    let dir = match p.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    Some(FileId::Path(
-        std::fs::canonicalize(dir).ok()?.join(p.file_name()?),
-    ))
+    real_path(p).map(FileId::Path)
 }
 
 #[derive(PartialEq)]

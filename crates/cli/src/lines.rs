@@ -122,11 +122,7 @@ pub(crate) struct TaskIds {
 impl TaskIds {
     /// Notes `id` on line `number`, warning if an earlier line had it.
     pub(crate) fn check(&mut self, source: &str, number: usize, id: &str) {
-        use std::hash::{Hash, Hasher};
-        // std's default hasher with its fixed keys: the same in every run.
-        let mut h = std::hash::DefaultHasher::new();
-        id.hash(&mut h);
-        match self.first.entry(h.finish()) {
+        match self.first.entry(line_hash(id.as_bytes())) {
             std::collections::hash_map::Entry::Occupied(e) => {
                 self.repeats += 1;
                 if self.repeats <= REPEATS_SHOWN {
@@ -153,7 +149,8 @@ impl TaskIds {
     }
 }
 
-/// A line's hash, to tell later whether the line read again is the same one.
+/// A line's hash (or a task ID's), to tell later whether the one seen again is the
+/// same: std's default hasher with its fixed keys, the same in every run.
 pub(crate) fn line_hash(line: &[u8]) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = std::hash::DefaultHasher::new();

@@ -3,7 +3,7 @@
 //! and `score`'s checkpoints (how much of the decisions file is whole, and through
 //! which input line). `eval`'s journal of executed calls is plangate-harness's.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
@@ -13,26 +13,11 @@ use sha2::{Digest, Sha256};
 
 use crate::tally::Tally;
 
-/// The file `out` names, whatever the spelling: symlinks followed, the folder's real
-/// path for a file not there yet. Two runs writing one file through two spellings must
-/// meet at one journal.
-fn resolved(out: &Path) -> PathBuf {
-    if let Ok(real) = std::fs::canonicalize(out) {
-        return real;
-    }
-    let dir = match out.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    match (std::fs::canonicalize(dir), out.file_name()) {
-        (Ok(d), Some(name)) => d.join(name),
-        _ => out.to_path_buf(),
-    }
-}
-
 /// Appends `suffix` to the file name of the file `out` names.
 fn beside(out: &Path, suffix: &str) -> PathBuf {
-    let mut name = resolved(out).into_os_string();
+    // Two runs writing one file through two spellings must meet at one journal.
+    let real = crate::files::real_path(out).unwrap_or_else(|| out.to_path_buf());
+    let mut name = real.into_os_string();
     name.push(suffix);
     PathBuf::from(name)
 }
@@ -123,7 +108,7 @@ pub(crate) fn check_header(path: &Path, earlier: &Header, this: &Header) -> Resu
 
 /// Where `score` got to: every input line through `through` is decided and written,
 /// in the first `bytes` bytes of the partial decisions.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 pub(crate) struct Checkpoint {
     pub(crate) through: usize,
     pub(crate) bytes: u64,
@@ -187,47 +172,16 @@ impl ScoreJournal {
     /// Reads an interrupted run's journal: its header and its last whole checkpoint
     /// (none when it stopped before its first chunk), then continues it.
     pub(crate) fn resume(path: &Path) -> Result<(Self, Header, Checkpoint)> {
-        let bad = || format!("cannot read journal {}", path.display());
-        // Locked first, so a run still writing it is not read half-way.
-        let mut file = plangate_harness::open_locked(path)?;
-        let mut lines = BufReader::new(std::fs::File::open(path).with_context(bad)?);
-        let mut buf = Vec::new();
-        let mut header: Option<Header> = None;
-        let mut last = Checkpoint::default();
-        let mut complete = 0u64;
-        loop {
-            buf.clear();
-            let n = lines.read_until(b'\n', &mut buf).with_context(bad)?;
-            // A last line without its newline was cut by a kill: not kept.
-            if n == 0 || buf.last() != Some(&b'\n') {
-                break;
-            }
-            if header.is_none() {
-                header = Some(serde_json::from_slice(&buf).with_context(|| {
-                    format!(
-                        "journal {}: line 1 is not a plangate journal header",
-                        path.display()
-                    )
-                })?);
-            } else if let Ok(c) = serde_json::from_slice(&buf) {
-                last = c;
-            } else {
-                break;
-            }
-            complete += n as u64;
-        }
-        let header = header.with_context(|| format!("journal {} is empty", path.display()))?;
-        // New checkpoints follow the last whole line, not a line a kill cut.
-        use std::io::Seek as _;
-        file.set_len(complete)
-            .and_then(|()| file.seek(std::io::SeekFrom::End(0)).map(drop))
-            .with_context(|| format!("cannot write journal {}", path.display()))?;
+        let earlier = plangate_harness::Earlier::<Checkpoint>::read(path)?;
+        // Locked before anything is written, and cut after its last whole line.
+        let file = earlier.reopen(path)?;
+        let last = earlier.entries().last().cloned().unwrap_or_default();
         Ok((
             ScoreJournal {
                 path: path.to_path_buf(),
                 file,
             },
-            header,
+            earlier.header().clone(),
             last,
         ))
     }

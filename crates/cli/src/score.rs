@@ -212,12 +212,13 @@ impl Writer<'_> {
             return Ok(());
         };
         self.through = *number;
-        for (n, at) in &chunk.lines {
-            self.prefix.add(*n, chunk.line(at));
-        }
+        // Hashing every line is for resuming: a run without a journal skips it.
         let Some(journal) = self.journal.as_mut() else {
             return Ok(());
         };
+        for (n, at) in &chunk.lines {
+            self.prefix.add(*n, chunk.line(at));
+        }
         self.out.flush().context("failed to write decisions")?;
         journal.checkpoint(&Checkpoint {
             through: *number,
@@ -499,7 +500,11 @@ fn open_resumable(args: &ScoreArgs) -> Result<(Output, Option<ScoreJournal>, Che
         Some(path) => {
             let (journal, earlier, done) = ScoreJournal::resume(&path)?;
             crate::resume::check_header(&path, &earlier, &header)?;
-            let out = Output::resumable(target, Some(done.bytes))?;
+            let out = Output::resumable(
+                target,
+                &crate::resume::partial_path(target),
+                Some(done.bytes),
+            )?;
             Ok((out, Some(journal), done))
         }
         None => {
@@ -512,7 +517,7 @@ fn open_resumable(args: &ScoreArgs) -> Result<(Output, Option<ScoreJournal>, Che
                     return Ok((open_out(out)?, None, Checkpoint::default()));
                 }
             };
-            let out = Output::resumable(target, None)?;
+            let out = Output::resumable(target, &crate::resume::partial_path(target), None)?;
             Ok((out, Some(journal), Checkpoint::default()))
         }
     }

@@ -87,7 +87,7 @@ impl Header {
 
 /// One executed call, as the journal keeps it.
 #[derive(Debug, Serialize, Deserialize)]
-struct Entry {
+pub struct Entry {
     line: usize,
     sample: usize,
     call: usize,
@@ -129,17 +129,19 @@ impl Entry {
     }
 }
 
-/// Reads a journal's header and the complete lines after it.
-pub struct Earlier {
+/// A journal as an earlier run left it: its header, its complete lines after it (read
+/// as `T`: `eval`'s calls, `score`'s checkpoints), and how many bytes they take.
+pub struct Earlier<T = Entry> {
     header: Header,
-    entries: Vec<Entry>,
+    entries: Vec<T>,
     /// Bytes of the file up to the end of its last complete line.
     complete: u64,
 }
 
-impl Earlier {
-    /// Reads the journal at `path`: its header, and every complete entry after it.
-    pub fn read(path: &Path) -> Result<Earlier, HarnessError> {
+impl<T: serde::de::DeserializeOwned> Earlier<T> {
+    /// Reads the journal at `path`: its header, and every complete entry after it. A
+    /// last line a kill cut, or one that does not read, ends what is kept.
+    pub fn read(path: &Path) -> Result<Earlier<T>, HarnessError> {
         let bad = |message: String| HarnessError::Journal {
             path: path.to_path_buf(),
             message,
@@ -165,7 +167,7 @@ impl Earlier {
                         bad(format!("line 1 is not a plangate journal header: {e}"))
                     })?);
                 }
-                Some(_) => match serde_json::from_slice::<Entry>(&buf) {
+                Some(_) => match serde_json::from_slice::<T>(&buf) {
                     Ok(e) => entries.push(e),
                     // A line that does not read ends what can be trusted.
                     Err(_) => break,
@@ -184,6 +186,24 @@ impl Earlier {
     /// The run that wrote it.
     pub fn header(&self) -> &Header {
         &self.header
+    }
+
+    /// Its entries, first one first.
+    pub fn entries(&self) -> &[T] {
+        &self.entries
+    }
+
+    /// The journal opened to go on: locked for this run, cut after its last complete
+    /// line (a line a kill cut is dropped), positioned at its end.
+    pub fn reopen(&self, path: &Path) -> Result<File, HarnessError> {
+        let bad = |e: std::io::Error| HarnessError::Journal {
+            path: path.to_path_buf(),
+            message: format!("cannot append to it: {e}"),
+        };
+        let mut file = open_locked(path)?;
+        file.set_len(self.complete).map_err(bad)?;
+        file.seek(std::io::SeekFrom::End(0)).map_err(bad)?;
+        Ok(file)
     }
 }
 
@@ -250,13 +270,7 @@ impl Journal {
     /// Continues an earlier run's journal: its calls are replayed, a line cut by a kill
     /// is cut off, and new calls are appended.
     pub fn resume(path: &Path, earlier: Earlier) -> Result<Journal, HarnessError> {
-        let bad = |e: std::io::Error| HarnessError::Journal {
-            path: path.to_path_buf(),
-            message: format!("cannot append to it: {e}"),
-        };
-        let mut file = open_locked(path)?;
-        file.set_len(earlier.complete).map_err(bad)?;
-        file.seek(std::io::SeekFrom::End(0)).map_err(bad)?;
+        let file = earlier.reopen(path)?;
         let entries = earlier
             .entries
             .into_iter()
@@ -417,7 +431,7 @@ mod tests {
         let f = OpenOptions::new().write(true).open(&path).expect("open");
         f.set_len(len - 5).expect("cut");
 
-        let earlier = Earlier::read(&path).expect("read");
+        let earlier = Earlier::<Entry>::read(&path).expect("read");
         assert_eq!(earlier.header(), &header);
         assert_eq!(earlier.entries.len(), 1);
         let j = Journal::resume(&path, earlier).expect("resume");
@@ -434,7 +448,7 @@ mod tests {
         j.flush().expect("flush");
         drop(j);
         // The cut line is gone; the earlier call is kept once, the new one follows it.
-        let again = Earlier::read(&path).expect("read again");
+        let again = Earlier::<Entry>::read(&path).expect("read again");
         assert_eq!(again.entries.len(), 2);
         assert_eq!(
             again.complete,
