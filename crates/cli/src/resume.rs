@@ -118,32 +118,25 @@ pub(crate) struct Checkpoint {
     pub(crate) tally: Tally,
 }
 
-/// A running FNV-1a hash over the lines read so far, each with its number (a line too
-/// long to read counts as its length). FNV because its state is one number a checkpoint
-/// can keep; it guards against a changed file, not against an adversary.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// A running hash over the lines read so far, each with its number (a line too long
+/// to read counts as its length): each step hashes the one before with the next line.
+/// One number, so a checkpoint can keep it; it guards against a changed file, not
+/// against an adversary.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Prefix(u64);
 
-impl Default for Prefix {
-    fn default() -> Self {
-        Prefix(0xcbf2_9ce4_8422_2325)
-    }
-}
-
 impl Prefix {
-    fn feed(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3);
-        }
-    }
-
     /// Adds line `number`.
     pub(crate) fn add(&mut self, number: usize, line: crate::lines::Line<'_>) {
-        self.feed(&(number as u64).to_le_bytes());
+        use std::hash::{Hash, Hasher};
+        // std's default hasher with its fixed keys: the same in every run.
+        let mut h = std::hash::DefaultHasher::new();
+        (self.0, number).hash(&mut h);
         match line {
-            Ok(bytes) => self.feed(bytes),
-            Err(length) => self.feed(format!("\0over the limit: {length}").as_bytes()),
+            Ok(bytes) => bytes.hash(&mut h),
+            Err(length) => (u8::MAX, length).hash(&mut h),
         }
+        self.0 = h.finish();
     }
 }
 
