@@ -76,7 +76,7 @@ fn check_from(r: &Value, step: usize) -> Result<(), String> {
 
 /// Where arguments break their tool's schema: the instance path (a JSON Pointer into the
 /// arguments), the schema keyword that failed, and the validator's words.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub struct Violation {
     /// JSON Pointer into the arguments (`""` for the arguments as a whole).
     pub path: String,

@@ -19,6 +19,9 @@ use crate::json::{Object, Value};
 use crate::stats::{Ratio, wilson};
 use crate::task::{Arguments, Keys, Label, Recent, Task, turn_ranges};
 
+mod wire;
+pub use wire::WireError;
+
 /// The thresholds of docs/design.md, "Decision".
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Options {
@@ -231,7 +234,7 @@ pub struct StepAgreement {
 }
 
 /// A sample that agrees with nothing, and why.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct MalformedSample {
     /// Sample index.
     pub sample: usize,

@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use crate::json::{Cursor, Duplicates, Object, Value, parse_str_with, parse_with};
 
 /// Ground truth attached to a task by an eval team.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Label {
     /// The plan is right.

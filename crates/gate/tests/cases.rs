@@ -70,6 +70,16 @@ fn run_case(path: &Path) -> Result<(), String> {
         resolver.as_mut().map(|r| r as &mut dyn Resolver),
     );
     let d = decide::classify(&prepared, &states, &Options::default());
+    // Phase two may classify a task read back from its spilled line (eval, merge): every
+    // case decides the same from it.
+    let back = decide::Prepared::from_line(&prepared.to_line()).map_err(|e| e.to_string())?;
+    let again = decide::classify(&back, &states, &Options::default());
+    if serde_json::to_string(&again).unwrap() != serde_json::to_string(&d).unwrap() {
+        return Err(format!(
+            "{}: the prepared line read back decides otherwise",
+            path.display()
+        ));
+    }
     let got = serde_json::to_value(&d).unwrap();
     let expect_file = dir.join("expect").join(path.file_name().unwrap());
     if std::env::var_os("PLANGATE_UPDATE_CASES").is_some() {
