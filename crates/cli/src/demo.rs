@@ -19,7 +19,7 @@ use plangate_gate::decide::{Decision, Options, Rule};
 use plangate_gate::json::{self, Value};
 use plangate_gate::task::{Label, Task, parse_task_line};
 use plangate_harness::{
-    Eval, EvalOptions, Finished, Retried, RetryPlan, RetryReport, World, WorldOptions,
+    Eval, EvalOptions, Finished, HarnessError, Retried, RetryPlan, RetryReport, World, WorldOptions,
 };
 
 use crate::args::ThresholdArgs;
@@ -78,18 +78,20 @@ pub(crate) fn run(args: DemoArgs) -> Result<u8> {
     let batch = generate_batch(&args)?;
     let ran = run_batch(&args, &batch)?;
     let elapsed = started.elapsed().as_secs_f64();
-    let first = ran.finished.decisions().map(|d| (d.line, d.decision));
-    let (one_epoch, _) = judge_gate(&batch, first)?;
-    let retried = &ran.retried;
-    let last = ran
+    let first = ran
         .finished
         .decisions()
-        .map(|d| match retried.get(&d.line) {
+        .map(|d| d.map(|d| (d.line, d.decision)));
+    let (one_epoch, _) = judge_gate(&batch, first)?;
+    let retried = &ran.retried;
+    let last = ran.finished.decisions().map(|d| {
+        d.map(|d| match retried.get(&d.line) {
             Some(r) => (d.line, r.decision.clone()),
             None => (d.line, d.decision),
-        });
+        })
+    });
     let (gate, points) = judge_gate(&batch, last)?;
-    let seed_rule = judge_seed_rule(&args.thresholds, &batch, &ran.finished);
+    let seed_rule = judge_seed_rule(&args.thresholds, &batch, &ran.finished)?;
     let report = demo_report(&args, &batch, ran, [one_epoch, gate], seed_rule, elapsed)?;
     print_table(&report);
     if let Some(path) = &args.json {
@@ -232,6 +234,8 @@ fn execute_with_driver(
             &[],
         );
         done.fetch_add(1, Ordering::Relaxed);
+        // The demo counts the naive column itself; nothing waits with the task.
+        None
     };
     let total = batch.len();
     let actions = Mutex::new(Vec::new());
@@ -268,7 +272,7 @@ struct GateResults {
 /// HTML plots.
 fn judge_gate(
     batch: &[Generated],
-    decisions: impl Iterator<Item = (usize, Decision)>,
+    decisions: impl Iterator<Item = Result<(usize, Decision), HarnessError>>,
 ) -> Result<(GateResults, Vec<TaskPoint>)> {
     let mut gate = GateResults {
         column: Column::default(),
@@ -276,7 +280,8 @@ fn judge_gate(
         by_tool: BTreeMap::new(),
     };
     let mut points = Vec::with_capacity(batch.len());
-    for (line, dec) in decisions {
+    for d in decisions {
+        let (line, dec) = d?;
         let dec = &dec;
         let g = &batch[line - 1];
         points.push(TaskPoint {
@@ -312,13 +317,18 @@ fn judge_gate(
 
 /// The seed's decision boundary alone on the same evidence: the comparison's middle
 /// column, which shows what the gate's additions change.
-fn judge_seed_rule(thresholds: &ThresholdArgs, batch: &[Generated], finished: &Finished) -> Column {
+fn judge_seed_rule(
+    thresholds: &ThresholdArgs,
+    batch: &[Generated],
+    finished: &Finished,
+) -> Result<Column> {
     let mut seed_rule = Column::default();
     let seed_options = Options {
         rule: Rule::Seed,
         ..thresholds.options()
     };
     for d in finished.decisions_with(seed_options) {
+        let d = d?;
         let g = &batch[d.line - 1];
         seed_rule.count(
             d.decision.decision,
@@ -328,7 +338,7 @@ fn judge_seed_rule(thresholds: &ThresholdArgs, batch: &[Generated], finished: &F
         );
     }
     seed_rule.close();
-    seed_rule
+    Ok(seed_rule)
 }
 
 /// The whole `--json` report, from the three columns and what the run found.

@@ -6,7 +6,6 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -14,10 +13,10 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use plangate_gate::baseline::naive;
 use plangate_gate::decide::{Decision, Verdict};
-use plangate_gate::task::{Label, Task, TaskError, parse_task_line};
+use plangate_gate::task::{Task, TaskError, parse_task_line};
 use plangate_harness::{
-    Attempt, Earlier, Eval, EvalOptions, Finished, Header, Journal, Retried, RetryPlan,
-    RetryReport, World, WorldOptions, read_quarantine,
+    Attempt, Earlier, Eval, EvalOptions, Finished, Header, Journal, LineOutcome, Retried,
+    RetryPlan, RetryReport, World, WorldOptions, read_quarantine,
 };
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 use serde::Serialize;
@@ -99,16 +98,9 @@ struct Record<'a> {
     history: Option<&'a [Attempt]>,
 }
 
-/// The naive scorer's verdict on a task, with the task's label.
-type NaiveVerdict = (Verdict, Option<Label>);
-
-/// What executing the batch leaves for writing, beside the harness's own results.
+/// What executing the batch leaves beside the harness's own results.
 #[derive(Default)]
 struct Executed {
-    /// Lines that are not tasks, by input line, to be written in their place.
-    skipped: Vec<(usize, TaskError)>,
-    /// The naive scorer's verdicts by input line, for the tasks it compares.
-    naive_by_line: BTreeMap<usize, NaiveVerdict>,
     /// Each task line's hash, by input line in order: the defer path reads the lines
     /// again, and must find them as they were.
     line_hashes: Vec<(usize, u64)>,
@@ -261,7 +253,7 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
         };
     let retry_done = started.elapsed();
     let mut outputs = Outputs::open(&args, &source)?;
-    outputs.write_all(&finished, executed_batch, &retried, &mut tally)?;
+    outputs.write_all(&finished, &retried, &mut tally)?;
     let decided = started.elapsed();
 
     let timings = Timings {
@@ -480,21 +472,13 @@ fn execute(
     args: &EvalArgs,
     tally: &mut Tally,
 ) -> Result<Executed> {
-    let mut skipped: Vec<(usize, TaskError)> = Vec::new();
     let bar = progress();
     // The naive scorer sees each task as executed, results and all; the gate decides
-    // later, when tool health is known, so its verdicts wait here by input line.
-    let naive_by_line: Mutex<BTreeMap<usize, NaiveVerdict>> = Mutex::default();
+    // later, when tool health is known, so its verdict waits with the task.
     let threshold = args.thresholds.arg_accept;
-    let on_done = |line: usize, task: &Task| {
-        if compares_baseline(args.baseline, task) {
-            let verdict = naive(task, threshold).decision;
-            naive_by_line
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(line, (verdict, task.label));
-        }
+    let on_done = |_line: usize, task: &Task| {
         bar.inc(1);
+        compares_baseline(args.baseline, task).then(|| naive(task, threshold).decision)
     };
     let source = source_name(&args.io.samples);
     let mut ids = TaskIds::default();
@@ -507,7 +491,7 @@ fn execute(
             let line = match line {
                 Ok(line) => line,
                 Err(bytes) => {
-                    skipped.push((number, too_long(bytes, args.io.max_line_bytes)));
+                    feeder.skip(number, too_long(bytes, args.io.max_line_bytes));
                     return Ok(());
                 }
             };
@@ -520,7 +504,7 @@ fn execute(
                     bar.inc_length(1);
                     feeder.push(number, task);
                 }
-                Err(e) => skipped.push((number, e)),
+                Err(e) => feeder.skip(number, e),
             }
             Ok(())
         })?;
@@ -532,13 +516,7 @@ fn execute(
         Ok(())
     })?;
     bar.finish_and_clear();
-    Ok(Executed {
-        line_hashes,
-        skipped,
-        naive_by_line: naive_by_line
-            .into_inner()
-            .unwrap_or_else(|e| e.into_inner()),
-    })
+    Ok(Executed { line_hashes })
 }
 
 /// Where phase two writes each line's outcome: the decisions file and, when asked, the
@@ -565,16 +543,17 @@ impl<'a> Outputs<'a> {
     fn write_all(
         &mut self,
         finished: &Finished,
-        executed: Executed,
         retried: &BTreeMap<usize, Retried>,
         tally: &mut Tally,
     ) -> Result<()> {
-        let mut skipped = executed.skipped.into_iter().peekable();
-        for d in finished.decisions() {
-            while let Some((line, e)) = skipped.next_if(|(l, _)| *l < d.line) {
-                self.skipped(line, &e, tally)?;
-            }
-            let naive = executed.naive_by_line.get(&d.line);
+        for line in finished.lines() {
+            let d = match line? {
+                LineOutcome::Task(d) => d,
+                LineOutcome::Bad(line, e) => {
+                    self.skipped(line, &e, tally)?;
+                    continue;
+                }
+            };
             let record = match retried.get(&d.line) {
                 Some(r) => Record {
                     decision: &r.decision,
@@ -587,10 +566,7 @@ impl<'a> Outputs<'a> {
                     history: None,
                 },
             };
-            self.decided(&record, naive, tally)?;
-        }
-        for (line, e) in skipped {
-            self.skipped(line, &e, tally)?;
+            self.decided(&record, d.naive, tally)?;
         }
         self.out.finish()
     }
@@ -598,13 +574,13 @@ impl<'a> Outputs<'a> {
     fn decided(
         &mut self,
         record: &Record<'_>,
-        naive: Option<&NaiveVerdict>,
+        naive: Option<Verdict>,
         tally: &mut Tally,
     ) -> Result<()> {
         let dec = record.decision;
         tally.count(dec.decision);
-        if let Some((naive, label)) = naive {
-            tally.baseline.count(dec.decision, *naive, *label);
+        if let Some(naive) = naive {
+            tally.baseline.count(dec.decision, naive, dec.label);
         }
         if let Some(label) = dec.label {
             let key = serde_json::to_value(label)?

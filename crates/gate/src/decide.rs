@@ -91,7 +91,7 @@ impl ToolStates for BTreeMap<String, ToolState> {
 }
 
 /// accept, reject or defer: a value, never an error.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     /// The plan stands.

@@ -76,6 +76,24 @@ pub enum HarnessError {
         /// The journal file.
         path: PathBuf,
     },
+    /// Phase one's results could not be kept on disk, or read back.
+    #[error("{path}: {message}")]
+    Spill {
+        /// The file, or the temporary folder for the run's own spill.
+        path: PathBuf,
+        /// Why.
+        message: String,
+    },
+    /// A shard's evidence (or the run's spill) holds an entry that cannot be read.
+    #[error("{path}: entry {entry}: {message}")]
+    Evidence {
+        /// The file.
+        path: PathBuf,
+        /// The entry, counting from 1.
+        entry: usize,
+        /// Why.
+        message: String,
+    },
     /// An interrupt stopped the defer path before a round was decided.
     #[error("interrupted during the defer path")]
     Interrupted,

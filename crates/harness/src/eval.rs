@@ -10,19 +10,20 @@ use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use plangate_gate::catalog::Catalog;
-use plangate_gate::decide::{self, Decision, Prepared, ToolState};
+use plangate_gate::decide::{self, Decision, ToolState, Verdict};
 use plangate_gate::jcs;
-use plangate_gate::task::{Arguments, Label, Observed, Sample, Task};
+use plangate_gate::task::{Arguments, Label, Observed, Sample, Task, TaskError};
 use plangate_sandbox::{LiveCheck, Outcome};
 use serde::Serialize;
 
 use crate::error::HarnessError;
-use crate::health::{Evidence, HealthReport, PairKind, ToolHealth, WitnessBook, witness_key};
+use crate::health::{Evidence, HealthReport, PairKind, ToolBook, WitnessBook, witness_key};
 use crate::journal::{CallAt, Journal};
 use crate::observe::observed;
 use crate::probe::{ProbeRun, probe_arguments};
 use crate::refs::substitute;
 use crate::resolver::{SandboxResolver, TaskResolver};
+use crate::spill::{Entry, Spill, Spilled};
 use crate::world::World;
 
 /// Witness evidence kept per tool: the first few make the case; the rest are counted.
@@ -94,26 +95,10 @@ struct Counters {
     outcomes: Mutex<BTreeMap<String, BTreeMap<String, usize>>>,
 }
 
-#[derive(Debug, Default)]
-struct ToolBook {
-    declared: bool,
-    probed: bool,
-    drift: bool,
-    earlier: bool,
-    witnesses: usize,
-    evidence: Vec<Evidence>,
-}
-
 #[derive(Default)]
 struct Health {
     tools: BTreeMap<String, ToolBook>,
     witnesses: WitnessBook,
-}
-
-struct Slot {
-    line: usize,
-    prepared: Option<Prepared>,
-    touched: BTreeSet<String>,
 }
 
 /// A task whose samples are out on the workers.
@@ -129,6 +114,11 @@ struct Shell {
     remaining: AtomicUsize,
     touched: Mutex<BTreeSet<String>>,
 }
+
+/// Called with each task as it finishes executing (from a worker), its calls carrying
+/// what they returned, and the input line it was pushed with; returns the naive
+/// scorer's verdict when it compares the task, kept with the task for phase two.
+pub type OnDone<'a> = dyn Fn(usize, &Task) -> Option<Verdict> + Sync + 'a;
 
 struct Job {
     shell: Arc<Shell>,
@@ -147,7 +137,10 @@ pub struct Eval<'w> {
     opts: EvalOptions,
     resolver: SandboxResolver<'w>,
     health: Mutex<Health>,
-    slots: Mutex<Vec<Slot>>,
+    /// Every pushed line's entry, in input order, on disk.
+    spill: Mutex<Spill>,
+    /// Lines pushed so far: the next line's place in the spill.
+    pushed: AtomicUsize,
     counters: Counters,
     /// Declared-deterministic tools not yet probed with the batch's own arguments: each
     /// is probed once more with the first plain call the batch makes to it (in input
@@ -178,7 +171,12 @@ impl<'w> Eval<'w> {
             health.tools.insert(
                 t.name.clone(),
                 ToolBook {
+                    name: t.name.clone(),
                     declared: t.deterministic,
+                    annotations: t
+                        .annotations
+                        .as_ref()
+                        .and_then(|a| serde_json::from_str(&plangate_gate::jcs::to_string(a)).ok()),
                     ..ToolBook::default()
                 },
             );
@@ -212,7 +210,8 @@ impl<'w> Eval<'w> {
             catalog,
             resolver: SandboxResolver::new(world, catalog),
             health: Mutex::new(health),
-            slots: Mutex::new(Vec::new()),
+            spill: Mutex::new(Spill::new()),
+            pushed: AtomicUsize::new(0),
             counters: Counters::default(),
             unprobed: Mutex::new(BTreeSet::new()),
             journal: None,
@@ -251,12 +250,10 @@ impl<'w> Eval<'w> {
 
     /// Runs `feed` on this thread while a pool of `opts.jobs` plain threads executes the
     /// tasks it pushes; returns what `feed` returns once every pushed task is executed.
-    /// `on_done` is called (from a worker) with each task as it finishes executing, its
-    /// calls carrying what they returned (for progress, recording, or another scorer),
-    /// and the input line it was pushed with.
+    /// `on_done` sees each task as it finishes executing (see [`OnDone`]).
     pub fn execute<R>(
         &self,
-        on_done: &(dyn Fn(usize, &Task) + Sync),
+        on_done: &OnDone<'_>,
         feed: impl FnOnce(&mut Feeder<'_, 'w>) -> R,
     ) -> R {
         let jobs = self.opts.jobs.max(1);
@@ -280,7 +277,7 @@ impl<'w> Eval<'w> {
         })
     }
 
-    fn work(&self, rx: &Mutex<Receiver<Job>>, on_done: &(dyn Fn(usize, &Task) + Sync)) {
+    fn work(&self, rx: &Mutex<Receiver<Job>>, on_done: &OnDone<'_>) {
         loop {
             let job = lock(rx).recv();
             let Ok(mut job) = job else { return };
@@ -305,14 +302,22 @@ impl<'w> Eval<'w> {
                     epoch_fixed: None,
                     warnings: shell.warnings.clone(),
                 };
-                on_done(shell.line, &task);
-                self.settle(shell.index, task, touched);
+                let naive = on_done(shell.line, &task);
+                self.settle(shell.index, shell.line, task, touched, naive);
             }
         }
     }
 
-    /// Prepares an executed task (canonical keys, IDs resolved) and drops its samples.
-    fn settle(&self, index: usize, task: Task, mut touched: BTreeSet<String>) {
+    /// Prepares an executed task (canonical keys, IDs resolved), spills it, and drops
+    /// its samples.
+    fn settle(
+        &self,
+        index: usize,
+        line: usize,
+        task: Task,
+        mut touched: BTreeSet<String>,
+        naive: Option<Verdict>,
+    ) {
         let mut resolver = TaskResolver {
             shared: &self.resolver,
             used: BTreeSet::new(),
@@ -323,9 +328,17 @@ impl<'w> Eval<'w> {
         self.counters
             .samples
             .fetch_add(task.samples.len(), Ordering::Relaxed);
-        let mut slots = lock(&self.slots);
-        slots[index].prepared = Some(prepared);
-        slots[index].touched = touched;
+        let live: BTreeSet<&String> = touched
+            .iter()
+            .flat_map(|t| self.world.live_mounts(t))
+            .collect();
+        let entry = Entry::Task {
+            line,
+            prepared,
+            live: live.into_iter().cloned().collect(),
+            naive,
+        };
+        lock(&self.spill).put(index, &entry);
     }
 
     /// Executes one sample's calls in order (sample `index` of the task on input line
@@ -461,60 +474,21 @@ impl<'w> Eval<'w> {
     /// classification.
     pub fn finish(self) -> Result<Finished, HarnessError> {
         let live = self.world.epoch().recheck_live()?;
-        let changed: BTreeSet<&str> = live
-            .iter()
-            .filter(|c| c.changed())
-            .map(|c| c.guest.as_str())
-            .collect();
         for c in live.iter().filter(|c| c.changed()) {
             tracing::warn!(guest = c.guest, "a live mount changed during the batch");
         }
         let health = self.health.into_inner().unwrap_or_else(|e| e.into_inner());
-        let mut states = BTreeMap::new();
-        let mut report = Vec::new();
-        for t in self.catalog.tools() {
-            let book = &health.tools[&t.name];
-            let verified = book.declared && book.probed && !book.drift;
-            let quarantined = book.declared && (book.drift || book.witnesses > 0 || book.earlier);
-            states.insert(
-                t.name.clone(),
-                ToolState {
-                    declared_deterministic: book.declared,
-                    verified,
-                    quarantined,
-                },
-            );
-            report.push(ToolHealth {
-                name: t.name.clone(),
-                declared_deterministic: book.declared,
-                verified,
-                quarantined,
-                probed: book.probed,
-                evidence: book.evidence.clone(),
-                annotations: t
-                    .annotations
-                    .as_ref()
-                    .and_then(|a| serde_json::from_str(&plangate_gate::jcs::to_string(a)).ok()),
-            });
-        }
-        let world = self.world;
-        let slots = self
-            .slots
+        let books: Vec<ToolBook> = self
+            .catalog
+            .tools()
+            .iter()
+            .map(|t| health.tools[&t.name].clone())
+            .collect();
+        let spilled = self
+            .spill
             .into_inner()
             .unwrap_or_else(|e| e.into_inner())
-            .into_iter()
-            .map(|s| {
-                let mut p = s.prepared.expect("every pushed task was executed");
-                let unfixed = s.touched.iter().any(|t| {
-                    world
-                        .live_mounts(t)
-                        .iter()
-                        .any(|g| changed.contains(g.as_str()))
-                });
-                p.set_epoch_fixed(!unfixed);
-                (s.line, p)
-            })
-            .collect();
+            .finish()?;
         let c = self.counters;
         let stats = EvalStats {
             tasks: c.tasks.load(Ordering::Relaxed),
@@ -522,21 +496,18 @@ impl<'w> Eval<'w> {
             calls_executed: c.executed.load(Ordering::Relaxed),
             calls_not_executed: c.not_executed.load(Ordering::Relaxed),
             probe_calls: c.probe_calls.load(Ordering::Relaxed),
-            witnesses: health.tools.values().map(|b| b.witnesses).sum(),
+            witnesses: books.iter().map(|b| b.witnesses).sum(),
             outcomes: c.outcomes.into_inner().unwrap_or_else(|e| e.into_inner()),
         };
-        Ok(Finished {
-            epoch_id: world.epoch().id().to_string(),
-            health: HealthReport {
-                epoch_id: Some(world.epoch().id().to_string()),
-                tools: report,
-            },
-            states,
+        let epoch_id = self.world.epoch().id().to_string();
+        Ok(Finished::new(
+            epoch_id,
+            books,
             live,
-            slots,
-            options: self.opts.decide,
+            spilled,
+            self.opts.decide,
             stats,
-        })
+        ))
     }
 }
 
@@ -544,7 +515,7 @@ impl<'w> Eval<'w> {
 pub struct Feeder<'e, 'w> {
     eval: &'e Eval<'w>,
     tx: SyncSender<Job>,
-    on_done: &'e (dyn Fn(usize, &Task) + Sync),
+    on_done: &'e OnDone<'e>,
 }
 
 impl std::fmt::Debug for Feeder<'_, '_> {
@@ -559,18 +530,10 @@ impl Feeder<'_, '_> {
     pub fn push(&mut self, line: usize, task: Task) {
         let eval = self.eval;
         self.probe_on_first_use(&task);
-        let index = {
-            let mut slots = lock(&eval.slots);
-            slots.push(Slot {
-                line,
-                prepared: None,
-                touched: BTreeSet::new(),
-            });
-            slots.len() - 1
-        };
+        let index = eval.pushed.fetch_add(1, Ordering::Relaxed);
         if task.samples.is_empty() {
-            (self.on_done)(line, &task);
-            eval.settle(index, task, BTreeSet::new());
+            let naive = (self.on_done)(line, &task);
+            eval.settle(index, line, task, BTreeSet::new(), naive);
             return;
         }
         let n = task.samples.len();
@@ -595,6 +558,12 @@ impl Feeder<'_, '_> {
                 return;
             }
         }
+    }
+
+    /// Records input line `line` as not a task, to be reported in its place.
+    pub fn skip(&mut self, line: usize, error: TaskError) {
+        let index = self.eval.pushed.fetch_add(1, Ordering::Relaxed);
+        lock(&self.eval.spill).put(index, &Entry::Bad { line, error });
     }
 
     fn probe_on_first_use(&self, task: &Task) {
@@ -627,9 +596,35 @@ pub struct Decided {
     pub line: usize,
     /// The decision.
     pub decision: Decision,
+    /// The naive scorer's verdict, when it compared the task.
+    pub naive: Option<Verdict>,
 }
 
-/// Everything phase one learned: tool health, live checks, and every task prepared.
+/// One input line's outcome, in input order: a decision, or why the line is no task.
+#[derive(Debug, Clone)]
+pub enum LineOutcome {
+    /// A task, decided.
+    Task(Decided),
+    /// A line that is not a task.
+    Bad(usize, TaskError),
+}
+
+/// Tool health from every tool's book, in catalog order: the states tasks are
+/// classified with, and the report.
+pub fn judge_tools(
+    books: &[ToolBook],
+    epoch_id: &str,
+) -> (BTreeMap<String, ToolState>, HealthReport) {
+    let states = books.iter().map(|b| (b.name.clone(), b.state())).collect();
+    let report = HealthReport {
+        epoch_id: Some(epoch_id.to_string()),
+        tools: books.iter().map(ToolBook::health).collect(),
+    };
+    (states, report)
+}
+
+/// Everything phase one learned: tool health, live checks, and every task prepared
+/// (on disk, read back for each pass over the decisions).
 pub struct Finished {
     /// The epoch every call ran in.
     pub epoch_id: String,
@@ -637,11 +632,16 @@ pub struct Finished {
     pub health: HealthReport,
     /// Tool states the tasks are classified with.
     pub states: BTreeMap<String, ToolState>,
+    /// What the run learned of each tool, in catalog order (a shard's evidence).
+    pub books: Vec<ToolBook>,
     /// Live mounts, digested at epoch start and batch end.
     pub live: Vec<LiveCheck>,
     /// Counts.
     pub stats: EvalStats,
-    slots: Vec<(usize, Prepared)>,
+    /// Guest paths of live mounts that changed: tasks that read one were not in a fixed
+    /// epoch.
+    changed: BTreeSet<String>,
+    spilled: Spilled,
     options: decide::Options,
 }
 
@@ -655,18 +655,77 @@ impl std::fmt::Debug for Finished {
 }
 
 impl Finished {
-    /// Every task's decision, in input order, classified as it is yielded.
-    pub fn decisions(&self) -> impl Iterator<Item = Decided> + '_ {
-        self.decisions_with(self.options)
+    /// A finished run from its parts: also how `plangate merge` builds one from the
+    /// union of its shards (their books and live checks added up, their entries merged
+    /// in input order).
+    pub fn new(
+        epoch_id: String,
+        books: Vec<ToolBook>,
+        live: Vec<LiveCheck>,
+        spilled: Spilled,
+        options: decide::Options,
+        stats: EvalStats,
+    ) -> Finished {
+        let (states, health) = judge_tools(&books, &epoch_id);
+        let changed = live
+            .iter()
+            .filter(|c| c.changed())
+            .map(|c| c.guest.clone())
+            .collect();
+        Finished {
+            epoch_id,
+            health,
+            states,
+            books,
+            live,
+            stats,
+            changed,
+            spilled,
+            options,
+        }
+    }
+
+    /// Every input line's outcome, in input order, classified as it is read back.
+    pub fn lines(&self) -> impl Iterator<Item = Result<LineOutcome, HarnessError>> + '_ {
+        self.lines_with(self.options)
     }
 
     /// The same evidence classified under other options (another rule, other
     /// thresholds), for comparing decision boundaries on one run.
-    pub fn decisions_with(&self, options: decide::Options) -> impl Iterator<Item = Decided> + '_ {
-        self.slots.iter().map(move |(line, p)| Decided {
-            line: *line,
-            decision: decide::classify(p, &self.states, &options),
+    pub fn lines_with(
+        &self,
+        options: decide::Options,
+    ) -> impl Iterator<Item = Result<LineOutcome, HarnessError>> + '_ {
+        self.spilled
+            .entries()
+            .map(move |e| Ok(classify_entry(e?, &self.changed, &self.states, &options)))
+    }
+
+    /// Every task's decision, in input order (lines that are no task left out).
+    pub fn decisions(&self) -> impl Iterator<Item = Result<Decided, HarnessError>> + '_ {
+        self.decisions_with(self.options)
+    }
+
+    /// [`Finished::decisions`] under other options.
+    pub fn decisions_with(
+        &self,
+        options: decide::Options,
+    ) -> impl Iterator<Item = Result<Decided, HarnessError>> + '_ {
+        self.lines_with(options).filter_map(|l| match l {
+            Ok(LineOutcome::Task(d)) => Some(Ok(d)),
+            Ok(LineOutcome::Bad(..)) => None,
+            Err(e) => Some(Err(e)),
         })
+    }
+
+    /// The prepared entries, as a shard hands them to `plangate merge`.
+    pub fn spilled(&self) -> &Spilled {
+        &self.spilled
+    }
+
+    /// The options tasks are classified with.
+    pub fn options(&self) -> decide::Options {
+        self.options
     }
 
     /// Names of quarantined tools.
@@ -676,11 +735,33 @@ impl Finished {
 
     /// Guest paths of live mounts that changed during the batch.
     pub fn changed_live_mounts(&self) -> Vec<&str> {
-        self.live
-            .iter()
-            .filter(|c| c.changed())
-            .map(|c| c.guest.as_str())
-            .collect()
+        self.changed.iter().map(String::as_str).collect()
+    }
+}
+
+/// Phase two for one line: a task is classified, its epoch not fixed if a live mount
+/// it read changed.
+fn classify_entry(
+    entry: Entry,
+    changed: &BTreeSet<String>,
+    states: &BTreeMap<String, ToolState>,
+    options: &decide::Options,
+) -> LineOutcome {
+    match entry {
+        Entry::Task {
+            line,
+            mut prepared,
+            live,
+            naive,
+        } => {
+            prepared.set_epoch_fixed(!live.iter().any(|g| changed.contains(g)));
+            LineOutcome::Task(Decided {
+                line,
+                decision: decide::classify(&prepared, states, options),
+                naive,
+            })
+        }
+        Entry::Bad { line, error } => LineOutcome::Bad(line, error),
     }
 }
 

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use plangate_gate::decide::path_member as member;
+use plangate_gate::decide::{ToolState, path_member as member};
 use plangate_gate::jcs;
 use plangate_gate::json::{Duplicates, Value, parse_with};
 use plangate_sandbox::CallRecord;
@@ -232,6 +232,68 @@ pub struct ToolHealth {
     /// declarations.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<serde_json::Value>,
+}
+
+/// What a run learned of one tool, in the form shards add up: `plangate merge` unions
+/// the books of every shard and judges the tool from the union, as one run would have.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ToolBook {
+    /// The tool.
+    pub name: String,
+    /// The author's declaration.
+    pub declared: bool,
+    /// A probe ran.
+    pub probed: bool,
+    /// A probe's runs disagreed.
+    pub drift: bool,
+    /// An earlier run's quarantine (`--quarantine`) named it.
+    pub earlier: bool,
+    /// Determinism witnesses found.
+    pub witnesses: usize,
+    /// The evidence behind a quarantine.
+    pub evidence: Vec<Evidence>,
+    /// The MCP server's annotations, shown in tool health.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<serde_json::Value>,
+}
+
+impl ToolBook {
+    /// The tool's state for classification.
+    pub fn state(&self) -> ToolState {
+        ToolState {
+            declared_deterministic: self.declared,
+            verified: self.declared && self.probed && !self.drift,
+            quarantined: self.declared && (self.drift || self.witnesses > 0 || self.earlier),
+        }
+    }
+
+    /// The tool's entry in `tool-health.json`.
+    pub fn health(&self) -> ToolHealth {
+        let state = self.state();
+        ToolHealth {
+            name: self.name.clone(),
+            declared_deterministic: self.declared,
+            verified: state.verified,
+            quarantined: state.quarantined,
+            probed: self.probed,
+            evidence: self.evidence.clone(),
+            annotations: self.annotations.clone(),
+        }
+    }
+
+    /// Adds what another run (another shard) learned of the same tool: one drift, one
+    /// witness or one earlier quarantine anywhere is one for the whole batch.
+    pub fn add(&mut self, other: &ToolBook) {
+        self.probed |= other.probed;
+        self.drift |= other.drift;
+        self.earlier |= other.earlier;
+        self.witnesses += other.witnesses;
+        for e in &other.evidence {
+            if !self.evidence.contains(e) {
+                self.evidence.push(e.clone());
+            }
+        }
+    }
 }
 
 /// `tool-health.json`.

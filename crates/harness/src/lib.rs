@@ -24,16 +24,23 @@ mod probe;
 mod refs;
 mod resolver;
 mod retry;
+mod spill;
 mod world;
 
 pub use bridge::{epoch_mount, module_spec};
 pub use error::HarnessError;
-pub use eval::{Decided, Eval, EvalOptions, EvalStats, Feeder, Finished, read_quarantine};
-pub use health::{Evidence, FirstDifference, HealthReport, Output, ToolHealth, first_difference};
+pub use eval::{
+    Decided, Eval, EvalOptions, EvalStats, Feeder, Finished, LineOutcome, OnDone, judge_tools,
+    read_quarantine,
+};
+pub use health::{
+    Evidence, FirstDifference, HealthReport, Output, ToolBook, ToolHealth, first_difference,
+};
 pub use journal::{CallAt, Earlier, Header, Journal, open_locked};
 pub use observe::observed;
 pub use probe::{ProbeRun, compare_runs, probe_arguments};
 pub use refs::{pointer, substitute};
 pub use resolver::{SandboxResolver, resolver_answer};
 pub use retry::{Attempt, Retried, RetryPlan, RetryReport, RetryRound, TasksAt};
+pub use spill::{Entry, Spilled};
 pub use world::{World, WorldOptions};

@@ -119,7 +119,11 @@ impl RetryPlan<'_> {
         // The reason each task was first deferred for, which the report counts by.
         let mut first_reason: BTreeMap<usize, String> = BTreeMap::new();
         let mut pending = BTreeSet::new();
-        for d in first.decisions().filter(|d| d.decision.retryable()) {
+        for d in first.decisions() {
+            let d = d?;
+            if !d.decision.retryable() {
+                continue;
+            }
             let reason = d.decision.reasons.iter().copied();
             let reason = reason.filter(|r| r.fixed_by_a_fresh_epoch()).map(code);
             first_reason.insert(d.line, reason.into_iter().next().unwrap_or_default());
@@ -159,6 +163,7 @@ impl RetryPlan<'_> {
             });
             pending.clear();
             for d in finished.decisions() {
+                let d = d?;
                 let Some(r) = retried.get_mut(&d.line) else {
                     continue;
                 };
@@ -211,7 +216,7 @@ impl RetryPlan<'_> {
         if let Some(flag) = self.stop {
             eval.stop_when(flag);
         }
-        eval.execute(&|_, _| {}, |feeder| {
+        eval.execute(&|_, _| None, |feeder| {
             for (line, task) in tasks {
                 feeder.push(line, task);
             }

@@ -1,0 +1,336 @@
+//! Phase one's per-line results kept on disk, in input order, instead of in memory:
+//! a batch of a million tasks would otherwise hold every prepared task until its tools'
+//! health is known (about 4 KB a task). Phase two reads them back in one streaming
+//! pass, as often as it needs. The same lines are a shard's evidence for
+//! `plangate merge`, which classifies them again under every shard's tool health.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{BufRead, BufReader, BufWriter, Read, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use plangate_gate::decide::{Prepared, Verdict};
+use plangate_gate::task::TaskError;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+use crate::error::HarnessError;
+
+/// One input line's outcome of phase one.
+#[derive(Debug)]
+pub enum Entry {
+    /// A task, executed and prepared.
+    Task {
+        /// The input line.
+        line: usize,
+        /// Its canonical keys.
+        prepared: Prepared,
+        /// Guest paths of the live mounts its calls read: a change to any of them
+        /// during the batch means its epoch was not fixed.
+        live: Vec<String>,
+        /// The naive scorer's verdict, when it compared this task.
+        naive: Option<Verdict>,
+    },
+    /// A line that is not a task, reported in its place.
+    Bad {
+        /// The input line.
+        line: usize,
+        /// Why.
+        error: TaskError,
+    },
+}
+
+impl Entry {
+    /// The input line.
+    pub fn line(&self) -> usize {
+        match self {
+            Entry::Task { line, .. } | Entry::Bad { line, .. } => *line,
+        }
+    }
+
+    /// As one line of JSON (no newline), for [`Entry::from_line`].
+    pub fn to_line(&self) -> String {
+        let wire = match self {
+            Entry::Task {
+                line,
+                prepared,
+                live,
+                naive,
+            } => WireEntry {
+                line: *line,
+                live: live.clone(),
+                naive: *naive,
+                task: RawValue::from_string(prepared.to_line()).ok(),
+                error: None,
+            },
+            Entry::Bad { line, error } => WireEntry {
+                line: *line,
+                live: Vec::new(),
+                naive: None,
+                task: None,
+                error: Some(WireError {
+                    field: error.field.clone(),
+                    message: error.message.clone(),
+                    task_id: error.task_id.clone(),
+                }),
+            },
+        };
+        serde_json::to_string(&wire).expect("an entry serializes")
+    }
+
+    /// Reads back a line [`Entry::to_line`] wrote.
+    pub fn from_line(text: &str) -> Result<Entry, String> {
+        let w: WireEntry = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        match (w.task, w.error) {
+            (Some(task), None) => Ok(Entry::Task {
+                line: w.line,
+                prepared: Prepared::from_line(task.get()).map_err(|e| e.to_string())?,
+                live: w.live,
+                naive: w.naive,
+            }),
+            (None, Some(e)) => Ok(Entry::Bad {
+                line: w.line,
+                error: TaskError {
+                    field: e.field,
+                    message: e.message,
+                    task_id: e.task_id,
+                },
+            }),
+            _ => Err("an entry holds either a task or an error".into()),
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct WireEntry {
+    line: usize,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    live: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    naive: Option<Verdict>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    task: Option<Box<RawValue>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    error: Option<WireError>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct WireError {
+    field: String,
+    message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    task_id: Option<String>,
+}
+
+/// Writes entries in input order as they come, out of order, from the workers: an
+/// entry waits only for those pushed before it, so what waits is bounded by the work
+/// in flight, not by the batch.
+pub(crate) struct Spill {
+    /// None when no temporary file could be made: [`Spill::finish`] says so.
+    out: Option<BufWriter<File>>,
+    next: usize,
+    waiting: BTreeMap<usize, String>,
+    entries: usize,
+    failed: Option<std::io::Error>,
+}
+
+impl Spill {
+    /// A spill in an anonymous temporary file (gone when the run ends, however it
+    /// ends). A file that cannot be made fails the run at [`Spill::finish`], once the
+    /// calls made so far are journalled.
+    pub(crate) fn new() -> Spill {
+        let (out, failed) = match tempfile::tempfile() {
+            Ok(file) => (Some(BufWriter::with_capacity(1 << 16, file)), None),
+            Err(e) => (None, Some(e)),
+        };
+        Spill {
+            out,
+            next: 0,
+            waiting: BTreeMap::new(),
+            entries: 0,
+            failed,
+        }
+    }
+
+    /// Puts the entry pushed `index`-th (counting from 0) in its place.
+    pub(crate) fn put(&mut self, index: usize, entry: &Entry) {
+        self.waiting.insert(index, entry.to_line());
+        while let Some(text) = self.waiting.remove(&self.next) {
+            if let Some(out) = self.out.as_mut()
+                && let Err(e) = writeln!(out, "{text}")
+            {
+                self.failed = Some(e);
+                self.out = None;
+            }
+            self.next += 1;
+            self.entries += 1;
+        }
+    }
+
+    /// Every entry written, ready for reading.
+    pub(crate) fn finish(self) -> Result<Spilled, HarnessError> {
+        let fail = |e: std::io::Error| HarnessError::Spill {
+            path: std::env::temp_dir(),
+            message: format!("a temporary file of the run: {e}"),
+        };
+        if let Some(e) = self.failed {
+            return Err(fail(e));
+        }
+        if !self.waiting.is_empty() {
+            return Err(fail(std::io::Error::other(format!(
+                "{} entries never came back",
+                self.waiting.len()
+            ))));
+        }
+        let out = self
+            .out
+            .ok_or_else(|| fail(std::io::Error::other("no file")))?;
+        let file = out.into_inner().map_err(|e| fail(e.into_error()))?;
+        Ok(Spilled {
+            file,
+            path: None,
+            start: 0,
+            entries: self.entries,
+        })
+    }
+}
+
+/// Entries on disk, in input order: a run's spill, or the body of a shard's evidence.
+#[derive(Debug)]
+pub struct Spilled {
+    file: File,
+    /// The file's name, for messages (None: the run's own temporary file).
+    path: Option<PathBuf>,
+    /// Where the entries start in the file.
+    start: u64,
+    entries: usize,
+}
+
+impl Spilled {
+    /// Entries that start at byte `start` of the file at `path`.
+    pub fn open(path: &Path, start: u64) -> Result<Spilled, HarnessError> {
+        let file = File::open(path).map_err(|e| HarnessError::Spill {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        Ok(Spilled {
+            file,
+            path: Some(path.to_path_buf()),
+            start,
+            entries: 0,
+        })
+    }
+
+    /// How many entries were written (0 for a file opened with [`Spilled::open`]).
+    pub fn len(&self) -> usize {
+        self.entries
+    }
+
+    /// Whether no entry was written.
+    pub fn is_empty(&self) -> bool {
+        self.entries == 0
+    }
+
+    /// Copies the entries, as lines, to `out`.
+    pub fn copy_to(&self, out: &mut dyn Write) -> std::io::Result<u64> {
+        let mut r = At {
+            file: &self.file,
+            pos: self.start,
+        };
+        std::io::copy(&mut r, out)
+    }
+
+    /// Reads the entries from the first; each call reads afresh, and several readers
+    /// may go at once.
+    pub fn entries(&self) -> impl Iterator<Item = Result<Entry, HarnessError>> + '_ {
+        let mut lines = BufReader::with_capacity(
+            1 << 16,
+            At {
+                file: &self.file,
+                pos: self.start,
+            },
+        );
+        let mut number = 0usize;
+        let mut buf = String::new();
+        std::iter::from_fn(move || {
+            buf.clear();
+            number += 1;
+            let bad = |message: String| HarnessError::Evidence {
+                path: self.path.clone().unwrap_or_else(std::env::temp_dir),
+                entry: number,
+                message,
+            };
+            match lines.read_line(&mut buf) {
+                Ok(0) => None,
+                Ok(_) => Some(Entry::from_line(buf.trim_end_matches('\n')).map_err(bad)),
+                Err(e) => Some(Err(bad(e.to_string()))),
+            }
+        })
+    }
+}
+
+/// A reader over a file at its own offset, so readers of one file do not share one.
+struct At<'f> {
+    file: &'f File,
+    pos: u64,
+}
+
+impl Read for At<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.file.read_at(buf, self.pos)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bad(line: usize) -> Entry {
+        Entry::Bad {
+            line,
+            error: TaskError {
+                field: "samples".into(),
+                message: format!("line {line}"),
+                task_id: None,
+            },
+        }
+    }
+
+    #[test]
+    fn entries_come_back_in_input_order_and_read_twice() {
+        let mut spill = Spill::new();
+        for i in [2, 0, 3, 1] {
+            spill.put(i, &bad(i + 10));
+        }
+        let spilled = spill.finish().unwrap();
+        assert_eq!(spilled.len(), 4);
+        let lines =
+            |s: &Spilled| -> Vec<usize> { s.entries().map(|e| e.unwrap().line()).collect() };
+        let mut both = spilled.entries().zip(spilled.entries());
+        let (a, b) = both.next().unwrap();
+        assert_eq!((a.unwrap().line(), b.unwrap().line()), (10, 10));
+        assert_eq!(lines(&spilled), vec![10, 11, 12, 13]);
+    }
+
+    #[test]
+    fn an_entry_that_never_came_back_is_an_error() {
+        let mut spill = Spill::new();
+        spill.put(1, &bad(1));
+        assert!(spill.finish().is_err());
+    }
+
+    #[test]
+    fn a_damaged_line_names_its_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("e.jsonl");
+        std::fs::write(&path, format!("{}\nnot json\n", bad(1).to_line())).unwrap();
+        let s = Spilled::open(&path, 0).unwrap();
+        let got: Vec<_> = s.entries().collect();
+        assert!(got[0].is_ok());
+        let e = got[1].as_ref().unwrap_err().to_string();
+        assert!(e.contains("e.jsonl") && e.contains("entry 2"), "{e}");
+    }
+}
