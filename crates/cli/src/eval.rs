@@ -31,6 +31,9 @@ use crate::lines::{
     TaskIds, for_each_line, line_hash, open_samples, skip_line, source_name, tasks_at, too_long,
 };
 use crate::resume::{check_header, fingerprint, journal_path, journal_to_resume};
+use crate::shard::{
+    Header as ShardHeader, Inputs, SamplesDigest, Shard, evidence_path, file_digest,
+};
 use crate::tally::Tally;
 
 #[derive(Debug, Args)]
@@ -76,6 +79,11 @@ pub(crate) struct EvalArgs {
     /// rounds (1 when the flag has no value). Arguments never change, only executions.
     #[arg(long, value_name = "ROUNDS", num_args = 0..=1, default_missing_value = "1", default_value_t = 0)]
     retry_deferred: usize,
+    /// Decide only shard K of M of the tasks (split by a stable hash of `task_id`), and
+    /// leave the evidence `plangate merge` needs beside --out (`OUT.evidence`). Every
+    /// shard must replay one epoch (--epoch, from `plangate epoch`).
+    #[arg(long, value_name = "K/M")]
+    shard: Option<Shard>,
     /// Continue an interrupted run of this same command (`OUT.journal` beside `--out`):
     /// the calls it made are replayed from its journal in its epoch, not executed again,
     /// and the decisions are those an uninterrupted run would have written.
@@ -104,16 +112,18 @@ struct Executed {
     /// Each task line's hash, by input line in order: the defer path reads the lines
     /// again, and must find them as they were.
     line_hashes: Vec<(usize, u64)>,
+    /// Every line read, hashed, for a shard's evidence.
+    samples: Option<SamplesDigest>,
 }
 
 /// When the run started, and when each of its phases ended, from that start.
-struct Timings {
-    started: Instant,
-    setup: Duration,
-    probed: Duration,
-    executed: Duration,
-    retried: Duration,
-    decided: Duration,
+pub(crate) struct Timings {
+    pub(crate) started: Instant,
+    pub(crate) setup: Duration,
+    pub(crate) probed: Duration,
+    pub(crate) executed: Duration,
+    pub(crate) retried: Duration,
+    pub(crate) decided: Duration,
 }
 
 /// A progress bar when stderr is a terminal; hidden otherwise, so logs stay clean.
@@ -161,7 +171,7 @@ fn set_up(args: &EvalArgs) -> Result<Setup> {
         quarantine,
         args.retry_deferred,
     );
-    let flags = format!("{flags} {}", args.io.max_line_bytes);
+    let flags = format!("{flags} {} {:?}", args.io.max_line_bytes, args.shard);
     let world_opts = WorldOptions {
         seed: args.seed,
         limits: args.limits.limits(),
@@ -209,6 +219,7 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
     // line, and the epoch's snapshot is removed on the way out.
     crate::interrupt::install();
     check_outputs(&args)?;
+    check_shard(&args)?;
     let input = open_samples(&args.io.samples)?;
     let Setup {
         catalog,
@@ -252,7 +263,7 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
             retried => retried?,
         };
     let retry_done = started.elapsed();
-    let mut outputs = Outputs::open(&args, &source)?;
+    let mut outputs = Outputs::open(args.io.out.as_deref(), args.junit.is_some(), &source)?;
     outputs.write_all(&finished, &retried, &mut tally)?;
     let decided = started.elapsed();
 
@@ -265,11 +276,35 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
         decided,
     };
     let ran = Ran {
-        world: &world,
+        epoch: Some(world.epoch().manifest()),
         finished: &finished,
         retry: retry.as_ref(),
+        merged: None,
     };
-    write_reports(&args, &ran, outputs, &tally, &timings)?;
+    let reports = Reports {
+        tool_health: args.tool_health.as_deref(),
+        junit: args.junit.as_deref(),
+        summary_json: args.summary_json.as_deref(),
+    };
+    write_reports(&reports, &ran, outputs, &tally, &timings)?;
+    if let (Some(shard), Some(out), Some(digest)) =
+        (args.shard, args.io.out.as_deref(), executed_batch.samples)
+    {
+        let header = ShardHeader::of_run(
+            "eval",
+            shard,
+            &finished,
+            Some(world.epoch().manifest()),
+            Inputs {
+                catalog_sha256: file_digest(&args.io.catalog)?,
+                samples_sha256: digest.hex(),
+                source: source.clone(),
+            },
+            &args.thresholds,
+            &tally,
+        );
+        crate::shard::write_evidence(out, &header, &finished)?;
+    }
     if let Some(j) = journal {
         if j.replayed() > 0 {
             eprintln!(
@@ -289,10 +324,20 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
 }
 
 /// What the run found, for the reports: its first epoch and the defer path's rounds.
-struct Ran<'a> {
-    world: &'a World,
-    finished: &'a Finished,
-    retry: Option<&'a RetryReport>,
+pub(crate) struct Ran<'a> {
+    /// The epoch's manifest (None: results recorded in the input, from `score`).
+    pub(crate) epoch: Option<&'a plangate_sandbox::EpochManifest>,
+    pub(crate) finished: &'a Finished,
+    pub(crate) retry: Option<&'a RetryReport>,
+    /// What `merge` adds to the summary: its shards, and what it cannot see.
+    pub(crate) merged: Option<serde_json::Value>,
+}
+
+/// Where the reports beside the decisions go, when asked for.
+pub(crate) struct Reports<'a> {
+    pub(crate) tool_health: Option<&'a Path>,
+    pub(crate) junit: Option<&'a Path>,
+    pub(crate) summary_json: Option<&'a Path>,
 }
 
 /// The defer path (`--retry-deferred`): the first epoch's retryable deferrals executed
@@ -440,6 +485,35 @@ fn interrupted(journal: Option<&Journal>, tally: &Tally) -> Result<u8> {
     Ok(crate::exit::INTERRUPTED)
 }
 
+/// Refuses a shard run that `merge` could not use, before any work.
+fn check_shard(args: &EvalArgs) -> Result<()> {
+    let Some(shard) = args.shard else {
+        return Ok(());
+    };
+    if args.epoch.is_none() {
+        anyhow::bail!(
+            "--shard {shard} needs --epoch FILE: every shard of a batch must run in one epoch, or merge cannot combine them; pin one first with `plangate epoch --catalog {} --out epoch.json`",
+            args.io.catalog.display()
+        );
+    }
+    if !args
+        .io
+        .out
+        .as_deref()
+        .is_some_and(|o| matches!(crate::files::replaced(o), Ok(Some(_))))
+    {
+        anyhow::bail!(
+            "--shard {shard} needs --out FILE, a regular file: the evidence merge reads is written beside it"
+        );
+    }
+    if args.retry_deferred > 0 {
+        anyhow::bail!(
+            "--shard cannot be used with --retry-deferred: which tasks a retry takes depends on every shard's tool health, which only merge knows"
+        );
+    }
+    Ok(())
+}
+
 /// Refuses, before any work, an output that names one of the run's inputs or another
 /// output.
 fn check_outputs(args: &EvalArgs) -> Result<()> {
@@ -455,6 +529,13 @@ fn check_outputs(args: &EvalArgs) -> Result<()> {
     .collect();
     let journal = args.io.out.as_deref().map(journal_path);
     outputs.extend(journal.as_deref().map(|j| ("--out's journal", j)));
+    let evidence = args
+        .io
+        .out
+        .as_deref()
+        .filter(|_| args.shard.is_some())
+        .map(evidence_path);
+    outputs.extend(evidence.as_deref().map(|e| ("--out's shard evidence", e)));
     let mut inputs: Vec<(&str, &Path)> = vec![
         ("--catalog", &args.io.catalog),
         ("--samples", &args.io.samples),
@@ -483,31 +564,51 @@ fn execute(
     let source = source_name(&args.io.samples);
     let mut ids = TaskIds::default();
     let mut line_hashes = Vec::new();
+    let mut digest = args.shard.map(|_| SamplesDigest::default());
+    let shard = args.shard;
     eval.execute(&on_done, |feeder| {
-        for_each_line(input, args.io.max_line_bytes, tally, |number, line, _| {
-            if stopping() {
-                return Err(Interrupted.into());
-            }
-            let line = match line {
-                Ok(line) => line,
-                Err(bytes) => {
-                    feeder.skip(number, too_long(bytes, args.io.max_line_bytes));
-                    return Ok(());
+        for_each_line(
+            input,
+            args.io.max_line_bytes,
+            tally,
+            |number, line, tally| {
+                if stopping() {
+                    return Err(Interrupted.into());
                 }
-            };
-            match parse_task_line(line) {
-                Ok(task) => {
-                    ids.check(&source, number, &task.task_id);
-                    if args.retry_deferred > 0 {
-                        line_hashes.push((number, line_hash(line)));
+                if let Some(d) = digest.as_mut() {
+                    d.add(line);
+                }
+                let line = match line {
+                    Ok(line) => line,
+                    Err(bytes) => {
+                        let e = too_long(bytes, args.io.max_line_bytes);
+                        match shard {
+                            Some(s) if !s.owns_bad_line(number, &e) => tally.other_shards += 1,
+                            _ => feeder.skip(number, e),
+                        }
+                        return Ok(());
                     }
-                    bar.inc_length(1);
-                    feeder.push(number, task);
+                };
+                match parse_task_line(line) {
+                    Ok(task) if shard.is_some_and(|s| !s.owns_task(&task.task_id)) => {
+                        tally.other_shards += 1;
+                    }
+                    Err(e) if shard.is_some_and(|s| !s.owns_bad_line(number, &e)) => {
+                        tally.other_shards += 1;
+                    }
+                    Ok(task) => {
+                        ids.check(&source, number, &task.task_id);
+                        if args.retry_deferred > 0 {
+                            line_hashes.push((number, line_hash(line)));
+                        }
+                        bar.inc_length(1);
+                        feeder.push(number, task);
+                    }
+                    Err(e) => feeder.skip(number, e),
                 }
-                Err(e) => feeder.skip(number, e),
-            }
-            Ok(())
-        })?;
+                Ok(())
+            },
+        )?;
         ids.report(&source);
         // Input that ended with an interrupt may be cut short (see `score`).
         if stopping() {
@@ -516,12 +617,15 @@ fn execute(
         Ok(())
     })?;
     bar.finish_and_clear();
-    Ok(Executed { line_hashes })
+    Ok(Executed {
+        line_hashes,
+        samples: digest,
+    })
 }
 
 /// Where phase two writes each line's outcome: the decisions file and, when asked, the
 /// JUnit suite; it also counts verdicts by label for the summary.
-struct Outputs<'a> {
+pub(crate) struct Outputs<'a> {
     out: Output,
     source: &'a str,
     junit: Option<TestSuite>,
@@ -530,17 +634,17 @@ struct Outputs<'a> {
 }
 
 impl<'a> Outputs<'a> {
-    fn open(args: &EvalArgs, source: &'a str) -> Result<Self> {
+    pub(crate) fn open(out: Option<&Path>, junit: bool, source: &'a str) -> Result<Self> {
         Ok(Outputs {
-            out: open_out(args.io.out.as_deref())?,
+            out: open_out(out)?,
             source,
-            junit: args.junit.as_ref().map(|_| TestSuite::new("plangate eval")),
+            junit: junit.then(|| TestSuite::new("plangate eval")),
             labels: BTreeMap::new(),
         })
     }
 
     /// Writes every decision, with the lines that were not tasks in their input place.
-    fn write_all(
+    pub(crate) fn write_all(
         &mut self,
         finished: &Finished,
         retried: &BTreeMap<usize, Retried>,
@@ -607,17 +711,17 @@ impl<'a> Outputs<'a> {
 }
 
 /// Writes the reports asked for beside the decisions: tool health, JUnit, the summary.
-fn write_reports(
-    args: &EvalArgs,
+pub(crate) fn write_reports(
+    args: &Reports<'_>,
     ran: &Ran<'_>,
     outputs: Outputs<'_>,
     tally: &Tally,
     timings: &Timings,
 ) -> Result<()> {
-    if let Some(file) = &args.tool_health {
+    if let Some(file) = args.tool_health {
         write_json(file, &ran.finished.health)?;
     }
-    if let (Some(file), Some(mut suite)) = (&args.junit, outputs.junit) {
+    if let (Some(file), Some(mut suite)) = (args.junit, outputs.junit) {
         if let Some(r) = ran.retry {
             for (name, n) in [
                 ("plangate.retry.tasks_retried", r.tasks_retried),
@@ -641,7 +745,7 @@ fn write_reports(
             .with_context(|| format!("failed to write {}", file.display()))?;
         write_file(file, &xml)?;
     }
-    if let Some(file) = &args.summary_json {
+    if let Some(file) = args.summary_json {
         let summary = summary(ran, tally, &outputs.labels, timings);
         write_json(file, &summary)?;
     }
@@ -657,10 +761,10 @@ fn summary(
     t: &Timings,
 ) -> serde_json::Value {
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
-    let (world, finished) = (ran.world, ran.finished);
-    json!({
+    let finished = ran.finished;
+    let mut summary = json!({
         "epoch_id": finished.epoch_id,
-        "epoch": world.epoch().manifest(),
+        "epoch": ran.epoch,
         "lines": {
             "total": tally.lines, "blank": tally.blank, "skipped": tally.skipped,
             "accept": tally.accept, "reject": tally.reject, "defer": tally.defer,
@@ -687,7 +791,11 @@ fn summary(
             "total": ms(t.started.elapsed()),
         },
         "exit_code": tally.exit_code(),
-    })
+    });
+    if let Some(merged) = &ran.merged {
+        summary["merge"] = merged.clone();
+    }
+    summary
 }
 
 fn human(f: &Finished, exec: std::time::Duration) -> String {

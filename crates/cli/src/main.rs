@@ -10,12 +10,15 @@ mod files;
 mod instant;
 mod interrupt;
 mod lines;
+mod merge;
+mod pin;
 mod probe;
 mod report;
 mod results;
 mod resume;
 mod scenario;
 mod score;
+mod shard;
 mod tally;
 
 use std::process::ExitCode;
@@ -51,6 +54,10 @@ enum Command {
     Probe(probe::ProbeArgs),
     /// Reproduce the seed's experiment: a naive scorer and the gate on one batch.
     Demo(demo::DemoArgs),
+    /// Pin an epoch for a catalog and write its manifest, for shards to replay.
+    Epoch(pin::EpochArgs),
+    /// Combine the shards of one batch (`eval --shard K/M`) as one run would decide it.
+    Merge(merge::MergeArgs),
 }
 
 /// Sends the libraries' `tracing` events to stderr: warnings always, in plangate's own
@@ -118,6 +125,8 @@ fn main() -> ExitCode {
         Command::Eval(args) => eval::run(args),
         Command::Probe(args) => probe::run(args),
         Command::Demo(args) => demo::run(args),
+        Command::Epoch(args) => pin::run(args),
+        Command::Merge(args) => merge::run(args),
     };
     match outcome {
         Ok(code) => ExitCode::from(code),

@@ -19,6 +19,9 @@ pub(crate) struct Tally {
     pub(crate) refused: usize,
     /// Lines that could not be read as a task.
     pub(crate) skipped: usize,
+    /// Lines another shard decides (`--shard K/M`).
+    #[serde(default)]
+    pub(crate) other_shards: usize,
     /// The naive scorer beside the gate, when asked for or when tasks carry labels.
     pub(crate) baseline: BaselineTally,
 }
@@ -109,6 +112,9 @@ impl Tally {
         s.push_str(&format!(", {} skipped (bad input)", self.skipped));
         if self.blank > 0 {
             s.push_str(&format!(", {} blank", self.blank));
+        }
+        if self.other_shards > 0 {
+            s.push_str(&format!(", {} in other shards", self.other_shards));
         }
         s
     }

@@ -59,6 +59,16 @@ impl Ratio {
     pub fn missed_by(self, count: usize, n: usize) -> bool {
         !self.met_by(count, n)
     }
+    /// The decimal it was written as (trailing zeros aside), exactly: parsing it
+    /// gives the same threshold back.
+    pub fn decimal(self) -> String {
+        let digits = self.den.ilog10() as usize;
+        let (int, frac) = (self.num / self.den, self.num % self.den);
+        if digits == 0 {
+            return int.to_string();
+        }
+        format!("{int}.{frac:0digits$}")
+    }
     /// The nearest double, for display.
     pub fn as_f64(self) -> f64 {
         self.num as f64 / self.den as f64
@@ -89,6 +99,15 @@ pub fn wilson(count: usize, n: usize) -> (f64, f64) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_ratio_prints_as_the_decimal_it_reads_from() {
+        for text in ["0.80", "0.2", "1", "0", "0.000000001", "1.0", "0.333333333"] {
+            let r: Ratio = text.parse().unwrap();
+            assert_eq!(r.decimal(), text);
+            assert_eq!(r.decimal().parse::<Ratio>().unwrap(), r);
+        }
+    }
+
     use super::*;
 
     #[test]

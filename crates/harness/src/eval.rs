@@ -55,7 +55,7 @@ impl Default for EvalOptions {
 }
 
 /// Counts of what the run did.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
 pub struct EvalStats {
     /// Tasks executed.
     pub tasks: usize,
@@ -73,6 +73,24 @@ pub struct EvalStats {
     /// `timeout`, `memory_limit`, `output_limit`, `trap:stack_overflow`, ...) -> calls.
     /// Decisions hold no results, so this is where a run shows what its tools did.
     pub outcomes: BTreeMap<String, BTreeMap<String, usize>>,
+}
+
+impl EvalStats {
+    /// Adds another run's counts (another shard's) to these.
+    pub fn add(&mut self, other: &EvalStats) {
+        self.tasks += other.tasks;
+        self.samples += other.samples;
+        self.calls_executed += other.calls_executed;
+        self.calls_not_executed += other.calls_not_executed;
+        self.probe_calls += other.probe_calls;
+        self.witnesses += other.witnesses;
+        for (tool, outcomes) in &other.outcomes {
+            let mine = self.outcomes.entry(tool.clone()).or_default();
+            for (outcome, n) in outcomes {
+                *mine.entry(outcome.clone()).or_default() += n;
+            }
+        }
+    }
 }
 
 /// The name [`EvalStats::outcomes`] counts a call under: the exit code and trap kind

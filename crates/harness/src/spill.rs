@@ -102,6 +102,13 @@ impl Entry {
     }
 }
 
+/// The input line an entry's text starts with.
+fn line_of(text: &str) -> Option<usize> {
+    let rest = text.strip_prefix("{\"line\":")?;
+    let end = rest.find(|c: char| !c.is_ascii_digit())?;
+    rest[..end].parse().ok()
+}
+
 #[derive(Serialize, Deserialize)]
 struct WireEntry {
     line: usize,
@@ -155,7 +162,12 @@ impl Spill {
 
     /// Puts the entry pushed `index`-th (counting from 0) in its place.
     pub(crate) fn put(&mut self, index: usize, entry: &Entry) {
-        self.waiting.insert(index, entry.to_line());
+        self.put_line(index, entry.to_line());
+    }
+
+    /// [`Spill::put`] for an entry already written as a line.
+    fn put_line(&mut self, index: usize, text: String) {
+        self.waiting.insert(index, text);
         while let Some(text) = self.waiting.remove(&self.next) {
             if let Some(out) = self.out.as_mut()
                 && let Err(e) = writeln!(out, "{text}")
@@ -241,9 +253,27 @@ impl Spilled {
         std::io::copy(&mut r, out)
     }
 
+    /// The file's name for messages.
+    fn name(&self) -> PathBuf {
+        self.path.clone().unwrap_or_else(std::env::temp_dir)
+    }
+
     /// Reads the entries from the first; each call reads afresh, and several readers
     /// may go at once.
     pub fn entries(&self) -> impl Iterator<Item = Result<Entry, HarnessError>> + '_ {
+        self.raw_lines().map(|r| {
+            let (entry, _, text) = r?;
+            Entry::from_line(&text).map_err(|message| HarnessError::Evidence {
+                path: self.name(),
+                entry,
+                message,
+            })
+        })
+    }
+
+    /// Each entry's number (from 1), input line and text, without reading the task:
+    /// every entry line starts `{"line":N,`.
+    fn raw_lines(&self) -> impl Iterator<Item = Result<(usize, usize, String), HarnessError>> + '_ {
         let mut lines = BufReader::with_capacity(
             1 << 16,
             At {
@@ -252,22 +282,73 @@ impl Spilled {
             },
         );
         let mut number = 0usize;
-        let mut buf = String::new();
         std::iter::from_fn(move || {
-            buf.clear();
+            let mut buf = String::new();
             number += 1;
             let bad = |message: String| HarnessError::Evidence {
-                path: self.path.clone().unwrap_or_else(std::env::temp_dir),
+                path: self.name(),
                 entry: number,
                 message,
             };
             match lines.read_line(&mut buf) {
                 Ok(0) => None,
-                Ok(_) => Some(Entry::from_line(buf.trim_end_matches('\n')).map_err(bad)),
+                Ok(_) => {
+                    buf.truncate(buf.trim_end_matches('\n').len());
+                    Some(match line_of(&buf) {
+                        Some(line) => Ok((number, line, buf)),
+                        None => Err(bad("not an entry (it must start {\"line\":N,)".into())),
+                    })
+                }
                 Err(e) => Some(Err(bad(e.to_string()))),
             }
         })
     }
+}
+
+/// The entries of several spills (one per shard) in one input order, in a temporary
+/// file: each part is in input order, so this is one streaming k-way merge. A line that
+/// two parts both hold is an error: the shards overlap.
+pub fn merge(parts: &[Spilled]) -> Result<Spilled, HarnessError> {
+    let mut readers: Vec<_> = parts
+        .iter()
+        .map(|p| (p, p.raw_lines().peekable()))
+        .collect();
+    let mut spill = Spill::new();
+    let mut index = 0;
+    loop {
+        let mut best: Option<(usize, usize)> = None;
+        for (i, (part, r)) in readers.iter_mut().enumerate() {
+            match r.peek() {
+                None => {}
+                Some(Err(_)) => {
+                    let Some(Err(e)) = r.next() else {
+                        unreachable!()
+                    };
+                    return Err(e);
+                }
+                Some(Ok((_, line, _))) => match best {
+                    Some((_, b)) if b < *line => {}
+                    Some((j, b)) if b == *line => {
+                        return Err(HarnessError::Spill {
+                            path: part.name(),
+                            message: format!(
+                                "input line {line} is also in {}: the shards overlap",
+                                parts[j].name().display()
+                            ),
+                        });
+                    }
+                    _ => best = Some((i, *line)),
+                },
+            }
+        }
+        let Some((i, _)) = best else { break };
+        let Some(Ok((_, _, text))) = readers[i].1.next() else {
+            unreachable!("peeked")
+        };
+        spill.put_line(index, text);
+        index += 1;
+    }
+    spill.finish()
 }
 
 /// A reader over a file at its own offset, so readers of one file do not share one.
@@ -313,6 +394,23 @@ mod tests {
         let (a, b) = both.next().unwrap();
         assert_eq!((a.unwrap().line(), b.unwrap().line()), (10, 10));
         assert_eq!(lines(&spilled), vec![10, 11, 12, 13]);
+    }
+
+    #[test]
+    fn parts_merge_in_input_order_and_may_not_overlap() {
+        let part = |lines: &[usize]| {
+            let mut spill = Spill::new();
+            for (i, l) in lines.iter().enumerate() {
+                spill.put(i, &bad(*l));
+            }
+            spill.finish().unwrap()
+        };
+        let (a, b, c) = (part(&[1, 4, 5]), part(&[2, 3, 9]), part(&[]));
+        let merged = merge(&[a, b, c]).unwrap();
+        let lines: Vec<usize> = merged.entries().map(|e| e.unwrap().line()).collect();
+        assert_eq!(lines, vec![1, 2, 3, 4, 5, 9]);
+        let e = merge(&[part(&[1, 2]), part(&[2])]).unwrap_err().to_string();
+        assert!(e.contains("input line 2") && e.contains("overlap"), "{e}");
     }
 
     #[test]

@@ -1,0 +1,330 @@
+//! Past one machine (docs/design.md, "Scale"): `--shard K/M` picks this run's tasks by a
+//! stable hash of their `task_id`, and the run leaves its evidence beside `--out`
+//! (`OUT.evidence`) for `plangate merge`: every task prepared, every tool's book, the
+//! live checks, and what must match across shards (format, epoch, catalog, samples,
+//! thresholds) so a mismatch is an error, not a wrong answer.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use anyhow::{Context, Result, bail};
+use plangate_gate::decide::Options;
+use plangate_gate::task::TaskError;
+use plangate_harness::{EvalStats, Finished, ToolBook};
+use plangate_sandbox::{EpochManifest, LiveCheck};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::args::ThresholdArgs;
+use crate::files::open_out;
+use crate::tally::Tally;
+
+/// What an evidence file says it is on its first line.
+const FORMAT: &str = "plangate-shard-evidence";
+/// Bumped whenever an evidence file's shape changes: `merge` refuses any other.
+const VERSION: u32 = 1;
+
+/// Shard K of M (K counts from 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Shard {
+    pub(crate) k: u64,
+    pub(crate) m: u64,
+}
+
+impl FromStr for Shard {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = || format!("expected K/M with 1 <= K <= M, such as 2/3; found {s:?}");
+        let (k, m) = s.split_once('/').ok_or_else(bad)?;
+        let (k, m): (u64, u64) = (k.parse().map_err(|_| bad())?, m.parse().map_err(|_| bad())?);
+        if k == 0 || k > m {
+            return Err(bad());
+        }
+        Ok(Shard { k, m })
+    }
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.k, self.m)
+    }
+}
+
+impl Shard {
+    /// The shard a task belongs to: the first 8 bytes of SHA-256 of its `task_id`, read
+    /// big-endian, modulo M, plus 1. Any language can compute it, and it never depends
+    /// on the machine, the order of lines, or plangate's version.
+    pub(crate) fn of_task(task_id: &str, m: u64) -> u64 {
+        let digest = Sha256::digest(task_id.as_bytes());
+        let mut first = [0u8; 8];
+        first.copy_from_slice(&digest[..8]);
+        u64::from_be_bytes(first) % m + 1
+    }
+
+    /// Whether this shard decides the task.
+    pub(crate) fn owns_task(&self, task_id: &str) -> bool {
+        Shard::of_task(task_id, self.m) == self.k
+    }
+
+    /// Whether this shard reports a line that is not a task: by its `task_id` when one
+    /// could be read, else by its line number (`(line - 1) mod M + 1`), so exactly one
+    /// shard reports it.
+    pub(crate) fn owns_bad_line(&self, line: usize, e: &TaskError) -> bool {
+        match &e.task_id {
+            Some(id) => self.owns_task(id),
+            None => (line as u64 - 1) % self.m + 1 == self.k,
+        }
+    }
+}
+
+/// A shard's evidence file: beside its `--out`.
+pub(crate) fn evidence_path(out: &Path) -> PathBuf {
+    let mut name = out.as_os_str().to_owned();
+    name.push(".evidence");
+    PathBuf::from(name)
+}
+
+/// The SHA-256 of every line a run read, in order, whichever shard decides it: shards
+/// of one batch must all have read the same samples.
+#[derive(Default)]
+pub(crate) struct SamplesDigest(Sha256);
+
+impl SamplesDigest {
+    /// Adds one line (its bytes, or the length of a line too long to read).
+    pub(crate) fn add(&mut self, line: Result<&[u8], u64>) {
+        match line {
+            Ok(bytes) => self.0.update(bytes),
+            Err(len) => self.0.update(format!("\u{0}too long:{len}")),
+        }
+        self.0.update(b"\n");
+    }
+
+    pub(crate) fn hex(self) -> String {
+        hex(&self.0.finalize())
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The SHA-256 of a file's bytes (the catalog every shard must share).
+pub(crate) fn file_digest(path: &Path) -> Result<String> {
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(hex(&Sha256::digest(&bytes)))
+}
+
+/// What every shard of a batch must have read alike, fingerprinted.
+pub(crate) struct Inputs {
+    pub(crate) catalog_sha256: String,
+    pub(crate) samples_sha256: String,
+    /// How the samples were named on the command line, for messages.
+    pub(crate) source: String,
+}
+
+/// A live mount as the evidence records it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct LiveRecord {
+    pub(crate) guest: String,
+    pub(crate) host: PathBuf,
+    pub(crate) at_start: String,
+    pub(crate) at_end: String,
+}
+
+/// The evidence file's first line.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Header {
+    pub(crate) format: String,
+    pub(crate) version: u32,
+    /// The plangate that wrote it, for messages.
+    pub(crate) plangate: String,
+    /// `eval` or `score`.
+    pub(crate) command: String,
+    pub(crate) shard: Shard,
+    pub(crate) epoch_id: Option<String>,
+    pub(crate) epoch: Option<EpochManifest>,
+    pub(crate) catalog_sha256: String,
+    pub(crate) samples_sha256: String,
+    /// How the samples were named on the command line, for messages.
+    pub(crate) source: String,
+    /// The thresholds, as exact decimals.
+    pub(crate) thresholds: BTreeMap<String, String>,
+    pub(crate) books: Vec<ToolBook>,
+    pub(crate) live: Vec<LiveRecord>,
+    pub(crate) stats: EvalStats,
+    /// Input lines read and blank lines among them (every shard reads every line).
+    pub(crate) lines: usize,
+    pub(crate) blank: usize,
+}
+
+impl Header {
+    /// A shard's header, from its finished run.
+    pub(crate) fn of_run(
+        command: &str,
+        shard: Shard,
+        finished: &Finished,
+        epoch: Option<&EpochManifest>,
+        inputs: Inputs,
+        thresholds: &ThresholdArgs,
+        tally: &Tally,
+    ) -> Header {
+        Header {
+            format: FORMAT.into(),
+            version: VERSION,
+            plangate: env!("CARGO_PKG_VERSION").into(),
+            command: command.into(),
+            shard,
+            epoch_id: epoch.map(|_| finished.epoch_id.clone()),
+            epoch: epoch.cloned(),
+            catalog_sha256: inputs.catalog_sha256,
+            samples_sha256: inputs.samples_sha256,
+            source: inputs.source,
+            thresholds: thresholds_of(thresholds),
+            books: finished.books.clone(),
+            live: finished
+                .live
+                .iter()
+                .map(|c| LiveRecord {
+                    guest: c.guest.clone(),
+                    host: c.host.clone(),
+                    at_start: c.at_start.clone(),
+                    at_end: c.now.clone(),
+                })
+                .collect(),
+            stats: finished.stats.clone(),
+            lines: tally.lines,
+            blank: tally.blank,
+        }
+    }
+
+    /// The decision options the shard classified with.
+    pub(crate) fn options(&self) -> Result<Options> {
+        let get = |name: &str| -> Result<String> {
+            self.thresholds
+                .get(name)
+                .cloned()
+                .with_context(|| format!("the evidence records no {name}"))
+        };
+        let ratio = |name: &str| -> Result<plangate_gate::stats::Ratio> {
+            get(name)?
+                .parse()
+                .map_err(|e| anyhow::anyhow!("{name}: {e}"))
+        };
+        Ok(ThresholdArgs {
+            arg_accept: ratio("arg_accept")?,
+            arg_reject: ratio("arg_reject")?,
+            result_accept: ratio("result_accept")?,
+            result_suspect: ratio("result_suspect")?,
+            min_samples: get("min_samples")?.parse()?,
+        }
+        .options())
+    }
+
+    /// The live checks, as the sandbox words them.
+    pub(crate) fn live_checks(&self) -> Vec<LiveCheck> {
+        self.live
+            .iter()
+            .map(|l| LiveCheck {
+                guest: l.guest.clone(),
+                host: l.host.clone(),
+                at_start: l.at_start.clone(),
+                now: l.at_end.clone(),
+            })
+            .collect()
+    }
+}
+
+/// Thresholds by flag name, as exact decimals.
+fn thresholds_of(t: &ThresholdArgs) -> BTreeMap<String, String> {
+    [
+        ("arg_accept", t.arg_accept.decimal()),
+        ("arg_reject", t.arg_reject.decimal()),
+        ("result_accept", t.result_accept.decimal()),
+        ("result_suspect", t.result_suspect.decimal()),
+        ("min_samples", t.min_samples.to_string()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
+
+/// Writes a shard's evidence beside its `--out`: the header, then every entry.
+pub(crate) fn write_evidence(out: &Path, header: &Header, finished: &Finished) -> Result<()> {
+    let path = evidence_path(out);
+    let mut file = open_out(Some(&path))?;
+    let write = |file: &mut crate::files::Output| -> std::io::Result<()> {
+        serde_json::to_writer(&mut *file, header)?;
+        writeln!(file)?;
+        finished.spilled().copy_to(file)?;
+        Ok(())
+    };
+    write(&mut file).with_context(|| format!("failed to write {}", path.display()))?;
+    file.finish()
+}
+
+/// Reads a shard's header from the evidence beside `out`; returns it and where the
+/// entries start.
+pub(crate) fn read_header(out: &Path) -> Result<(PathBuf, Header, u64)> {
+    let path = evidence_path(out);
+    let file = std::fs::File::open(&path).with_context(|| {
+        format!(
+            "{}: no shard evidence beside it ({}); merge takes the --out files of `plangate eval --shard K/M` runs",
+            out.display(),
+            path.display()
+        )
+    })?;
+    let mut first = String::new();
+    BufReader::new(file)
+        .read_line(&mut first)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let v: serde_json::Value = serde_json::from_str(&first)
+        .with_context(|| format!("{}: line 1 is not a shard header", path.display()))?;
+    let (format, version) = (v.get("format"), v.get("version").and_then(|x| x.as_u64()));
+    if format.and_then(|f| f.as_str()) != Some(FORMAT) {
+        bail!(
+            "{}: line 1: format: not a plangate shard evidence file",
+            path.display()
+        );
+    }
+    if version != Some(u64::from(VERSION)) {
+        bail!(
+            "{}: line 1: version: written in evidence format {} by plangate {}; this plangate ({}) reads format {VERSION} only: run every shard and the merge with one plangate",
+            path.display(),
+            version.map_or("?".into(), |v| v.to_string()),
+            v.get("plangate").and_then(|x| x.as_str()).unwrap_or("?"),
+            env!("CARGO_PKG_VERSION"),
+        );
+    }
+    let header: Header = serde_json::from_value(v)
+        .with_context(|| format!("{}: line 1: not a shard header", path.display()))?;
+    Ok((path, header, first.len() as u64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_parse_and_split_every_task_exactly_once() {
+        assert_eq!("2/3".parse::<Shard>().unwrap(), Shard { k: 2, m: 3 });
+        for bad in ["0/3", "4/3", "1/0", "3", "a/b", "1/3/4", ""] {
+            assert!(bad.parse::<Shard>().is_err(), "{bad}");
+        }
+        let shards: Vec<Shard> = (1..=3).map(|k| Shard { k, m: 3 }).collect();
+        let mut per = [0usize; 3];
+        for i in 0..3000 {
+            let id = format!("task-{i}");
+            let owners: Vec<usize> = (0..3).filter(|&s| shards[s].owns_task(&id)).collect();
+            assert_eq!(owners.len(), 1, "{id}");
+            per[owners[0]] += 1;
+        }
+        assert!(per.iter().all(|&n| n > 900), "balanced: {per:?}");
+        // The hash is SHA-256's first 8 bytes: fixed forever, whatever the platform.
+        assert_eq!(
+            Shard::of_task("task-1", 1_000_003),
+            1 + 0x7afa_a346_b4bf_92bf % 1_000_003
+        );
+    }
+}
