@@ -42,3 +42,6 @@ mod cache;
 mod retry;
 // A tool written in C, through `plangate call` and `plangate probe --strict`.
 mod ctool;
+// Shards and `plangate merge`: whole and sharded runs decide alike, quarantine is
+// global, and shards of different batches are refused.
+mod shard;

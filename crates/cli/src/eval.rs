@@ -287,23 +287,8 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
         summary_json: args.summary_json.as_deref(),
     };
     write_reports(&reports, &ran, outputs, &tally, &timings)?;
-    if let (Some(shard), Some(out), Some(digest)) =
-        (args.shard, args.io.out.as_deref(), executed_batch.samples)
-    {
-        let header = ShardHeader::of_run(
-            "eval",
-            shard,
-            &finished,
-            Some(world.epoch().manifest()),
-            Inputs {
-                catalog_sha256: file_digest(&args.io.catalog)?,
-                samples_sha256: digest.hex(),
-                source: source.clone(),
-            },
-            &args.thresholds,
-            &tally,
-        );
-        crate::shard::write_evidence(out, &header, &finished)?;
+    if let Some(digest) = executed_batch.samples {
+        write_evidence(&args, &ran, digest, &tally)?;
     }
     if let Some(j) = journal {
         if j.replayed() > 0 {
@@ -338,6 +323,32 @@ pub(crate) struct Reports<'a> {
     pub(crate) tool_health: Option<&'a Path>,
     pub(crate) junit: Option<&'a Path>,
     pub(crate) summary_json: Option<&'a Path>,
+}
+
+/// A shard's evidence for `plangate merge`, beside its `--out`.
+fn write_evidence(
+    args: &EvalArgs,
+    ran: &Ran<'_>,
+    samples: SamplesDigest,
+    tally: &Tally,
+) -> Result<()> {
+    let (Some(shard), Some(out)) = (args.shard, args.io.out.as_deref()) else {
+        return Ok(());
+    };
+    let header = ShardHeader::of_run(
+        "eval",
+        shard,
+        ran.finished,
+        ran.epoch,
+        Inputs {
+            catalog_sha256: file_digest(&args.io.catalog)?,
+            samples_sha256: samples.hex(),
+            source: source_name(&args.io.samples),
+        },
+        &args.thresholds,
+        tally,
+    );
+    crate::shard::write_evidence(out, &header, ran.finished)
 }
 
 /// The defer path (`--retry-deferred`): the first epoch's retryable deferrals executed
@@ -652,7 +663,7 @@ impl<'a> Outputs<'a> {
     ) -> Result<()> {
         for line in finished.lines() {
             let d = match line? {
-                LineOutcome::Task(d) => d,
+                LineOutcome::Task(d) => *d,
                 LineOutcome::Bad(line, e) => {
                     self.skipped(line, &e, tally)?;
                     continue;

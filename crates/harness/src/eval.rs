@@ -622,7 +622,7 @@ pub struct Decided {
 #[derive(Debug, Clone)]
 pub enum LineOutcome {
     /// A task, decided.
-    Task(Decided),
+    Task(Box<Decided>),
     /// A line that is not a task.
     Bad(usize, TaskError),
 }
@@ -730,7 +730,7 @@ impl Finished {
         options: decide::Options,
     ) -> impl Iterator<Item = Result<Decided, HarnessError>> + '_ {
         self.lines_with(options).filter_map(|l| match l {
-            Ok(LineOutcome::Task(d)) => Some(Ok(d)),
+            Ok(LineOutcome::Task(d)) => Some(Ok(*d)),
             Ok(LineOutcome::Bad(..)) => None,
             Err(e) => Some(Err(e)),
         })
@@ -773,11 +773,11 @@ fn classify_entry(
             naive,
         } => {
             prepared.set_epoch_fixed(!live.iter().any(|g| changed.contains(g)));
-            LineOutcome::Task(Decided {
+            LineOutcome::Task(Box::new(Decided {
                 line,
                 decision: decide::classify(&prepared, states, options),
                 naive,
-            })
+            }))
         }
         Entry::Bad { line, error } => LineOutcome::Bad(line, error),
     }

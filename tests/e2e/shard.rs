@@ -1,0 +1,318 @@
+//! Shards and `plangate merge`: a batch run whole and as shards decides alike, a tool
+//! quarantined in one shard defers the other shards' rejects on it, and shards that are
+//! not parts of one batch are refused.
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::eval::{Run, catalog_copy, plangate, seed_catalog};
+
+/// `plangate eval` with `args` after the catalog and samples.
+fn eval(catalog: &Path, samples: &Path, args: &[&OsStr]) -> Run {
+    let mut all: Vec<&OsStr> = vec![
+        "eval".as_ref(),
+        "--catalog".as_ref(),
+        catalog.as_os_str(),
+        "--samples".as_ref(),
+        samples.as_os_str(),
+    ];
+    all.extend_from_slice(args);
+    plangate(&all)
+}
+
+fn pin(dir: &Path, catalog: &Path) -> PathBuf {
+    let epoch = dir.join("epoch.json");
+    let run = plangate(&[
+        "epoch".as_ref(),
+        "--catalog".as_ref(),
+        catalog.as_os_str(),
+        "--out".as_ref(),
+        epoch.as_os_str(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    epoch
+}
+
+/// Runs shard k/m of the batch; returns its --out.
+fn shard(dir: &Path, catalog: &Path, samples: &Path, epoch: &Path, k: usize, m: usize) -> PathBuf {
+    let out = dir.join(format!("shard-{k}.jsonl"));
+    let spec = format!("{k}/{m}");
+    let run = eval(
+        catalog,
+        samples,
+        &[
+            "--epoch".as_ref(),
+            epoch.as_os_str(),
+            "--shard".as_ref(),
+            spec.as_ref(),
+            "--out".as_ref(),
+            out.as_os_str(),
+        ],
+    );
+    assert!(
+        run.code == 0 || run.code == 1 || run.code == 2,
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("in other shards"), "{}", run.stderr);
+    out
+}
+
+fn merge(shards: &[PathBuf], extra: &[&OsStr]) -> Run {
+    let mut args: Vec<&OsStr> = vec!["merge".as_ref()];
+    args.extend_from_slice(extra);
+    args.extend(shards.iter().map(|p| p.as_os_str()));
+    plangate(&args)
+}
+
+#[test]
+fn three_shards_merged_decide_byte_for_byte_as_the_whole_run() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let d = dir.path();
+    let samples = d.join("batch.jsonl");
+    let world = crate::tools::repo().join("examples/seed-world");
+    let run = plangate(&[
+        "demo".as_ref(),
+        "--world".as_ref(),
+        world.as_os_str(),
+        "--tasks".as_ref(),
+        "300".as_ref(),
+        "--no-driver".as_ref(),
+        "--retry-deferred".as_ref(),
+        "0".as_ref(),
+        "--write-samples".as_ref(),
+        samples.as_os_str(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    // A bad line with an id, one without, and a blank line: each reported once.
+    let mut text = std::fs::read_to_string(&samples).expect("batch");
+    text.push_str("{\"task_id\": \"broken\", \"samples\": 3}\nnot json\n\n");
+    std::fs::write(&samples, text).expect("write batch");
+    let catalog = seed_catalog();
+    let epoch = pin(d, &catalog);
+    let outputs =
+        |name: &str| ["jsonl", "health.json", "xml"].map(|ext| d.join(format!("{name}.{ext}")));
+    let [whole, whole_health, whole_junit] = outputs("whole");
+    let run = eval(
+        &catalog,
+        &samples,
+        &[
+            "--epoch".as_ref(),
+            epoch.as_os_str(),
+            "--out".as_ref(),
+            whole.as_os_str(),
+            "--tool-health".as_ref(),
+            whole_health.as_os_str(),
+            "--junit".as_ref(),
+            whole_junit.as_os_str(),
+        ],
+    );
+    assert_eq!(run.code, 2, "bad lines: {}", run.stderr);
+    let shards: Vec<PathBuf> = (1..=3)
+        .map(|k| shard(d, &catalog, &samples, &epoch, k, 3))
+        .collect();
+    let [merged, merged_health, merged_junit] = outputs("merged");
+    let run = merge(
+        &[shards[2].clone(), shards[0].clone(), shards[1].clone()],
+        &[
+            "--out".as_ref(),
+            merged.as_os_str(),
+            "--tool-health".as_ref(),
+            merged_health.as_os_str(),
+            "--junit".as_ref(),
+            merged_junit.as_os_str(),
+        ],
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("cannot be seen"), "{}", run.stderr);
+    for (a, b) in [
+        (&whole, &merged),
+        (&whole_health, &merged_health),
+        (&whole_junit, &merged_junit),
+    ] {
+        let (a_bytes, b_bytes) = (std::fs::read(a).unwrap(), std::fs::read(b).unwrap());
+        assert!(
+            a_bytes == b_bytes,
+            "{} and {} differ",
+            a.display(),
+            b.display()
+        );
+    }
+    let lines = std::fs::read_to_string(&merged).unwrap();
+    assert_eq!(lines.lines().count(), 302, "300 decisions and 2 bad lines");
+    // Each shard decided only its own part.
+    let counts: Vec<usize> = shards
+        .iter()
+        .map(|s| std::fs::read_to_string(s).unwrap().lines().count())
+        .collect();
+    assert_eq!(counts.iter().sum::<usize>(), 302, "{counts:?}");
+    assert!(counts.iter().all(|&c| c > 50), "{counts:?}");
+}
+
+/// A task id of shard `k` of `m`, by the documented hash (SHA-256's first 8 bytes).
+fn id_in_shard(prefix: &str, k: u64, m: u64) -> String {
+    (0..)
+        .map(|i| format!("{prefix}-{i}"))
+        .find(|id| {
+            let d = Sha256::digest(id.as_bytes());
+            u64::from_be_bytes(d[..8].try_into().unwrap()) % m + 1 == k
+        })
+        .expect("an id")
+}
+
+fn random_sample_task(id: &str, ks: &[u64]) -> Value {
+    let samples: Vec<Value> = ks
+        .iter()
+        .map(|k| {
+            json!({"calls": [{"tool": "random_sample",
+                              "arguments": {"collection": "users", "k": k}}]})
+        })
+        .collect();
+    json!({"task_id": id, "samples": samples})
+}
+
+#[test]
+fn a_tool_quarantined_in_one_shard_turns_another_shards_reject_into_a_defer() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let d = dir.path();
+    // random_sample reads live randomness but is declared deterministic, with no probe
+    // arguments: each shard probes it with its own first call.
+    let catalog = catalog_copy(d, |tools| {
+        let t = tools.get_mut("random_sample").expect("random_sample");
+        t["deterministic"] = Value::Bool(true);
+        t["probe"] = json!([]);
+    });
+    // Shard 1: five samples draw 5 users: the answers differ (probe drift, witnesses).
+    let drawn = id_in_shard("drawn", 1, 2);
+    // Shard 2: k past the population is a deterministic error, so its probe passes and
+    // every call is distinct: no witness. Ten samples, ten values of k: fabricated.
+    let fabricated = id_in_shard("fabricated", 2, 2);
+    let ks: Vec<u64> = (100_000..100_010).collect();
+    let samples = d.join("batch.jsonl");
+    std::fs::write(
+        &samples,
+        format!(
+            "{}\n{}\n",
+            random_sample_task(&fabricated, &ks),
+            random_sample_task(&drawn, &[5; 5])
+        ),
+    )
+    .unwrap();
+    let epoch = pin(d, &catalog);
+    let shards: Vec<PathBuf> = (1..=2)
+        .map(|k| shard(d, &catalog, &samples, &epoch, k, 2))
+        .collect();
+    let decision = |file: &Path, id: &str| -> Value {
+        std::fs::read_to_string(file)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .find(|v| v["task_id"] == id)
+            .unwrap_or_else(|| panic!("no decision for {id} in {}", file.display()))
+    };
+    // Alone, shard 2 sees a verified tool and a located fabrication.
+    let alone = decision(&shards[1], &fabricated);
+    assert_eq!(alone["decision"], "reject", "{alone}");
+    let merged = d.join("merged.jsonl");
+    let health = d.join("health.json");
+    let run = merge(
+        &shards,
+        &[
+            "--out".as_ref(),
+            merged.as_os_str(),
+            "--tool-health".as_ref(),
+            health.as_os_str(),
+        ],
+    );
+    assert_eq!(run.code, 0, "nothing rejected once merged: {}", run.stderr);
+    let after = decision(&merged, &fabricated);
+    assert_eq!(after["decision"], "defer", "{after}");
+    assert_eq!(after["reasons"], json!(["tool_quarantined"]), "{after}");
+    let h: Value = serde_json::from_slice(&std::fs::read(&health).unwrap()).unwrap();
+    let tool = h["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "random_sample")
+        .unwrap();
+    assert_eq!(tool["quarantined"], true, "{tool}");
+    // The whole batch run at once decides the same.
+    let whole = d.join("whole.jsonl");
+    let run = eval(
+        &catalog,
+        &samples,
+        &[
+            "--epoch".as_ref(),
+            epoch.as_os_str(),
+            "--out".as_ref(),
+            whole.as_os_str(),
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        std::fs::read(&whole).unwrap(),
+        std::fs::read(&merged).unwrap()
+    );
+}
+
+#[test]
+fn shards_that_are_not_one_batch_are_refused() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let d = dir.path();
+    let catalog = seed_catalog();
+    let samples = crate::eval::cases().join("plans.jsonl");
+    let epoch = pin(d, &catalog);
+    let one = shard(d, &catalog, &samples, &epoch, 1, 2);
+    let two = shard(d, &catalog, &samples, &epoch, 2, 2);
+    let refused = |shards: &[PathBuf], words: &[&str]| {
+        let run = merge(shards, &[]);
+        assert_eq!(run.code, 2, "{}", run.stderr);
+        for w in words {
+            assert!(run.stderr.contains(w), "{w:?} not in: {}", run.stderr);
+        }
+    };
+    refused(std::slice::from_ref(&one), &["2/2", "missing"]);
+    refused(&[one.clone(), one.clone()], &["both shard 1/2"]);
+    // Another epoch: shard 2 run again under a second seed.
+    let other_dir = d.join("other");
+    std::fs::create_dir(&other_dir).unwrap();
+    let other_epoch = other_dir.join("epoch.json");
+    let run = plangate(&[
+        "epoch".as_ref(),
+        "--catalog".as_ref(),
+        catalog.as_os_str(),
+        "--seed".as_ref(),
+        "7".as_ref(),
+        "--out".as_ref(),
+        other_epoch.as_os_str(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let two_elsewhere = shard(&other_dir, &catalog, &samples, &other_epoch, 2, 2);
+    refused(&[one.clone(), two_elsewhere], &["epochs differ"]);
+    // A file that is no shard's --out, and evidence of another format version.
+    refused(&[one.clone(), samples.clone()], &["no shard evidence"]);
+    let evidence = PathBuf::from(format!("{}.evidence", two.display()));
+    let text = std::fs::read_to_string(&evidence).unwrap();
+    std::fs::write(
+        &evidence,
+        text.replacen("\"version\":1", "\"version\":99", 1),
+    )
+    .unwrap();
+    refused(&[one.clone(), two.clone()], &["version", "format 99"]);
+    // And a shard run without one epoch to replay is refused before any work.
+    let run = eval(
+        &catalog,
+        &samples,
+        &[
+            "--shard".as_ref(),
+            "1/2".as_ref(),
+            "--out".as_ref(),
+            d.join("x.jsonl").as_os_str(),
+        ],
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("--epoch"), "{}", run.stderr);
+}
