@@ -45,3 +45,5 @@ mod ctool;
 // Shards and `plangate merge`: whole and sharded runs decide alike, quarantine is
 // global, and shards of different batches are refused.
 mod shard;
+// The Ray example: shards as Ray tasks on a local cluster, merged (needs Ray).
+mod ray;
