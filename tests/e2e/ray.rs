@@ -51,7 +51,10 @@ fn the_ray_example_merges_shards_into_the_whole_runs_decisions() {
     let workdir = d.join("shards");
     let out = Command::new(&python)
         .arg(repo().join("examples/ray/run_shards.py"))
-        .args([OsStr::new("--plangate"), env!("CARGO_BIN_EXE_plangate").as_ref()])
+        .args([
+            OsStr::new("--plangate"),
+            env!("CARGO_BIN_EXE_plangate").as_ref(),
+        ])
         .args([OsStr::new("--catalog"), catalog.as_os_str()])
         .args([OsStr::new("--samples"), samples.as_os_str()])
         .args([OsStr::new("--out"), merged.as_os_str()])
@@ -80,7 +83,13 @@ fn the_ray_example_merges_shards_into_the_whole_runs_decisions() {
         whole.as_os_str(),
     ]);
     assert!(run.code == 0 || run.code == 1, "{}", run.stderr);
-    let (a, b) = (std::fs::read(&whole).unwrap(), std::fs::read(&merged).unwrap());
-    assert!(a == b, "the Ray run's decisions differ from the whole run's");
+    let (a, b) = (
+        std::fs::read(&whole).unwrap(),
+        std::fs::read(&merged).unwrap(),
+    );
+    assert!(
+        a == b,
+        "the Ray run's decisions differ from the whole run's"
+    );
     assert_eq!(String::from_utf8_lossy(&b).lines().count(), 200);
 }

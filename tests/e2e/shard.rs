@@ -316,3 +316,65 @@ fn shards_that_are_not_one_batch_are_refused() {
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(run.stderr.contains("--epoch"), "{}", run.stderr);
 }
+
+#[test]
+fn score_shards_merged_write_the_whole_scores_decisions() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let d = dir.path();
+    let (catalog, samples) = (d.join("catalog.json"), d.join("tasks.jsonl"));
+    let generated = std::process::Command::new("python3")
+        .arg(crate::tools::repo().join("scripts/bench.d/gen_tasks.py"))
+        .args(["--format", "plangate", "--count", "600", "--catalog-out"])
+        .arg(&catalog)
+        .output()
+        .expect("python3 runs the generator");
+    assert!(generated.status.success());
+    let mut text = generated.stdout;
+    text.extend_from_slice(b"not json\n\n");
+    std::fs::write(&samples, text).unwrap();
+    let score = |extra: &[&OsStr]| {
+        let mut args: Vec<&OsStr> = vec![
+            "score".as_ref(),
+            "--catalog".as_ref(),
+            catalog.as_os_str(),
+            "--samples".as_ref(),
+            samples.as_os_str(),
+        ];
+        args.extend_from_slice(extra);
+        plangate(&args)
+    };
+    let whole = d.join("whole.jsonl");
+    assert_eq!(score(&["--out".as_ref(), whole.as_os_str()]).code, 2);
+    let shards: Vec<PathBuf> = (1..=3)
+        .map(|k| {
+            let out = d.join(format!("s{k}.jsonl"));
+            let spec = format!("{k}/3");
+            let run = score(&[
+                "--shard".as_ref(),
+                spec.as_ref(),
+                "--out".as_ref(),
+                out.as_os_str(),
+            ]);
+            assert!(run.stderr.contains("in other shards"), "{}", run.stderr);
+            out
+        })
+        .collect();
+    let merged = d.join("merged.jsonl");
+    let run = merge(&shards, &["--out".as_ref(), merged.as_os_str()]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(
+        std::fs::read(&whole).unwrap(),
+        std::fs::read(&merged).unwrap()
+    );
+    // The seed's rule is no rule merge decides by.
+    let x = d.join("x.jsonl");
+    let run = score(&[
+        "--shard".as_ref(),
+        "1/2".as_ref(),
+        "--seed-compat".as_ref(),
+        "--out".as_ref(),
+        x.as_os_str(),
+    ]);
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("--seed-compat"), "{}", run.stderr);
+}

@@ -32,7 +32,7 @@ use crate::lines::{
 };
 use crate::resume::{check_header, fingerprint, journal_path, journal_to_resume};
 use crate::shard::{
-    Header as ShardHeader, Inputs, SamplesDigest, Shard, evidence_path, file_digest,
+    Header as ShardHeader, Inputs, Learned, SamplesDigest, Shard, evidence_path, file_digest,
 };
 use crate::tally::Tally;
 
@@ -100,6 +100,8 @@ pub(crate) struct EvalArgs {
 struct Record<'a> {
     #[serde(flatten)]
     decision: &'a Decision,
+    /// Empty for tasks whose results came recorded (`score`'s shards, merged).
+    #[serde(skip_serializing_if = "str::is_empty")]
     epoch_id: &'a str,
     /// The decisions before this one, for a task the defer path retried.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -335,11 +337,10 @@ fn write_evidence(
     let (Some(shard), Some(out)) = (args.shard, args.io.out.as_deref()) else {
         return Ok(());
     };
-    let header = ShardHeader::of_run(
+    let header = ShardHeader::new(
         "eval",
         shard,
-        ran.finished,
-        ran.epoch,
+        Learned::of_run(ran.finished, ran.epoch),
         Inputs {
             catalog_sha256: file_digest(&args.io.catalog)?,
             samples_sha256: samples.hex(),
@@ -348,7 +349,7 @@ fn write_evidence(
         &args.thresholds,
         tally,
     );
-    crate::shard::write_evidence(out, &header, ran.finished)
+    crate::shard::write_evidence(out, &header, |w| ran.finished.spilled().copy_to(w))
 }
 
 /// The defer path (`--retry-deferred`): the first epoch's retryable deferrals executed

@@ -92,7 +92,7 @@ pub(crate) fn run(args: MergeArgs) -> Result<u8> {
             "shards": shards.iter().map(|(p, h, _)| json!({
                 "shard": h.shard.to_string(), "evidence": p.display().to_string(),
             })).collect::<Vec<_>>(),
-            "cross_shard_witnesses": BLIND_SPOT,
+            "cross_shard_witnesses": first.epoch_id.as_ref().map(|_| BLIND_SPOT),
         })),
     };
     let timings = Timings {
@@ -110,20 +110,26 @@ pub(crate) fn run(args: MergeArgs) -> Result<u8> {
     };
     write_reports(&reports, &ran, outputs, &tally, &timings)?;
     tally.report(&first.source);
-    let q = finished.quarantined();
-    eprintln!(
-        "plangate: merged {} shards of epoch {}; quarantined: {}; note: {BLIND_SPOT}",
-        shards.len(),
-        first
-            .epoch_id
-            .as_deref()
-            .map_or("-", |e| &e[..e.len().min(12)]),
-        if q.is_empty() {
-            "none".into()
-        } else {
-            q.join(", ")
-        },
-    );
+    match first.epoch_id.as_deref() {
+        Some(epoch) => {
+            let q = finished.quarantined();
+            let q = if q.is_empty() {
+                "none".into()
+            } else {
+                q.join(", ")
+            };
+            eprintln!(
+                "plangate: merged {} shards of epoch {}; quarantined: {q}; note: {BLIND_SPOT}",
+                shards.len(),
+                &epoch[..epoch.len().min(12)],
+            );
+        }
+        None => eprintln!(
+            "plangate: merged {} shards of `plangate {}`",
+            shards.len(),
+            first.command
+        ),
+    }
     Ok(tally.exit_code())
 }
 

@@ -14,6 +14,7 @@ use plangate_gate::catalog::Catalog;
 use plangate_gate::decide::{self, Options, Verdict};
 use plangate_gate::seed::{self, SeedOutcome};
 use plangate_gate::task::{Label, Observed, Task, TaskError, parse_task_line};
+use plangate_harness::Entry;
 use serde_json::json;
 
 use crate::args::{Baseline, IoArgs, ThresholdArgs, compares_baseline};
@@ -21,6 +22,7 @@ use crate::files::{Output, check_outputs, load_catalog, open_out, replaced};
 use crate::interrupt::{Interrupted, stopping};
 use crate::lines::{Line, TaskIds, for_each_line, open_samples, skip_line, source_name, too_long};
 use crate::resume::{Checkpoint, Prefix, ScoreJournal};
+use crate::shard::{Header as ShardHeader, Inputs, Learned, SamplesDigest, Shard, evidence_path};
 use crate::tally::Tally;
 
 /// Which of the seed's two entry points `--seed-compat` reproduces.
@@ -60,6 +62,10 @@ pub(crate) struct ScoreArgs {
     /// (from `OUT.partial`, per `OUT.journal`) and the rest are decided.
     #[arg(long)]
     resume: bool,
+    /// Decide only shard K of M of the tasks (split by a stable hash of `task_id`), and
+    /// leave the evidence `plangate merge` needs beside --out (`OUT.evidence`).
+    #[arg(long, value_name = "K/M")]
+    shard: Option<Shard>,
     #[command(flatten)]
     thresholds: ThresholdArgs,
 }
@@ -99,6 +105,16 @@ enum Scored {
     ),
     /// The line is not a task.
     Bad(TaskError),
+    /// Another shard decides the line.
+    Other,
+    /// A decision of this shard, with what `merge` needs of it.
+    Evidence(
+        Box<(
+            decide::Decision,
+            decide::Prepared,
+            Option<(Verdict, Option<Label>)>,
+        )>,
+    ),
 }
 
 /// A chunk back from a worker: its place in the input, its emptied-to-be buffer, and
@@ -119,6 +135,9 @@ impl Scorer<'_> {
             Ok(t) => t,
             Err(e) => return Scored::Bad(e),
         };
+        if self.args.shard.is_some_and(|s| !s.owns_task(&task.task_id)) {
+            return Scored::Other;
+        }
         if let Some(entry) = self.args.seed_compat {
             let outcome = seed::judge(
                 &task,
@@ -142,6 +161,9 @@ impl Scorer<'_> {
         let d = decide::classify(&prepared, &self.states, &self.opts);
         let compared = compares_baseline(self.args.baseline, &task)
             .then(|| (naive(&task, self.opts.arg_accept).decision, task.label));
+        if self.args.shard.is_some() {
+            return Scored::Evidence(Box::new((d, prepared, compared)));
+        }
         match serde_json::to_string(&d) {
             Ok(json) => Scored::Record(json, Some(d.decision), compared, task.task_id),
             // A decision always serializes; if it ever did not, say so for that line.
@@ -161,6 +183,10 @@ impl Scorer<'_> {
                 let scored = match chunk.line(at) {
                     Ok(line) => self.score_guarded(line),
                     Err(bytes) => Scored::Bad(too_long(bytes, self.args.io.max_line_bytes)),
+                };
+                let scored = match (scored, self.args.shard) {
+                    (Scored::Bad(e), Some(s)) if !s.owns_bad_line(*number, &e) => Scored::Other,
+                    (scored, _) => scored,
                 };
                 (*number, scored)
             })
@@ -202,6 +228,8 @@ struct Writer<'a> {
     /// Every line written so far, hashed, for the checkpoints.
     prefix: Prefix,
     ids: TaskIds,
+    /// A shard's entries for `merge`, in input order, until the evidence is written.
+    evidence: Option<std::io::BufWriter<std::fs::File>>,
 }
 
 impl Writer<'_> {
@@ -244,7 +272,35 @@ impl Writer<'_> {
                     }
                     writeln!(self.out, "{json}").context("failed to write decisions")?;
                 }
-                Scored::Bad(e) => skip_line(&mut self.out, self.source, number, &e, tally)?,
+                Scored::Bad(e) => {
+                    if let Some(ev) = self.evidence.as_mut() {
+                        let entry = Entry::Bad {
+                            line: number,
+                            error: e.clone(),
+                        };
+                        writeln!(ev, "{}", entry.to_line()).context("failed to keep evidence")?;
+                    }
+                    skip_line(&mut self.out, self.source, number, &e, tally)?
+                }
+                Scored::Other => tally.other_shards += 1,
+                Scored::Evidence(b) => {
+                    let (d, prepared, compared) = *b;
+                    self.ids.check(self.source, number, &d.task_id);
+                    tally.count(d.decision);
+                    if let Some((naive, label)) = compared {
+                        tally.baseline.count(d.decision, naive, label);
+                    }
+                    let json = serde_json::to_string(&d).context("failed to write the decision")?;
+                    writeln!(self.out, "{json}").context("failed to write decisions")?;
+                    let entry = Entry::Task {
+                        line: number,
+                        prepared,
+                        live: Vec::new(),
+                        naive: compared.map(|(v, _)| v),
+                    };
+                    let ev = self.evidence.as_mut().context("a shard keeps evidence")?;
+                    writeln!(ev, "{}", entry.to_line()).context("failed to keep evidence")?;
+                }
             }
         }
         Ok(())
@@ -261,6 +317,7 @@ fn pipeline(
     writer: &mut Writer<'_>,
     jobs: usize,
     done: &Checkpoint,
+    digest: Option<&mut SamplesDigest>,
 ) -> Result<Tally> {
     let in_flight = 4 * jobs;
     let (work_tx, work_rx) = mpsc::sync_channel::<(usize, Chunk)>(in_flight);
@@ -287,6 +344,7 @@ fn pipeline(
             work_tx,
             done,
             scorer.args.io.max_line_bytes,
+            digest,
         );
         let written = written
             .join()
@@ -354,6 +412,7 @@ fn read_chunks(
     work: SyncSender<(usize, Chunk)>,
     done: &Checkpoint,
     max: u64,
+    mut digest: Option<&mut SamplesDigest>,
 ) -> Result<Tally> {
     let mut tally = Tally::default();
     let mut seq = 0;
@@ -380,6 +439,9 @@ fn read_chunks(
         )
     };
     for_each_line(input, max, &mut tally, |number, line, _| {
+        if let Some(d) = digest.as_deref_mut() {
+            d.add(line);
+        }
         if number <= done.through {
             prefix.add(number, line);
             if number == done.through && prefix != done.prefix {
@@ -416,17 +478,23 @@ fn read_chunks(
 pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
     // First: an interrupt during setup then stops the run at its first line, cleanly.
     crate::interrupt::install();
+    check_shard(&args)?;
     if let Some(out) = args.io.out.as_deref() {
-        let (journal, partial) = (
+        let (journal, partial, evidence) = (
             crate::resume::journal_path(out),
             crate::resume::partial_path(out),
+            evidence_path(out),
         );
+        let mut outputs = vec![
+            ("--out", out),
+            ("--out's journal", journal.as_path()),
+            ("--out's partial decisions", partial.as_path()),
+        ];
+        if args.shard.is_some() {
+            outputs.push(("--out's shard evidence", evidence.as_path()));
+        }
         check_outputs(
-            &[
-                ("--out", out),
-                ("--out's journal", &journal),
-                ("--out's partial decisions", &partial),
-            ],
+            &outputs,
             &[
                 ("--catalog", &args.io.catalog),
                 ("--samples", &args.io.samples),
@@ -445,7 +513,15 @@ pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
         through: done.through,
         prefix: done.prefix,
         ids: TaskIds::default(),
+        evidence: match args.shard {
+            Some(_) => Some(std::io::BufWriter::with_capacity(
+                1 << 16,
+                tempfile::tempfile().context("cannot make a temporary file for the evidence")?,
+            )),
+            None => None,
+        },
     };
+    let mut digest = args.shard.map(|_| SamplesDigest::default());
     let done = Checkpoint {
         tally: Tally::default(),
         ..done
@@ -460,7 +536,7 @@ pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
-    let read = match pipeline(&scorer, input, &mut writer, jobs, &done) {
+    let read = match pipeline(&scorer, input, &mut writer, jobs, &done, digest.as_mut()) {
         Err(e) if e.is::<Interrupted>() => return interrupted(writer),
         read => read?,
     };
@@ -469,11 +545,73 @@ pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
         journal.remove()?;
     }
     writer.ids.report(&source);
-    let mut tally = writer.tally;
+    let mut tally = std::mem::take(&mut writer.tally);
     tally.lines = read.lines;
     tally.blank = read.blank;
+    if let (Some(evidence), Some(digest)) = (writer.evidence.take(), digest) {
+        write_evidence(&args, &catalog, evidence, digest, &tally)?;
+    }
     tally.report(&source);
     Ok(tally.exit_code())
+}
+
+/// Refuses a shard run that `merge` could not use, before any work.
+fn check_shard(args: &ScoreArgs) -> Result<()> {
+    let Some(shard) = args.shard else {
+        return Ok(());
+    };
+    if !args
+        .io
+        .out
+        .as_deref()
+        .is_some_and(|o| matches!(replaced(o), Ok(Some(_))))
+    {
+        bail!(
+            "--shard {shard} needs --out FILE, a regular file: the evidence merge reads is written beside it"
+        );
+    }
+    if args.seed_compat.is_some() {
+        bail!(
+            "--shard cannot be used with --seed-compat: merge decides with plangate's rule, not the seed's"
+        );
+    }
+    if args.resume {
+        bail!("--shard cannot be used with --resume: run the shard again from the start");
+    }
+    Ok(())
+}
+
+/// A shard's evidence for `plangate merge`, beside its `--out`: the catalog's tool
+/// states and every entry kept while deciding.
+fn write_evidence(
+    args: &ScoreArgs,
+    catalog: &Catalog,
+    evidence: std::io::BufWriter<std::fs::File>,
+    digest: SamplesDigest,
+    tally: &Tally,
+) -> Result<()> {
+    use std::io::Seek as _;
+    let (Some(shard), Some(out)) = (args.shard, args.io.out.as_deref()) else {
+        return Ok(());
+    };
+    let mut body = evidence
+        .into_inner()
+        .map_err(|e| e.into_error())
+        .and_then(|mut f| f.rewind().map(|()| f))
+        .context("failed to keep evidence")?;
+    let header = ShardHeader::new(
+        "score",
+        shard,
+        Learned::of_catalog(catalog),
+        Inputs {
+            catalog_sha256: crate::shard::file_digest(&args.io.catalog)?,
+            samples_sha256: digest.hex(),
+            source: source_name(&args.io.samples),
+        },
+        &args.thresholds,
+        tally,
+    );
+    crate::shard::write_evidence(out, &header, |w| std::io::copy(&mut body, w))
 }
 
 /// The decisions output and, when `--out` is a file, the journal that lets an

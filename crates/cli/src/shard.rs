@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use anyhow::{Context, Result, bail};
+use plangate_gate::catalog::Catalog;
 use plangate_gate::decide::Options;
 use plangate_gate::task::TaskError;
 use plangate_harness::{EvalStats, Finished, ToolBook};
@@ -133,6 +134,59 @@ pub(crate) struct LiveRecord {
     pub(crate) at_end: String,
 }
 
+/// What a shard learned besides its tasks: its epoch, every tool's book, the live
+/// checks and its counts.
+pub(crate) struct Learned {
+    pub(crate) epoch: Option<EpochManifest>,
+    pub(crate) epoch_id: Option<String>,
+    pub(crate) books: Vec<ToolBook>,
+    pub(crate) live: Vec<LiveRecord>,
+    pub(crate) stats: EvalStats,
+}
+
+impl Learned {
+    /// What an `eval` shard learned.
+    pub(crate) fn of_run(finished: &Finished, epoch: Option<&EpochManifest>) -> Learned {
+        Learned {
+            epoch: epoch.cloned(),
+            epoch_id: Some(finished.epoch_id.clone()),
+            books: finished.books.clone(),
+            live: finished
+                .live
+                .iter()
+                .map(|c| LiveRecord {
+                    guest: c.guest.clone(),
+                    host: c.host.clone(),
+                    at_start: c.at_start.clone(),
+                    at_end: c.now.clone(),
+                })
+                .collect(),
+            stats: finished.stats.clone(),
+        }
+    }
+
+    /// What a `score` shard judges by: the catalog's declarations, `verified` as the
+    /// catalog records it (a tool recorded verified counts as probed without drift).
+    pub(crate) fn of_catalog(catalog: &Catalog) -> Learned {
+        Learned {
+            epoch: None,
+            epoch_id: None,
+            books: catalog
+                .tools()
+                .iter()
+                .map(|t| ToolBook {
+                    name: t.name.clone(),
+                    declared: t.deterministic,
+                    probed: t.verified.unwrap_or(false),
+                    ..ToolBook::default()
+                })
+                .collect(),
+            live: Vec::new(),
+            stats: EvalStats::default(),
+        }
+    }
+}
+
 /// The evidence file's first line.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct Header {
@@ -160,12 +214,11 @@ pub(crate) struct Header {
 }
 
 impl Header {
-    /// A shard's header, from its finished run.
-    pub(crate) fn of_run(
+    /// A shard's header.
+    pub(crate) fn new(
         command: &str,
         shard: Shard,
-        finished: &Finished,
-        epoch: Option<&EpochManifest>,
+        learned: Learned,
         inputs: Inputs,
         thresholds: &ThresholdArgs,
         tally: &Tally,
@@ -176,24 +229,15 @@ impl Header {
             plangate: env!("CARGO_PKG_VERSION").into(),
             command: command.into(),
             shard,
-            epoch_id: epoch.map(|_| finished.epoch_id.clone()),
-            epoch: epoch.cloned(),
+            epoch_id: learned.epoch_id,
+            epoch: learned.epoch,
             catalog_sha256: inputs.catalog_sha256,
             samples_sha256: inputs.samples_sha256,
             source: inputs.source,
             thresholds: thresholds_of(thresholds),
-            books: finished.books.clone(),
-            live: finished
-                .live
-                .iter()
-                .map(|c| LiveRecord {
-                    guest: c.guest.clone(),
-                    host: c.host.clone(),
-                    at_start: c.at_start.clone(),
-                    at_end: c.now.clone(),
-                })
-                .collect(),
-            stats: finished.stats.clone(),
+            books: learned.books,
+            live: learned.live,
+            stats: learned.stats,
             lines: tally.lines,
             blank: tally.blank,
         }
@@ -250,14 +294,19 @@ fn thresholds_of(t: &ThresholdArgs) -> BTreeMap<String, String> {
     .collect()
 }
 
-/// Writes a shard's evidence beside its `--out`: the header, then every entry.
-pub(crate) fn write_evidence(out: &Path, header: &Header, finished: &Finished) -> Result<()> {
+/// Writes a shard's evidence beside its `--out`: the header, then every entry (`body`
+/// copies them, one line each, in input order).
+pub(crate) fn write_evidence(
+    out: &Path,
+    header: &Header,
+    body: impl FnOnce(&mut dyn Write) -> std::io::Result<u64>,
+) -> Result<()> {
     let path = evidence_path(out);
     let mut file = open_out(Some(&path))?;
     let write = |file: &mut crate::files::Output| -> std::io::Result<()> {
         serde_json::to_writer(&mut *file, header)?;
         writeln!(file)?;
-        finished.spilled().copy_to(file)?;
+        body(file)?;
         Ok(())
     };
     write(&mut file).with_context(|| format!("failed to write {}", path.display()))?;
