@@ -92,6 +92,14 @@ impl Chunk {
     }
 }
 
+/// A shard's decision with what `merge` needs of it: the prepared task and the naive
+/// scorer's verdict (with the label) when it was compared.
+type ShardDecision = (
+    decide::Decision,
+    decide::Prepared,
+    Option<(Verdict, Option<Label>)>,
+);
+
 /// What deciding one line produced, before it is written (in input order).
 enum Scored {
     /// A record to write, the verdict it carries (None: the seed's gate refused), the
@@ -109,10 +117,7 @@ enum Scored {
     Other,
     /// A decision of this shard, with what `merge` needs of it.
     Evidence(
-        Box<(
-            decide::Decision,
-            decide::Prepared,
-            Option<(Verdict, Option<Label>)>,
+        Box<ShardDecision>,
         )>,
     ),
 }
