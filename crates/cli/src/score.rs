@@ -116,10 +116,7 @@ enum Scored {
     /// Another shard decides the line.
     Other,
     /// A decision of this shard, with what `merge` needs of it.
-    Evidence(
-        Box<ShardDecision>,
-        )>,
-    ),
+    Evidence(Box<ShardDecision>),
 }
 
 /// A chunk back from a worker: its place in the input, its emptied-to-be buffer, and
