@@ -173,15 +173,14 @@ fn eval_killed_at_random_points_resumes_to_identical_decisions() {
 }
 
 /// Snapshot folders of epochs (plangate-epoch-*) in the temp dir.
-fn snapshots() -> usize {
+/// Snapshot directories a process left in the temporary folder: each carries its pid
+/// (`plangate-epoch-PID-...`), so other tests' runs in parallel do not count.
+fn snapshots_of(pid: u32) -> usize {
+    let prefix = format!("plangate-epoch-{pid}-");
     std::fs::read_dir(std::env::temp_dir())
         .expect("temp dir")
         .filter_map(Result::ok)
-        .filter(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .starts_with("plangate-epoch-")
-        })
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
         .count()
 }
 
@@ -225,8 +224,8 @@ fn sigint_stops_eval_cleanly_and_says_how_to_resume() {
         "--jobs",
         "1",
     ];
-    let before = snapshots();
     let mut child = spawn(&args);
+    let child_pid = child.id();
     wait_for(&journal, &mut child);
     std::thread::sleep(Duration::from_millis(300));
     interrupt(&child);
@@ -239,7 +238,7 @@ fn sigint_stops_eval_cleanly_and_says_how_to_resume() {
     );
     assert!(journal.exists(), "{stderr}");
     assert!(!out.exists(), "nothing decided, nothing written");
-    assert!(snapshots() <= before, "the epoch's snapshot was removed");
+    assert_eq!(snapshots_of(child_pid), 0, "the epoch's snapshot was removed");
 
     let resumed = plangate(&[&args[..], &["--resume"]].concat());
     assert_eq!(resumed.code, 1, "{}", resumed.stderr);

@@ -11,6 +11,7 @@ mod instant;
 mod interrupt;
 mod lines;
 mod merge;
+mod outputs;
 mod pin;
 mod probe;
 mod report;

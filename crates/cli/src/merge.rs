@@ -13,7 +13,7 @@ use plangate_harness::{EvalStats, Finished, Spilled, ToolBook, merge_spills};
 use plangate_sandbox::LiveCheck;
 use serde_json::json;
 
-use crate::eval::{Outputs, Ran, Reports, Timings, write_reports};
+use crate::outputs::{Outputs, Ran, Reports, Timings, write_reports};
 use crate::shard::{Header, read_header};
 use crate::tally::Tally;
 

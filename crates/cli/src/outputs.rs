@@ -1,0 +1,293 @@
+//! What a run leaves beside its verdicts, written alike by `eval` and by `merge` (which
+//! decides a sharded batch as one `eval` would): the decisions file with the lines that
+//! were not tasks in their place, JUnit, tool health and the summary.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use plangate_gate::decide::{Decision, Verdict};
+use plangate_gate::task::TaskError;
+use plangate_harness::{Attempt, Finished, LineOutcome, Retried, RetryReport};
+use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
+use serde::Serialize;
+use serde_json::json;
+
+use crate::files::{Output, open_out, write_file, write_json};
+use crate::lines::skip_line;
+use crate::tally::Tally;
+
+/// A decision as written: the gate's record plus the epoch it was decided in.
+#[derive(Serialize)]
+pub(crate) struct Record<'a> {
+    #[serde(flatten)]
+    decision: &'a Decision,
+    /// Empty for tasks whose results came recorded (`score`'s shards, merged).
+    #[serde(skip_serializing_if = "str::is_empty")]
+    epoch_id: &'a str,
+    /// The decisions before this one, for a task the defer path retried.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    history: Option<&'a [Attempt]>,
+}
+
+/// When the run started, and when each of its phases ended, from that start.
+pub(crate) struct Timings {
+    pub(crate) started: Instant,
+    pub(crate) setup: Duration,
+    pub(crate) probed: Duration,
+    pub(crate) executed: Duration,
+    pub(crate) retried: Duration,
+    pub(crate) decided: Duration,
+}
+
+/// What the run found, for the reports: its first epoch and the defer path's rounds.
+pub(crate) struct Ran<'a> {
+    /// The epoch's manifest (None: results recorded in the input, from `score`).
+    pub(crate) epoch: Option<&'a plangate_sandbox::EpochManifest>,
+    pub(crate) finished: &'a Finished,
+    pub(crate) retry: Option<&'a RetryReport>,
+    /// What `merge` adds to the summary: its shards, and what it cannot see.
+    pub(crate) merged: Option<serde_json::Value>,
+}
+
+/// Where the reports beside the decisions go, when asked for.
+pub(crate) struct Reports<'a> {
+    pub(crate) tool_health: Option<&'a Path>,
+    pub(crate) junit: Option<&'a Path>,
+    pub(crate) summary_json: Option<&'a Path>,
+}
+
+/// Where phase two writes each line's outcome: the decisions file and, when asked, the
+/// JUnit suite; it also counts verdicts by label for the summary.
+pub(crate) struct Outputs<'a> {
+    out: Output,
+    source: &'a str,
+    junit: Option<TestSuite>,
+    /// Verdict counts per label, indexed by `Verdict as usize`.
+    labels: BTreeMap<String, [usize; 3]>,
+}
+
+impl<'a> Outputs<'a> {
+    pub(crate) fn open(out: Option<&Path>, junit: bool, source: &'a str) -> Result<Self> {
+        Ok(Outputs {
+            out: open_out(out)?,
+            source,
+            junit: junit.then(|| TestSuite::new("plangate eval")),
+            labels: BTreeMap::new(),
+        })
+    }
+
+    /// Writes every decision, with the lines that were not tasks in their input place.
+    pub(crate) fn write_all(
+        &mut self,
+        finished: &Finished,
+        retried: &BTreeMap<usize, Retried>,
+        tally: &mut Tally,
+    ) -> Result<()> {
+        for line in finished.lines() {
+            let d = match line? {
+                LineOutcome::Task(d) => *d,
+                LineOutcome::Bad(line, e) => {
+                    self.skipped(line, &e, tally)?;
+                    continue;
+                }
+            };
+            let record = match retried.get(&d.line) {
+                Some(r) => Record {
+                    decision: &r.decision,
+                    epoch_id: &r.epoch_id,
+                    history: Some(&r.history),
+                },
+                None => Record {
+                    decision: &d.decision,
+                    epoch_id: &finished.epoch_id,
+                    history: None,
+                },
+            };
+            self.decided(&record, d.naive, tally)?;
+        }
+        self.out.finish()
+    }
+
+    fn decided(
+        &mut self,
+        record: &Record<'_>,
+        naive: Option<Verdict>,
+        tally: &mut Tally,
+    ) -> Result<()> {
+        let dec = record.decision;
+        tally.count(dec.decision);
+        if let Some(naive) = naive {
+            tally.baseline.count(dec.decision, naive, dec.label);
+        }
+        if let Some(label) = dec.label {
+            let key = serde_json::to_value(label)?
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            self.labels.entry(key).or_default()[dec.decision as usize] += 1;
+        }
+        serde_json::to_writer(&mut self.out, record).context("failed to write decisions")?;
+        writeln!(self.out).context("failed to write decisions")?;
+        if let Some(s) = self.junit.as_mut() {
+            s.add_test_case(task_case(dec, record.history));
+        }
+        Ok(())
+    }
+
+    fn skipped(&mut self, line: usize, e: &TaskError, tally: &mut Tally) -> Result<()> {
+        skip_line(&mut self.out, self.source, line, e, tally)?;
+        if let Some(s) = self.junit.as_mut() {
+            s.add_test_case(input_case(line, e));
+        }
+        Ok(())
+    }
+}
+
+/// Writes the reports asked for beside the decisions: tool health, JUnit, the summary.
+pub(crate) fn write_reports(
+    args: &Reports<'_>,
+    ran: &Ran<'_>,
+    outputs: Outputs<'_>,
+    tally: &Tally,
+    timings: &Timings,
+) -> Result<()> {
+    if let Some(file) = args.tool_health {
+        write_json(file, &ran.finished.health)?;
+    }
+    if let (Some(file), Some(mut suite)) = (args.junit, outputs.junit) {
+        if let Some(r) = ran.retry {
+            for (name, n) in [
+                ("plangate.retry.tasks_retried", r.tasks_retried),
+                ("plangate.retry.rounds", r.rounds.len()),
+                ("plangate.retry.calls", r.calls),
+            ] {
+                suite.add_property((name, n.to_string().as_str()));
+            }
+            for (reason, verdicts) in &r.resolved {
+                for (verdict, n) in verdicts {
+                    let name = format!("plangate.retry.resolved.{reason}.{verdict}");
+                    suite.add_property((name.as_str(), n.to_string().as_str()));
+                }
+            }
+        }
+        let mut report = Report::new("plangate");
+        report.add_test_suite(suite);
+        let mut xml = Vec::new();
+        report
+            .serialize(&mut xml)
+            .with_context(|| format!("failed to write {}", file.display()))?;
+        write_file(file, &xml)?;
+    }
+    if let Some(file) = args.summary_json {
+        let summary = summary(ran, tally, &outputs.labels, timings);
+        write_json(file, &summary)?;
+    }
+    Ok(())
+}
+
+/// The `--summary-json` document: counts, tool health, the epoch, and how long each
+/// phase took (the total up to now).
+fn summary(
+    ran: &Ran<'_>,
+    tally: &Tally,
+    labels: &BTreeMap<String, [usize; 3]>,
+    t: &Timings,
+) -> serde_json::Value {
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    let finished = ran.finished;
+    let mut summary = json!({
+        "epoch_id": finished.epoch_id,
+        "epoch": ran.epoch,
+        "lines": {
+            "total": tally.lines, "blank": tally.blank, "skipped": tally.skipped,
+            "accept": tally.accept, "reject": tally.reject, "defer": tally.defer,
+        },
+        "by_label": labels.iter().map(|(l, c)| (l.clone(), json!({
+            "accept": c[Verdict::Accept as usize],
+            "defer": c[Verdict::Defer as usize],
+            "reject": c[Verdict::Reject as usize],
+        }))).collect::<serde_json::Map<_, _>>(),
+        "baseline": tally.baseline.line().map(|_| &tally.baseline),
+        "stats": finished.stats,
+        "tools": finished.health.tools,
+        "quarantined": finished.quarantined(),
+        "live_mounts": finished.live.iter().map(|c| json!({
+            "guest": c.guest, "at_start": c.at_start, "at_end": c.now, "changed": c.changed(),
+        })).collect::<Vec<_>>(),
+        "retry": ran.retry,
+        "timings_ms": {
+            "setup": ms(t.setup),
+            "probe": ms(t.probed - t.setup),
+            "execute": ms(t.executed - t.probed),
+            "retry": ms(t.retried - t.executed),
+            "classify_and_write": ms(t.decided - t.retried),
+            "total": ms(t.started.elapsed()),
+        },
+        "exit_code": tally.exit_code(),
+    });
+    if let Some(merged) = &ran.merged {
+        summary["merge"] = merged.clone();
+    }
+    summary
+}
+
+fn task_case(d: &Decision, history: Option<&[Attempt]>) -> TestCase {
+    let reasons: Vec<String> = d
+        .reasons
+        .iter()
+        .map(|r| {
+            serde_json::to_value(r)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default()
+        })
+        .collect();
+    let message = d.explanation.join("; ");
+    let mut status = match d.decision {
+        Verdict::Accept => TestCaseStatus::success(),
+        Verdict::Reject => {
+            let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            s.set_type(reasons.join(","));
+            s
+        }
+        Verdict::Defer => TestCaseStatus::skipped(),
+    };
+    if d.decision != Verdict::Accept {
+        status.set_message(message.clone());
+        status.set_description(format!("reasons: {}\n{message}", reasons.join(", ")));
+    }
+    let mut tc = TestCase::new(d.task_id.clone(), status);
+    for (i, a) in history.unwrap_or_default().iter().enumerate() {
+        let reasons: Vec<String> = a
+            .reasons
+            .iter()
+            .filter_map(|r| serde_json::to_value(r).ok()?.as_str().map(str::to_string))
+            .collect();
+        let name = format!("plangate.history.{i}");
+        let value = format!(
+            "{} in epoch {} ({})",
+            a.decision.as_str(),
+            a.epoch_id,
+            reasons.join(", ")
+        );
+        tc.add_property((name.as_str(), value.as_str()));
+    }
+    tc.set_classname("plangate.eval");
+    tc
+}
+
+fn input_case(line: usize, e: &TaskError) -> TestCase {
+    let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
+    status.set_type("input");
+    status.set_message(e.to_string());
+    let name = match &e.task_id {
+        Some(id) => id.clone(),
+        None => format!("line {line}"),
+    };
+    let mut tc = TestCase::new(name, status);
+    tc.set_classname("plangate.eval");
+    tc
+}
