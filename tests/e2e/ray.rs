@@ -8,7 +8,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::Command;
 
-use crate::eval::{plangate, seed_catalog};
+use crate::eval::seed_catalog;
 use crate::tools::repo;
 
 fn ray_python() -> Option<PathBuf> {
@@ -31,21 +31,7 @@ fn the_ray_example_merges_shards_into_the_whole_runs_decisions() {
     };
     let dir = tempfile::tempdir().expect("temp dir");
     let d = dir.path();
-    let samples = d.join("batch.jsonl");
-    let world = repo().join("examples/seed-world");
-    let run = plangate(&[
-        "demo".as_ref(),
-        "--world".as_ref(),
-        world.as_os_str(),
-        "--tasks".as_ref(),
-        "200".as_ref(),
-        "--no-driver".as_ref(),
-        "--retry-deferred".as_ref(),
-        "0".as_ref(),
-        "--write-samples".as_ref(),
-        samples.as_os_str(),
-    ]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    let samples = crate::shard::demo_batch(d, 200);
     let catalog = seed_catalog();
     let merged = d.join("merged.jsonl");
     let workdir = d.join("shards");
@@ -71,17 +57,7 @@ fn the_ray_example_merges_shards_into_the_whole_runs_decisions() {
     // The whole batch in the epoch the example pinned.
     let whole = d.join("whole.jsonl");
     let epoch = workdir.join("epoch.json");
-    let run = plangate(&[
-        "eval".as_ref(),
-        "--catalog".as_ref(),
-        catalog.as_os_str(),
-        "--samples".as_ref(),
-        samples.as_os_str(),
-        "--epoch".as_ref(),
-        epoch.as_os_str(),
-        "--out".as_ref(),
-        whole.as_os_str(),
-    ]);
+    let run = crate::shard::whole_run(&catalog, &samples, &epoch, &whole, &[]);
     assert!(run.code == 0 || run.code == 1, "{}", run.stderr);
     let (a, b) = (
         std::fs::read(&whole).unwrap(),

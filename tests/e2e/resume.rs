@@ -238,7 +238,11 @@ fn sigint_stops_eval_cleanly_and_says_how_to_resume() {
     );
     assert!(journal.exists(), "{stderr}");
     assert!(!out.exists(), "nothing decided, nothing written");
-    assert_eq!(snapshots_of(child_pid), 0, "the epoch's snapshot was removed");
+    assert_eq!(
+        snapshots_of(child_pid),
+        0,
+        "the epoch's snapshot was removed"
+    );
 
     let resumed = plangate(&[&args[..], &["--resume"]].concat());
     assert_eq!(resumed.code, 1, "{}", resumed.stderr);

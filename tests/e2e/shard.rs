@@ -61,6 +61,45 @@ fn shard(dir: &Path, catalog: &Path, samples: &Path, epoch: &Path, k: usize, m: 
     out
 }
 
+/// The demo's generated batch of `tasks` tasks (live state still), in `dir`.
+pub(crate) fn demo_batch(dir: &Path, tasks: usize) -> PathBuf {
+    let samples = dir.join("batch.jsonl");
+    let world = crate::tools::repo().join("examples/seed-world");
+    let tasks = tasks.to_string();
+    let run = plangate(&[
+        "demo".as_ref(),
+        "--world".as_ref(),
+        world.as_os_str(),
+        "--tasks".as_ref(),
+        tasks.as_ref(),
+        "--no-driver".as_ref(),
+        "--retry-deferred".as_ref(),
+        "0".as_ref(),
+        "--write-samples".as_ref(),
+        samples.as_os_str(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    samples
+}
+
+/// The whole batch in `epoch`, decisions to `out`.
+pub(crate) fn whole_run(
+    catalog: &Path,
+    samples: &Path,
+    epoch: &Path,
+    out: &Path,
+    extra: &[&OsStr],
+) -> Run {
+    let mut args: Vec<&OsStr> = vec![
+        "--epoch".as_ref(),
+        epoch.as_os_str(),
+        "--out".as_ref(),
+        out.as_os_str(),
+    ];
+    args.extend_from_slice(extra);
+    eval(catalog, samples, &args)
+}
+
 fn merge(shards: &[PathBuf], extra: &[&OsStr]) -> Run {
     let mut args: Vec<&OsStr> = vec!["merge".as_ref()];
     args.extend_from_slice(extra);
@@ -72,21 +111,7 @@ fn merge(shards: &[PathBuf], extra: &[&OsStr]) -> Run {
 fn three_shards_merged_decide_byte_for_byte_as_the_whole_run() {
     let dir = tempfile::tempdir().expect("temp dir");
     let d = dir.path();
-    let samples = d.join("batch.jsonl");
-    let world = crate::tools::repo().join("examples/seed-world");
-    let run = plangate(&[
-        "demo".as_ref(),
-        "--world".as_ref(),
-        world.as_os_str(),
-        "--tasks".as_ref(),
-        "300".as_ref(),
-        "--no-driver".as_ref(),
-        "--retry-deferred".as_ref(),
-        "0".as_ref(),
-        "--write-samples".as_ref(),
-        samples.as_os_str(),
-    ]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    let samples = demo_batch(d, 300);
     // A bad line with an id, one without, and a blank line: each reported once.
     let mut text = std::fs::read_to_string(&samples).expect("batch");
     text.push_str("{\"task_id\": \"broken\", \"samples\": 3}\nnot json\n\n");
@@ -96,14 +121,12 @@ fn three_shards_merged_decide_byte_for_byte_as_the_whole_run() {
     let outputs =
         |name: &str| ["jsonl", "health.json", "xml"].map(|ext| d.join(format!("{name}.{ext}")));
     let [whole, whole_health, whole_junit] = outputs("whole");
-    let run = eval(
+    let run = whole_run(
         &catalog,
         &samples,
+        &epoch,
+        &whole,
         &[
-            "--epoch".as_ref(),
-            epoch.as_os_str(),
-            "--out".as_ref(),
-            whole.as_os_str(),
             "--tool-health".as_ref(),
             whole_health.as_os_str(),
             "--junit".as_ref(),
@@ -241,16 +264,7 @@ fn a_tool_quarantined_in_one_shard_turns_another_shards_reject_into_a_defer() {
     assert_eq!(tool["quarantined"], true, "{tool}");
     // The whole batch run at once decides the same.
     let whole = d.join("whole.jsonl");
-    let run = eval(
-        &catalog,
-        &samples,
-        &[
-            "--epoch".as_ref(),
-            epoch.as_os_str(),
-            "--out".as_ref(),
-            whole.as_os_str(),
-        ],
-    );
+    let run = whole_run(&catalog, &samples, &epoch, &whole, &[]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(
         std::fs::read(&whole).unwrap(),

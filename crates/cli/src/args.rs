@@ -30,6 +30,20 @@ pub(crate) struct IoArgs {
     pub(crate) max_line_bytes: u64,
 }
 
+/// The reports a run writes beside its decisions (`eval`, `merge`).
+#[derive(Debug, Clone, Args)]
+pub(crate) struct ReportArgs {
+    /// Write tool health (verified, quarantined, evidence) here.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) tool_health: Option<PathBuf>,
+    /// Write JUnit XML here: one testcase per task, reject fails, defer is skipped.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) junit: Option<PathBuf>,
+    /// Write the run summary (counts, tool health, epoch manifest, timings) here.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) summary_json: Option<PathBuf>,
+}
+
 /// Thresholds shared by every deciding command.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct ThresholdArgs {

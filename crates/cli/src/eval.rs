@@ -18,13 +18,13 @@ use plangate_harness::{
     WorldOptions, read_quarantine,
 };
 
-use crate::args::{Baseline, IoArgs, LimitArgs, ThresholdArgs, compares_baseline};
+use crate::args::{Baseline, IoArgs, LimitArgs, ReportArgs, ThresholdArgs, compares_baseline};
 use crate::files::{catalog_dir, load_catalog, read_manifest, write_json};
 use crate::interrupt::{Interrupted, stopping};
 use crate::lines::{
     TaskIds, for_each_line, line_hash, open_samples, source_name, tasks_at, too_long,
 };
-use crate::outputs::{Outputs, Ran, Reports, Timings, write_reports};
+use crate::outputs::{Outputs, Ran, Timings, write_reports};
 use crate::resume::{check_header, fingerprint, journal_path, journal_to_resume};
 use crate::shard::{
     Header as ShardHeader, Inputs, Learned, SamplesDigest, Shard, evidence_path, file_digest,
@@ -44,15 +44,8 @@ pub(crate) struct EvalArgs {
     /// Start from an earlier run's tool-health file: its quarantined tools stay quarantined.
     #[arg(long, value_name = "FILE")]
     quarantine: Option<PathBuf>,
-    /// Write tool health (verified, quarantined, evidence) here.
-    #[arg(long, value_name = "FILE")]
-    tool_health: Option<PathBuf>,
-    /// Write JUnit XML here: one testcase per task, reject fails, defer is skipped.
-    #[arg(long, value_name = "FILE")]
-    junit: Option<PathBuf>,
-    /// Write the run summary (counts, tool health, epoch manifest, timings) here.
-    #[arg(long, value_name = "FILE")]
-    summary_json: Option<PathBuf>,
+    #[command(flatten)]
+    reports: ReportArgs,
     /// A new epoch's random seed.
     #[arg(long, default_value_t = 0)]
     seed: u64,
@@ -237,7 +230,11 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
             retried => retried?,
         };
     let retry_done = started.elapsed();
-    let mut outputs = Outputs::open(args.io.out.as_deref(), args.junit.is_some(), &source)?;
+    let mut outputs = Outputs::open(
+        args.io.out.as_deref(),
+        args.reports.junit.is_some(),
+        &source,
+    )?;
     outputs.write_all(&finished, &retried, &mut tally)?;
     let decided = started.elapsed();
 
@@ -255,12 +252,7 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
         retry: retry.as_ref(),
         merged: None,
     };
-    let reports = Reports {
-        tool_health: args.tool_health.as_deref(),
-        junit: args.junit.as_deref(),
-        summary_json: args.summary_json.as_deref(),
-    };
-    write_reports(&reports, &ran, outputs, &tally, &timings)?;
+    write_reports(&args.reports, &ran, outputs, &tally, &timings)?;
     if let Some(digest) = executed_batch.samples {
         write_evidence(&args, &ran, digest, &tally)?;
     }
@@ -486,9 +478,9 @@ fn check_shard(args: &EvalArgs) -> Result<()> {
 fn check_outputs(args: &EvalArgs) -> Result<()> {
     let mut outputs: Vec<(&str, &Path)> = [
         ("--write-epoch", &args.write_epoch),
-        ("--tool-health", &args.tool_health),
-        ("--junit", &args.junit),
-        ("--summary-json", &args.summary_json),
+        ("--tool-health", &args.reports.tool_health),
+        ("--junit", &args.reports.junit),
+        ("--summary-json", &args.reports.summary_json),
         ("--out", &args.io.out),
     ]
     .into_iter()

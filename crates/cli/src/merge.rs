@@ -13,7 +13,8 @@ use plangate_harness::{EvalStats, Finished, Spilled, ToolBook, merge_spills};
 use plangate_sandbox::LiveCheck;
 use serde_json::json;
 
-use crate::outputs::{Outputs, Ran, Reports, Timings, write_reports};
+use crate::args::ReportArgs;
+use crate::outputs::{Outputs, Ran, Timings, write_reports};
 use crate::shard::{Header, read_header};
 use crate::tally::Tally;
 
@@ -26,15 +27,8 @@ pub(crate) struct MergeArgs {
     /// Write the merged decisions here instead of standard output.
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
-    /// Write the merged tool health here.
-    #[arg(long, value_name = "FILE")]
-    tool_health: Option<PathBuf>,
-    /// Write JUnit XML here: one testcase per task.
-    #[arg(long, value_name = "FILE")]
-    junit: Option<PathBuf>,
-    /// Write the merged summary here.
-    #[arg(long, value_name = "FILE")]
-    summary_json: Option<PathBuf>,
+    #[command(flatten)]
+    reports: ReportArgs,
 }
 
 /// What merge says it cannot see, in the summary and on stderr.
@@ -74,7 +68,11 @@ pub(crate) fn run(args: MergeArgs) -> Result<u8> {
         blank: first.blank,
         ..Tally::default()
     };
-    let mut outputs = Outputs::open(args.out.as_deref(), args.junit.is_some(), &first.source)?;
+    let mut outputs = Outputs::open(
+        args.out.as_deref(),
+        args.reports.junit.is_some(),
+        &first.source,
+    )?;
     outputs.write_all(&finished, &BTreeMap::new(), &mut tally)?;
     let accounted = tally.accept + tally.reject + tally.defer + tally.skipped + tally.blank;
     if accounted != tally.lines {
@@ -103,12 +101,7 @@ pub(crate) fn run(args: MergeArgs) -> Result<u8> {
         retried: setup,
         decided,
     };
-    let reports = Reports {
-        tool_health: args.tool_health.as_deref(),
-        junit: args.junit.as_deref(),
-        summary_json: args.summary_json.as_deref(),
-    };
-    write_reports(&reports, &ran, outputs, &tally, &timings)?;
+    write_reports(&args.reports, &ran, outputs, &tally, &timings)?;
     tally.report(&first.source);
     match first.epoch_id.as_deref() {
         Some(epoch) => {
@@ -226,9 +219,9 @@ fn union_live(shards: &[(PathBuf, Header, u64)]) -> Vec<LiveCheck> {
 /// Refuses an output that names a shard's file or evidence, or another output.
 fn check_outputs(args: &MergeArgs) -> Result<()> {
     let outputs: Vec<(&str, &Path)> = [
-        ("--tool-health", &args.tool_health),
-        ("--junit", &args.junit),
-        ("--summary-json", &args.summary_json),
+        ("--tool-health", &args.reports.tool_health),
+        ("--junit", &args.reports.junit),
+        ("--summary-json", &args.reports.summary_json),
         ("--out", &args.out),
     ]
     .into_iter()

@@ -15,6 +15,7 @@ use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 use serde::Serialize;
 use serde_json::json;
 
+use crate::args::ReportArgs;
 use crate::files::{Output, open_out, write_file, write_json};
 use crate::lines::skip_line;
 use crate::tally::Tally;
@@ -50,13 +51,6 @@ pub(crate) struct Ran<'a> {
     pub(crate) retry: Option<&'a RetryReport>,
     /// What `merge` adds to the summary: its shards, and what it cannot see.
     pub(crate) merged: Option<serde_json::Value>,
-}
-
-/// Where the reports beside the decisions go, when asked for.
-pub(crate) struct Reports<'a> {
-    pub(crate) tool_health: Option<&'a Path>,
-    pub(crate) junit: Option<&'a Path>,
-    pub(crate) summary_json: Option<&'a Path>,
 }
 
 /// Where phase two writes each line's outcome: the decisions file and, when asked, the
@@ -148,16 +142,16 @@ impl<'a> Outputs<'a> {
 
 /// Writes the reports asked for beside the decisions: tool health, JUnit, the summary.
 pub(crate) fn write_reports(
-    args: &Reports<'_>,
+    args: &ReportArgs,
     ran: &Ran<'_>,
     outputs: Outputs<'_>,
     tally: &Tally,
     timings: &Timings,
 ) -> Result<()> {
-    if let Some(file) = args.tool_health {
+    if let Some(file) = &args.tool_health {
         write_json(file, &ran.finished.health)?;
     }
-    if let (Some(file), Some(mut suite)) = (args.junit, outputs.junit) {
+    if let (Some(file), Some(mut suite)) = (&args.junit, outputs.junit) {
         if let Some(r) = ran.retry {
             for (name, n) in [
                 ("plangate.retry.tasks_retried", r.tasks_retried),
@@ -181,7 +175,7 @@ pub(crate) fn write_reports(
             .with_context(|| format!("failed to write {}", file.display()))?;
         write_file(file, &xml)?;
     }
-    if let Some(file) = args.summary_json {
+    if let Some(file) = &args.summary_json {
         let summary = summary(ran, tally, &outputs.labels, timings);
         write_json(file, &summary)?;
     }
