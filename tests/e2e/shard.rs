@@ -306,6 +306,51 @@ fn shards_that_are_not_one_batch_are_refused() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     let two_elsewhere = shard(&other_dir, &catalog, &samples, &other_epoch, 2, 2);
     refused(&[one.clone(), two_elsewhere], &["epochs differ"]);
+    // Other limits per call, and thresholds spelled otherwise but equal.
+    let run_two = |dir: &Path, extra: &[&str]| {
+        std::fs::create_dir_all(dir).unwrap();
+        let out = dir.join("shard-2.jsonl");
+        let mut args: Vec<&OsStr> = vec![
+            "--epoch".as_ref(),
+            epoch.as_os_str(),
+            "--shard".as_ref(),
+            "2/2".as_ref(),
+            "--out".as_ref(),
+            out.as_os_str(),
+        ];
+        args.extend(extra.iter().map(OsStr::new));
+        let run = eval(&catalog, &samples, &args);
+        assert!(run.code <= 2, "{}", run.stderr);
+        out
+    };
+    let two_fuel = run_two(&d.join("fuel"), &["--fuel", "1000000"]);
+    refused(&[one.clone(), two_fuel], &["limits per call differ"]);
+    let two_spelled = run_two(&d.join("spelled"), &["--arg-accept", "0.8"]);
+    let run = merge(&[one.clone(), two_spelled], &[]);
+    assert!(run.code < 2, "0.8 is 0.80: {}", run.stderr);
+    // Entries out of input order are refused, naming the file and the entry, and a
+    // failed merge leaves an earlier --out as it was.
+    let kept = d.join("kept.jsonl");
+    std::fs::write(&kept, "earlier\n").unwrap();
+    let evidence_one = PathBuf::from(format!("{}.evidence", one.display()));
+    let text = std::fs::read_to_string(&evidence_one).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    assert!(lines.len() >= 3, "a header and two entries");
+    lines.swap(1, 2);
+    std::fs::write(&evidence_one, lines.join("\n") + "\n").unwrap();
+    let run = merge(
+        &[one.clone(), two.clone()],
+        &["--out".as_ref(), kept.as_os_str()],
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("shard-1.jsonl.evidence: entry 2")
+            && run.stderr.contains("out of order"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(std::fs::read_to_string(&kept).unwrap(), "earlier\n");
+    std::fs::write(&evidence_one, text).unwrap();
     // A file that is no shard's --out, and evidence of another format version.
     refused(&[one.clone(), samples.clone()], &["no shard evidence"]);
     let evidence = PathBuf::from(format!("{}.evidence", two.display()));

@@ -235,7 +235,10 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
         args.reports.junit.is_some(),
         &source,
     )?;
-    outputs.write_all(&finished, &retried, &mut tally)?;
+    match outputs.write_all(&finished, &retried, &mut tally) {
+        Err(e) if e.is::<Interrupted>() => return interrupted(journal.as_ref(), &tally),
+        written => written?,
+    }
     let decided = started.elapsed();
 
     let timings = Timings {
@@ -252,10 +255,11 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
         retry: retry.as_ref(),
         merged: None,
     };
-    write_reports(&args.reports, &ran, outputs, &tally, &timings)?;
+    // The evidence first: a shard whose decisions are in place has its evidence too.
     if let Some(digest) = executed_batch.samples {
         write_evidence(&args, &ran, digest, &tally)?;
     }
+    write_reports(&args.reports, &ran, outputs, &tally, &timings)?;
     if let Some(j) = journal {
         if j.replayed() > 0 {
             eprintln!(
@@ -292,6 +296,7 @@ fn write_evidence(
             catalog_sha256: file_digest(&args.io.catalog)?,
             samples_sha256: samples.hex(),
             source: source_name(&args.io.samples),
+            limits: format!("{:?}", args.limits.limits()),
         },
         &args.thresholds,
         tally,

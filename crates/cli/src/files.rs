@@ -295,6 +295,19 @@ pub(crate) fn check_outputs<'a>(
             .flatten()
             .map(|i| (*flag, *p, i))
     }
+    for (flag, p) in outputs.iter().filter(|(_, p)| *p != Path::new("-")) {
+        if p.is_dir() {
+            bail!("{flag} {} is a directory; name a file", p.display());
+        }
+        let parent = p.parent().filter(|d| !d.as_os_str().is_empty());
+        if parent.is_some_and(|d| !d.is_dir()) {
+            bail!(
+                "{flag} {}: the folder {} does not exist",
+                p.display(),
+                parent.map_or_else(String::new, |d| d.display().to_string())
+            );
+        }
+    }
     let inputs: Vec<_> = inputs.iter().filter_map(id).collect();
     let mut seen: Vec<(&str, &Path, FileId)> = Vec::new();
     for (flag, path, out) in outputs.iter().filter_map(id) {

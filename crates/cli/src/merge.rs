@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use plangate_harness::{EvalStats, Finished, Spilled, ToolBook, merge_spills};
+use plangate_harness::{EvalStats, Finished, Spilled, ToolBook};
 use plangate_sandbox::LiveCheck;
 use serde_json::json;
 
@@ -36,6 +36,7 @@ const BLIND_SPOT: &str = "witnesses between calls in different shards cannot be 
 
 pub(crate) fn run(args: MergeArgs) -> Result<u8> {
     let started = Instant::now();
+    crate::interrupt::install();
     check_outputs(&args)?;
     let shards: Vec<(PathBuf, Header, u64)> = args
         .shards
@@ -44,7 +45,9 @@ pub(crate) fn run(args: MergeArgs) -> Result<u8> {
         .collect::<Result<_>>()?;
     check_one_batch(&shards)?;
     let first = &shards[0].1;
-    let options = first.options()?;
+    let options = first
+        .options()
+        .with_context(|| format!("{}: line 1: thresholds", shards[0].0.display()))?;
     let mut books: Vec<ToolBook> = first.books.clone();
     let mut stats = EvalStats::default();
     for (_, h, _) in &shards {
@@ -58,7 +61,7 @@ pub(crate) fn run(args: MergeArgs) -> Result<u8> {
         .iter()
         .map(|(path, _, start)| Spilled::open(path, *start))
         .collect::<Result<_, _>>()?;
-    let merged = merge_spills(&parts)?;
+    let merged = Spilled::merged(parts);
     let epoch_id = first.epoch_id.clone().unwrap_or_default();
     let finished = Finished::new(epoch_id, books, live, merged, options, stats);
     let setup = started.elapsed();
@@ -73,7 +76,13 @@ pub(crate) fn run(args: MergeArgs) -> Result<u8> {
         args.reports.junit.is_some(),
         &first.source,
     )?;
-    outputs.write_all(&finished, &BTreeMap::new(), &mut tally)?;
+    match outputs.write_all(&finished, &BTreeMap::new(), &mut tally) {
+        Err(e) if e.is::<crate::interrupt::Interrupted>() => {
+            eprintln!("plangate: interrupted: nothing was written; run the merge again");
+            return Ok(crate::exit::INTERRUPTED);
+        }
+        written => written?,
+    }
     let accounted = tally.accept + tally.reject + tally.defer + tally.skipped + tally.blank;
     if accounted != tally.lines {
         bail!(
@@ -164,13 +173,8 @@ fn check_one_batch(shards: &[(PathBuf, Header, u64)]) -> Result<()> {
             &h.shard.m.to_string(),
         )?;
         let names = |h: &Header| h.books.iter().map(|b| b.name.clone()).collect::<Vec<_>>();
-        if names(h0) != names(h) {
-            bail!(
-                "{} and {} are not shards of one batch: their tools differ",
-                p0.display(),
-                p.display()
-            );
-        }
+        differs("tools", &names(h0).join(", "), &names(h).join(", "))?;
+        differs("limits per call", &h0.limits, &h.limits)?;
     }
     let m = h0.shard.m;
     let mut seen: BTreeMap<u64, &Path> = BTreeMap::new();
@@ -184,14 +188,22 @@ fn check_one_batch(shards: &[(PathBuf, Header, u64)]) -> Result<()> {
             );
         }
     }
-    let missing: Vec<String> = (1..=m)
-        .filter(|k| !seen.contains_key(k))
-        .map(|k| format!("{k}/{m}"))
-        .collect();
-    if !missing.is_empty() {
+    if (seen.len() as u64) < m {
+        // M may be large: name the first few that are missing, count the rest.
+        let missing: Vec<String> = (1..=m)
+            .filter(|k| !seen.contains_key(k))
+            .take(5)
+            .map(|k| format!("{k}/{m}"))
+            .collect();
+        let more = m - seen.len() as u64 - missing.len() as u64;
         bail!(
-            "shard(s) {} missing: merge needs every shard of the batch",
-            missing.join(", ")
+            "shard(s) {}{} missing: merge needs every shard of the batch",
+            missing.join(", "),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
         );
     }
     Ok(())

@@ -81,6 +81,9 @@ impl<'a> Outputs<'a> {
         tally: &mut Tally,
     ) -> Result<()> {
         for line in finished.lines() {
+            if crate::interrupt::stopping() {
+                return Err(crate::interrupt::Interrupted.into());
+            }
             let d = match line? {
                 LineOutcome::Task(d) => *d,
                 LineOutcome::Bad(line, e) => {
@@ -102,7 +105,7 @@ impl<'a> Outputs<'a> {
             };
             self.decided(&record, d.naive, tally)?;
         }
-        self.out.finish()
+        Ok(())
     }
 
     fn decided(
@@ -140,7 +143,9 @@ impl<'a> Outputs<'a> {
     }
 }
 
-/// Writes the reports asked for beside the decisions: tool health, JUnit, the summary.
+/// Writes the reports asked for beside the decisions (tool health, JUnit, the
+/// summary), then puts the decisions in place: last, so a run that fails on the way
+/// leaves the earlier decisions file as it was.
 pub(crate) fn write_reports(
     args: &ReportArgs,
     ran: &Ran<'_>,
@@ -148,10 +153,16 @@ pub(crate) fn write_reports(
     tally: &Tally,
     timings: &Timings,
 ) -> Result<()> {
+    let Outputs {
+        mut out,
+        junit,
+        labels,
+        ..
+    } = outputs;
     if let Some(file) = &args.tool_health {
         write_json(file, &ran.finished.health)?;
     }
-    if let (Some(file), Some(mut suite)) = (&args.junit, outputs.junit) {
+    if let (Some(file), Some(mut suite)) = (&args.junit, junit) {
         if let Some(r) = ran.retry {
             for (name, n) in [
                 ("plangate.retry.tasks_retried", r.tasks_retried),
@@ -176,10 +187,10 @@ pub(crate) fn write_reports(
         write_file(file, &xml)?;
     }
     if let Some(file) = &args.summary_json {
-        let summary = summary(ran, tally, &outputs.labels, timings);
+        let summary = summary(ran, tally, &labels, timings);
         write_json(file, &summary)?;
     }
-    Ok(())
+    out.finish()
 }
 
 /// The `--summary-json` document: counts, tool health, the epoch, and how long each

@@ -542,17 +542,18 @@ pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
         Err(e) if e.is::<Interrupted>() => return interrupted(writer),
         read => read?,
     };
+    let mut tally = std::mem::take(&mut writer.tally);
+    tally.lines = read.lines;
+    tally.blank = read.blank;
+    // The evidence first: a shard whose decisions are in place has its evidence too.
+    if let (Some(evidence), Some(digest)) = (writer.evidence.take(), digest) {
+        write_evidence(&args, &catalog, evidence, digest, &tally)?;
+    }
     writer.out.finish()?;
     if let Some(journal) = writer.journal.take() {
         journal.remove()?;
     }
     writer.ids.report(&source);
-    let mut tally = std::mem::take(&mut writer.tally);
-    tally.lines = read.lines;
-    tally.blank = read.blank;
-    if let (Some(evidence), Some(digest)) = (writer.evidence.take(), digest) {
-        write_evidence(&args, &catalog, evidence, digest, &tally)?;
-    }
     tally.report(&source);
     Ok(tally.exit_code())
 }
@@ -609,6 +610,7 @@ fn write_evidence(
             catalog_sha256: crate::shard::file_digest(&args.io.catalog)?,
             samples_sha256: digest.hex(),
             source: source_name(&args.io.samples),
+            limits: "none: score executes nothing".into(),
         },
         &args.thresholds,
         tally,
@@ -621,6 +623,10 @@ fn write_evidence(
 /// checkpoint it reached.
 fn open_resumable(args: &ScoreArgs) -> Result<(Output, Option<ScoreJournal>, Checkpoint)> {
     let out = args.io.out.as_deref();
+    // A shard is run again, not resumed: its evidence is written whole at the end.
+    if args.shard.is_some() {
+        return Ok((open_out(out)?, None, Checkpoint::default()));
+    }
     let Some(target) = out.filter(|o| matches!(replaced(o), Ok(Some(_)))) else {
         if args.resume {
             bail!("--resume needs --out FILE, a regular file: the journal is kept beside it");
@@ -666,6 +672,10 @@ fn open_resumable(args: &ScoreArgs) -> Result<(Output, Option<ScoreJournal>, Che
 /// An interrupt stopped the run: what is decided is written (and journalled), and the
 /// message says where it is and how to go on.
 fn interrupted(mut writer: Writer<'_>) -> Result<u8> {
+    if writer.evidence.is_some() {
+        eprintln!("plangate: interrupted: nothing was written; run the shard again");
+        return Ok(crate::exit::INTERRUPTED);
+    }
     writer.out.flush().context("failed to write decisions")?;
     match (&writer.journal, writer.out.kept()) {
         (Some(journal), Some(kept)) => eprintln!(

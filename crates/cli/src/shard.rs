@@ -5,7 +5,7 @@
 //! thresholds) so a mismatch is an error, not a wrong answer.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
@@ -26,6 +26,8 @@ use crate::tally::Tally;
 const FORMAT: &str = "plangate-shard-evidence";
 /// Bumped whenever an evidence file's shape changes: `merge` refuses any other.
 const VERSION: u32 = 1;
+/// The longest header read: tool books with their evidence, for thousands of tools.
+const HEADER_BYTES: u64 = 64 << 20;
 
 /// Shard K of M (K counts from 1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -117,12 +119,14 @@ pub(crate) fn file_digest(path: &Path) -> Result<String> {
     Ok(hex(&Sha256::digest(&bytes)))
 }
 
-/// What every shard of a batch must have read alike, fingerprinted.
+/// What every shard of a batch must have read alike, fingerprinted, and run under.
 pub(crate) struct Inputs {
     pub(crate) catalog_sha256: String,
     pub(crate) samples_sha256: String,
     /// How the samples were named on the command line, for messages.
     pub(crate) source: String,
+    /// The limits per call (`eval`), or none (`score` executes nothing).
+    pub(crate) limits: String,
 }
 
 /// A live mount as the evidence records it.
@@ -205,6 +209,9 @@ pub(crate) struct Header {
     pub(crate) source: String,
     /// The thresholds, as exact decimals.
     pub(crate) thresholds: BTreeMap<String, String>,
+    /// The limits every call ran under (fuel, memory, time, output), as the run set
+    /// them: they change what a call returns.
+    pub(crate) limits: String,
     pub(crate) books: Vec<ToolBook>,
     pub(crate) live: Vec<LiveRecord>,
     pub(crate) stats: EvalStats,
@@ -235,6 +242,7 @@ impl Header {
             samples_sha256: inputs.samples_sha256,
             source: inputs.source,
             thresholds: thresholds_of(thresholds),
+            limits: inputs.limits,
             books: learned.books,
             live: learned.live,
             stats: learned.stats,
@@ -280,13 +288,21 @@ impl Header {
     }
 }
 
-/// Thresholds by flag name, as exact decimals.
+/// Thresholds by flag name, as exact decimals without trailing zeros: `0.8` and `0.80`
+/// are one threshold, so shards run with either merge.
 fn thresholds_of(t: &ThresholdArgs) -> BTreeMap<String, String> {
+    let exact = |r: plangate_gate::stats::Ratio| {
+        let d = r.decimal();
+        match d.contains('.') {
+            true => d.trim_end_matches('0').trim_end_matches('.').to_string(),
+            false => d,
+        }
+    };
     [
-        ("arg_accept", t.arg_accept.decimal()),
-        ("arg_reject", t.arg_reject.decimal()),
-        ("result_accept", t.result_accept.decimal()),
-        ("result_suspect", t.result_suspect.decimal()),
+        ("arg_accept", exact(t.arg_accept)),
+        ("arg_reject", exact(t.arg_reject)),
+        ("result_accept", exact(t.result_accept)),
+        ("result_suspect", exact(t.result_suspect)),
         ("min_samples", t.min_samples.to_string()),
     ]
     .into_iter()
@@ -324,10 +340,20 @@ pub(crate) fn read_header(out: &Path) -> Result<(PathBuf, Header, u64)> {
             path.display()
         )
     })?;
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        bail!("{}: not a regular file", path.display());
+    }
     let mut first = String::new();
     BufReader::new(file)
+        .take(HEADER_BYTES)
         .read_line(&mut first)
         .with_context(|| format!("cannot read {}", path.display()))?;
+    if !first.ends_with('\n') {
+        bail!(
+            "{}: line 1: not a shard header (no line end within {HEADER_BYTES} bytes)",
+            path.display()
+        );
+    }
     let v: serde_json::Value = serde_json::from_str(&first)
         .with_context(|| format!("{}: line 1 is not a shard header", path.display()))?;
     let (format, version) = (v.get("format"), v.get("version").and_then(|x| x.as_u64()));
@@ -348,6 +374,10 @@ pub(crate) fn read_header(out: &Path) -> Result<(PathBuf, Header, u64)> {
     }
     let header: Header = serde_json::from_value(v)
         .with_context(|| format!("{}: line 1: not a shard header", path.display()))?;
+    let Shard { k, m } = header.shard;
+    if k == 0 || k > m {
+        bail!("{}: line 1: shard: {k}/{m} is no shard", path.display());
+    }
     Ok((path, header, first.len() as u64))
 }
 

@@ -42,5 +42,5 @@ pub use probe::{ProbeRun, compare_runs, probe_arguments};
 pub use refs::{pointer, substitute};
 pub use resolver::{SandboxResolver, resolver_answer};
 pub use retry::{Attempt, Retried, RetryPlan, RetryReport, RetryRound, TasksAt};
-pub use spill::{Entry, Spilled, merge as merge_spills};
+pub use spill::{Entry, Spilled};
 pub use world::{World, WorldOptions};

@@ -200,38 +200,67 @@ impl Spill {
             .ok_or_else(|| fail(std::io::Error::other("no file")))?;
         let file = out.into_inner().map_err(|e| fail(e.into_error()))?;
         Ok(Spilled {
-            file,
-            path: None,
-            start: 0,
+            parts: vec![Part {
+                file,
+                path: None,
+                start: 0,
+            }],
             entries: self.entries,
         })
     }
 }
 
-/// Entries on disk, in input order: a run's spill, or the body of a shard's evidence.
+/// Entries on disk, in input order: a run's spill, the body of a shard's evidence, or
+/// several shards' bodies read as one (merged by input line as they are read).
 #[derive(Debug)]
 pub struct Spilled {
+    parts: Vec<Part>,
+    entries: usize,
+}
+
+/// One file of entries.
+#[derive(Debug)]
+struct Part {
     file: File,
     /// The file's name, for messages (None: the run's own temporary file).
     path: Option<PathBuf>,
     /// Where the entries start in the file.
     start: u64,
-    entries: usize,
 }
 
+/// An entry's number in its file (from 1), its input line, and its text.
+type Raw = (usize, usize, String);
+
 impl Spilled {
-    /// Entries that start at byte `start` of the file at `path`.
+    /// Entries that start at byte `start` of the file at `path`: a regular file only,
+    /// since a FIFO or a device cannot be read twice (or may never end).
     pub fn open(path: &Path, start: u64) -> Result<Spilled, HarnessError> {
-        let file = File::open(path).map_err(|e| HarnessError::Spill {
+        let bad = |message: String| HarnessError::Spill {
             path: path.to_path_buf(),
-            message: e.to_string(),
-        })?;
+            message,
+        };
+        let file = File::open(path).map_err(|e| bad(e.to_string()))?;
+        if !file.metadata().map_err(|e| bad(e.to_string()))?.is_file() {
+            return Err(bad("not a regular file".into()));
+        }
         Ok(Spilled {
-            file,
-            path: Some(path.to_path_buf()),
-            start,
+            parts: vec![Part {
+                file,
+                path: Some(path.to_path_buf()),
+                start,
+            }],
             entries: 0,
         })
+    }
+
+    /// Several files of entries (one per shard) read as one, in input order: each is
+    /// in input order, so reading is one streaming k-way merge. An input line that two
+    /// of them hold is an error when it is read: the shards overlap.
+    pub fn merged(parts: Vec<Spilled>) -> Spilled {
+        Spilled {
+            entries: parts.iter().map(|p| p.entries).sum(),
+            parts: parts.into_iter().flat_map(|p| p.parts).collect(),
+        }
     }
 
     /// How many entries were written (0 for a file opened with [`Spilled::open`]).
@@ -244,36 +273,85 @@ impl Spilled {
         self.entries == 0
     }
 
-    /// Copies the entries, as lines, to `out`.
+    /// Copies the entries, as lines, to `out`, file after file.
     pub fn copy_to(&self, out: &mut dyn Write) -> std::io::Result<u64> {
-        let mut r = At {
-            file: &self.file,
-            pos: self.start,
-        };
-        std::io::copy(&mut r, out)
+        let mut n = 0;
+        for p in &self.parts {
+            let mut r = At {
+                file: &p.file,
+                pos: p.start,
+            };
+            n += std::io::copy(&mut r, out)?;
+        }
+        Ok(n)
     }
 
+    /// Reads the entries from the first, in input order; each call reads afresh, and
+    /// several readers may go at once.
+    pub fn entries(&self) -> impl Iterator<Item = Result<Entry, HarnessError>> + '_ {
+        let mut readers: Vec<_> = self
+            .parts
+            .iter()
+            .map(|p| (p, p.raw_lines().peekable()))
+            .collect();
+        let mut failed = false;
+        std::iter::from_fn(move || {
+            if failed {
+                return None;
+            }
+            let next = next_in_order(&mut readers);
+            failed = matches!(next, Some(Err(_)));
+            next
+        })
+    }
+}
+
+/// The entry with the lowest input line among the parts' next ones, read.
+fn next_in_order<I: Iterator<Item = Result<Raw, HarnessError>>>(
+    readers: &mut [(&Part, std::iter::Peekable<I>)],
+) -> Option<Result<Entry, HarnessError>> {
+    let mut best: Option<(usize, usize)> = None;
+    for i in 0..readers.len() {
+        let line = match readers[i].1.peek() {
+            None => continue,
+            Some(Err(_)) => return readers[i].1.next().map(|r| r.map(|_| unreachable!())),
+            Some(Ok((_, line, _))) => *line,
+        };
+        match best {
+            Some((_, b)) if b < line => {}
+            Some((j, b)) if b == line => {
+                return Some(Err(HarnessError::Spill {
+                    path: readers[i].0.name(),
+                    message: format!(
+                        "input line {line} is also in {}: the shards overlap",
+                        readers[j].0.name().display()
+                    ),
+                }));
+            }
+            _ => best = Some((i, line)),
+        }
+    }
+    let (i, _) = best?;
+    let (part, reader) = &mut readers[i];
+    let (entry, _, text) = reader.next()?.ok()?;
+    Some(
+        Entry::from_line(&text).map_err(|message| HarnessError::Evidence {
+            path: part.name(),
+            entry,
+            message,
+        }),
+    )
+}
+
+impl Part {
     /// The file's name for messages.
     fn name(&self) -> PathBuf {
         self.path.clone().unwrap_or_else(std::env::temp_dir)
     }
 
-    /// Reads the entries from the first; each call reads afresh, and several readers
-    /// may go at once.
-    pub fn entries(&self) -> impl Iterator<Item = Result<Entry, HarnessError>> + '_ {
-        self.raw_lines().map(|r| {
-            let (entry, _, text) = r?;
-            Entry::from_line(&text).map_err(|message| HarnessError::Evidence {
-                path: self.name(),
-                entry,
-                message,
-            })
-        })
-    }
-
-    /// Each entry's number (from 1), input line and text, without reading the task:
-    /// every entry line starts `{"line":N,`.
-    fn raw_lines(&self) -> impl Iterator<Item = Result<(usize, usize, String), HarnessError>> + '_ {
+    /// Each entry's number, input line and text, without reading the task (every
+    /// entry line starts `{"line":N,`); input lines must rise from entry to entry.
+    fn raw_lines(&self) -> impl Iterator<Item = Result<Raw, HarnessError>> + '_ {
         let mut lines = BufReader::with_capacity(
             1 << 16,
             At {
@@ -282,6 +360,7 @@ impl Spilled {
             },
         );
         let mut number = 0usize;
+        let mut last = 0usize;
         std::iter::from_fn(move || {
             let mut buf = String::new();
             number += 1;
@@ -295,7 +374,13 @@ impl Spilled {
                 Ok(_) => {
                     buf.truncate(buf.trim_end_matches('\n').len());
                     Some(match line_of(&buf) {
-                        Some(line) => Ok((number, line, buf)),
+                        Some(line) if line > last => {
+                            last = line;
+                            Ok((number, line, buf))
+                        }
+                        Some(line) => Err(bad(format!(
+                            "input line {line} comes after line {last}: the entries are out of order (was the file edited?)"
+                        ))),
                         None => Err(bad("not an entry (it must start {\"line\":N,)".into())),
                     })
                 }
@@ -303,52 +388,6 @@ impl Spilled {
             }
         })
     }
-}
-
-/// The entries of several spills (one per shard) in one input order, in a temporary
-/// file: each part is in input order, so this is one streaming k-way merge. A line that
-/// two parts both hold is an error: the shards overlap.
-pub fn merge(parts: &[Spilled]) -> Result<Spilled, HarnessError> {
-    let mut readers: Vec<_> = parts
-        .iter()
-        .map(|p| (p, p.raw_lines().peekable()))
-        .collect();
-    let mut spill = Spill::new();
-    let mut index = 0;
-    loop {
-        let mut best: Option<(usize, usize)> = None;
-        for (i, (part, r)) in readers.iter_mut().enumerate() {
-            match r.peek() {
-                None => {}
-                Some(Err(_)) => {
-                    let Some(Err(e)) = r.next() else {
-                        unreachable!()
-                    };
-                    return Err(e);
-                }
-                Some(Ok((_, line, _))) => match best {
-                    Some((_, b)) if b < *line => {}
-                    Some((j, b)) if b == *line => {
-                        return Err(HarnessError::Spill {
-                            path: part.name(),
-                            message: format!(
-                                "input line {line} is also in {}: the shards overlap",
-                                parts[j].name().display()
-                            ),
-                        });
-                    }
-                    _ => best = Some((i, *line)),
-                },
-            }
-        }
-        let Some((i, _)) = best else { break };
-        let Some(Ok((_, _, text))) = readers[i].1.next() else {
-            unreachable!("peeked")
-        };
-        spill.put_line(index, text);
-        index += 1;
-    }
-    spill.finish()
 }
 
 /// A reader over a file at its own offset, so readers of one file do not share one.
@@ -406,10 +445,11 @@ mod tests {
             spill.finish().unwrap()
         };
         let (a, b, c) = (part(&[1, 4, 5]), part(&[2, 3, 9]), part(&[]));
-        let merged = merge(&[a, b, c]).unwrap();
+        let merged = Spilled::merged(vec![a, b, c]);
         let lines: Vec<usize> = merged.entries().map(|e| e.unwrap().line()).collect();
         assert_eq!(lines, vec![1, 2, 3, 4, 5, 9]);
-        let e = merge(&[part(&[1, 2]), part(&[2])]).unwrap_err().to_string();
+        let overlap = Spilled::merged(vec![part(&[1, 2]), part(&[2])]);
+        let e = overlap.entries().find_map(Result::err).unwrap().to_string();
         assert!(e.contains("input line 2") && e.contains("overlap"), "{e}");
     }
 
@@ -430,5 +470,14 @@ mod tests {
         assert!(got[0].is_ok());
         let e = got[1].as_ref().unwrap_err().to_string();
         assert!(e.contains("e.jsonl") && e.contains("entry 2"), "{e}");
+        // Entries out of input order are refused where they are.
+        std::fs::write(
+            &path,
+            format!("{}\n{}\n", bad(5).to_line(), bad(3).to_line()),
+        )
+        .unwrap();
+        let s = Spilled::open(&path, 0).unwrap();
+        let e = s.entries().find_map(Result::err).unwrap().to_string();
+        assert!(e.contains("entry 2") && e.contains("out of order"), "{e}");
     }
 }
