@@ -455,17 +455,7 @@ fn native_call(c: &mut Cursor<'_>) -> Option<Call> {
             "tool" if tool.is_none() => tool = Some(c.value(5)?),
             "arguments" if arguments.is_none() => arguments = Some(c.value(5)?),
             "result" if result.is_none() => {
-                let text = c.raw(5)?;
-                // A result that may be an MCP error or a JSON-RPC envelope is for the
-                // general reader, which reads those (escaped keys included).
-                if text.starts_with('{')
-                    && ["\"jsonrpc\"", "\"isError\"", "\\u"]
-                        .iter()
-                        .any(|k| text.contains(k))
-                {
-                    return None;
-                }
-                result = Some(Observed::Result(Payload::checked_text(text)));
+                result = Some(Observed::Result(Payload::checked_text(plain_result(c)?)));
             }
             "error" if error.is_none() => error = Some(c.value(5)?),
             _ => return None,
@@ -473,6 +463,23 @@ fn native_call(c: &mut Cursor<'_>) -> Option<Call> {
         Some(())
     })?;
     call_of(tool, arguments, result, error.as_ref(), "").ok()
+}
+
+/// A result's text, checked but not built; None for a result that may be an MCP error
+/// or a JSON-RPC envelope (a top-level key `jsonrpc` or `isError`, however escaped),
+/// which the general reader reads (`observed_result` looks at nothing else).
+fn plain_result<'a>(c: &mut Cursor<'a>) -> Option<&'a str> {
+    if !c.peek(b'{') {
+        return c.raw(5);
+    }
+    c.spanned(|c| {
+        members(c, |c, key| {
+            if matches!(key, "jsonrpc" | "isError") {
+                return None;
+            }
+            c.raw(6).map(drop)
+        })
+    })
 }
 
 /// What a line's reader notes on the way, for the decision's warnings.
