@@ -5,6 +5,8 @@
 //! Numbers keep their lexeme; [`Number::decimal`] gives their exact value. Objects keep
 //! input order (canonical output sorts them). Errors carry line and column.
 
+use std::borrow::Cow;
+
 /// Largest exponent magnitude the reader accepts. Doubles end near 1e308; a bound far
 /// past that keeps every accepted number's exact value representable, so canonical
 /// output always parses back to itself.
@@ -208,12 +210,12 @@ impl Number {
     /// Whether it was written with a fraction or exponent (Python and the seed read such
     /// a lexeme as a float, whatever its value).
     pub fn written_as_float(&self) -> bool {
-        self.0.bytes().any(|b| matches!(b, b'.' | b'e' | b'E'))
+        Self::float_lexeme(&self.0)
     }
     /// The nearest double (correctly rounded; may be infinite).
     pub fn as_f64(&self) -> f64 {
         // The lexeme passed the JSON grammar, which Rust's float parser accepts.
-        self.0.parse().unwrap_or(f64::NAN)
+        Self::f64_of_lexeme(&self.0)
     }
     /// The value as u64 when it is a non-negative integer that fits exactly.
     pub fn as_u64(&self) -> Option<u64> {
@@ -234,11 +236,24 @@ impl Number {
     }
     /// The exact value.
     pub fn decimal(&self) -> Decimal {
-        decimal_of(&self.0).unwrap_or(Decimal {
+        Self::decimal_of_lexeme(&self.0)
+    }
+    /// [`Number::decimal`] of a lexeme the grammar accepted, for printers that read
+    /// numbers straight from text.
+    pub(crate) fn decimal_of_lexeme(lexeme: &str) -> Decimal {
+        decimal_of(lexeme).unwrap_or(Decimal {
             negative: false,
             digits: String::new(),
             exponent: 0,
         })
+    }
+    /// [`Number::as_f64`] of a lexeme the grammar accepted.
+    pub(crate) fn f64_of_lexeme(lexeme: &str) -> f64 {
+        lexeme.parse().unwrap_or(f64::NAN)
+    }
+    /// [`Number::written_as_float`] of a lexeme.
+    pub(crate) fn float_lexeme(lexeme: &str) -> bool {
+        lexeme.bytes().any(|b| matches!(b, b'.' | b'e' | b'E'))
     }
 }
 
@@ -436,6 +451,26 @@ fn first_special(word: u64) -> Option<usize> {
     (hits != 0).then(|| (hits.trailing_zeros() / 8) as usize)
 }
 
+/// The length of the run of plain string text `s` starts with (up to a quote, a
+/// backslash or a control character: what a JSON string escapes), eight bytes at a time.
+pub(crate) fn plain_len(s: &[u8]) -> usize {
+    let mut i = 0;
+    while let Some(w) = s.get(i..i + 8) {
+        let word = u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
+        if let Some(at) = first_special(word) {
+            return i + at;
+        }
+        i += 8;
+    }
+    while let Some(&b) = s.get(i) {
+        if b == b'"' || b == b'\\' || b < 0x20 {
+            break;
+        }
+        i += 1;
+    }
+    i
+}
+
 impl<'a> Parser<'a> {
     fn new(t: &'a str, duplicates: Duplicates) -> Self {
         Parser {
@@ -446,25 +481,9 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// Moves to the end of a run of plain string text (see [`first_special`]), eight
-    /// bytes at a time.
+    /// Moves to the end of a run of plain string text.
     fn plain_run(&mut self) {
-        while let Some(word) = self.s.get(self.i..self.i + 8) {
-            let word = u64::from_le_bytes([
-                word[0], word[1], word[2], word[3], word[4], word[5], word[6], word[7],
-            ]);
-            if let Some(at) = first_special(word) {
-                self.i += at;
-                return;
-            }
-            self.i += 8;
-        }
-        while let Some(&b) = self.s.get(self.i) {
-            if b == b'"' || b == b'\\' || b < 0x20 {
-                return;
-            }
-            self.i += 1;
-        }
+        self.i += plain_len(&self.s[self.i..]);
     }
 
     fn ws(&mut self) {
@@ -847,6 +866,19 @@ impl Text for Escaped {
     }
 }
 
+/// What [`Cursor::token`] found.
+pub(crate) enum Token<'a> {
+    Null,
+    Bool(bool),
+    /// The lexeme, checked against the grammar.
+    Number(&'a str),
+    String(Cow<'a, str>),
+    /// An array was opened: its items (or `]`) come next.
+    Array,
+    /// An object was opened: its members (or `}`) come next.
+    Object,
+}
+
 /// A reader walking a document of known shape, for callers that build only the parts
 /// they need and keep the rest as checked text (a task line keeps each call's result
 /// unparsed: most results are equal byte for byte, and one parse serves them all).
@@ -870,22 +902,61 @@ impl<'a> Cursor<'a> {
         hit
     }
 
+    /// A cursor at the start of text that is already known to be UTF-8.
+    pub(crate) fn of_str(input: &'a str) -> Self {
+        Cursor(Parser::new(input, Duplicates::Flag))
+    }
+
     /// An object key and its colon; borrowed from the input unless it has escapes.
-    pub(crate) fn key(&mut self) -> Option<std::borrow::Cow<'a, str>> {
+    pub(crate) fn key(&mut self) -> Option<Cow<'a, str>> {
         self.0.ws();
+        let k = self.string()?;
+        self.eat(b':').then_some(k)
+    }
+
+    /// A string at the cursor (no whitespace before it), decoded; borrowed from the input
+    /// unless it has escapes.
+    fn string(&mut self) -> Option<Cow<'a, str>> {
         if self.0.s.get(self.0.i) != Some(&b'"') {
             return None;
         }
         let start = self.0.i + 1;
         let mut escaped = Escaped::default();
         self.0.string_into(&mut escaped).ok()?;
-        let k = if escaped.0 {
+        Some(if escaped.0 {
             self.0.i = start - 1;
-            std::borrow::Cow::Owned(self.0.string().ok()?)
+            Cow::Owned(self.0.string().ok()?)
         } else {
-            std::borrow::Cow::Borrowed(&self.0.t[start..self.0.i - 1])
+            Cow::Borrowed(&self.0.t[start..self.0.i - 1])
+        })
+    }
+
+    /// The next scalar, or the opening of an array or object (consumed), checked but
+    /// not built: for printing a value straight from its text.
+    pub(crate) fn token(&mut self) -> Option<Token<'a>> {
+        self.0.ws();
+        let p = &mut self.0;
+        let token = match p.s.get(p.i)? {
+            b'n' => p.literal(b"null", Value::Null).map(|_| Token::Null).ok()?,
+            b't' => p.literal(b"true", Value::Null).map(|_| Token::Bool(true)).ok()?,
+            b'f' => p.literal(b"false", Value::Null).map(|_| Token::Bool(false)).ok()?,
+            b'"' => return self.string().map(Token::String),
+            b'-' | b'0'..=b'9' => {
+                let start = p.i;
+                p.check_number().ok()?;
+                Token::Number(p.t.get(start..p.i)?)
+            }
+            b'[' => {
+                p.i += 1;
+                Token::Array
+            }
+            b'{' => {
+                p.i += 1;
+                Token::Object
+            }
+            _ => return None,
         };
-        self.eat(b':').then_some(k)
+        Some(token)
     }
 
     /// The next value, built, at nesting `depth` of the whole document.

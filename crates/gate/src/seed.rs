@@ -9,8 +9,9 @@
 
 use crate::catalog::Catalog;
 use crate::decide::{Verdict, modal};
+use crate::jcs::{Style, print_text};
 use crate::json::{Number, Value};
-use crate::task::{Arguments, Task};
+use crate::task::{Arguments, Form, Payload, Task};
 
 /// `ToolSchema` of the seed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -290,6 +291,28 @@ pub fn dumps_key(v: &Value) -> String {
     out
 }
 
+/// The seed's `json.dumps` equality as a [`Form`], printed from a result's text when
+/// it has one.
+pub(crate) struct Dumps;
+
+/// [`Dumps`] for [`print_text`]: Python sorts keys by code point (byte order in UTF-8;
+/// any fixed order gives the same equality).
+const DUMPS: Style = Style {
+    order: |a, b| a.cmp(b),
+    number: py_lexeme,
+};
+
+impl Form for Dumps {
+    fn of_value(&self, v: &Value) -> String {
+        dumps_key(v)
+    }
+    fn of_payload(&self, p: &Payload) -> String {
+        p.text()
+            .and_then(|t| print_text(t, &DUMPS))
+            .map_or_else(|| dumps_key(p.value()), |(key, _)| key)
+    }
+}
+
 fn dumps(v: &Value, out: &mut String) {
     match v {
         Value::Null => out.push_str("null"),
@@ -325,8 +348,13 @@ fn dumps(v: &Value, out: &mut String) {
 }
 
 fn py_number(n: &Number, out: &mut String) {
-    if n.written_as_float() {
-        let f = n.as_f64();
+    py_lexeme(n.lexeme(), out);
+}
+
+/// [`py_number`] of a lexeme the JSON grammar accepted.
+fn py_lexeme(lex: &str, out: &mut String) {
+    if Number::float_lexeme(lex) {
+        let f = Number::f64_of_lexeme(lex);
         if f.is_infinite() {
             out.push_str(if f > 0.0 { "Infinity" } else { "-Infinity" });
         } else {
@@ -339,7 +367,7 @@ fn py_number(n: &Number, out: &mut String) {
             out.push_str(buf.format_finite(f));
         }
     } else {
-        let d = n.decimal();
+        let d = Number::decimal_of_lexeme(lex);
         if d.negative {
             out.push('-');
         }

@@ -97,22 +97,42 @@ pub struct Payload(PayloadRepr);
 #[derive(Debug, Clone)]
 enum PayloadRepr {
     Value(Value),
-    /// JSON text the strict reader checked (duplicate keys flagged, last one kept), and
-    /// its value once a caller asked for it.
-    Text(Box<str>, OnceLock<Value>),
+    /// JSON text the strict reader checked (duplicate keys flagged, last one kept), its
+    /// value once a caller asked for it, and its RFC 8785 form once one did.
+    Text(Box<str>, OnceLock<Value>, OnceLock<(String, bool)>),
 }
 
 impl Payload {
     /// Keeps JSON text the reader has checked ([`Cursor::raw`]).
     fn checked_text(text: &str) -> Self {
-        Payload(PayloadRepr::Text(text.into(), OnceLock::new()))
+        Payload(PayloadRepr::Text(
+            text.into(),
+            OnceLock::new(),
+            OnceLock::new(),
+        ))
+    }
+
+    /// The result's RFC 8785 form, and whether a number in it is written as a float;
+    /// printed from the text, once, when there is text. Both agreement and the naive
+    /// scorer's `json.dumps` equality key by it (see `baseline`).
+    pub(crate) fn canonical(&self) -> (String, bool) {
+        let of_value = |v: &Value| (crate::jcs::to_string(v), has_float(v));
+        match &self.0 {
+            PayloadRepr::Value(v) => of_value(v),
+            PayloadRepr::Text(t, _, printed) => printed
+                .get_or_init(|| {
+                    crate::jcs::print_text(t, &crate::jcs::JCS)
+                        .unwrap_or_else(|| of_value(self.value()))
+                })
+                .clone(),
+        }
     }
 
     /// The result as a value, built from its text the first time it is asked for.
     pub fn value(&self) -> &Value {
         match &self.0 {
             PayloadRepr::Value(v) => v,
-            PayloadRepr::Text(t, v) => v.get_or_init(|| {
+            PayloadRepr::Text(t, v, _) => v.get_or_init(|| {
                 // The text passed the same reader when the line was read, so this
                 // cannot fail; were it to, the text stays a distinct value.
                 parse_str_with(t, Duplicates::Flag).unwrap_or_else(|_| Value::String(t.to_string()))
@@ -125,8 +145,39 @@ impl Payload {
     pub fn text(&self) -> Option<&str> {
         match &self.0 {
             PayloadRepr::Value(_) => None,
-            PayloadRepr::Text(t, _) => Some(t),
+            PayloadRepr::Text(t, _, _) => Some(t),
         }
+    }
+}
+
+/// Whether a number in `v` is written as a float (Python reads it as one).
+pub(crate) fn has_float(v: &Value) -> bool {
+    match v {
+        Value::Number(n) => n.written_as_float(),
+        Value::Array(items) => items.iter().any(has_float),
+        Value::Object(o) => o.iter().any(|(_, v)| has_float(v)),
+        Value::Null | Value::Bool(_) | Value::String(_) => false,
+    }
+}
+
+/// A printed form of JSON that [`Keys`] compare by, from a value or a result payload
+/// (printed from its text when it has one).
+pub(crate) trait Form {
+    /// The form of a value.
+    fn of_value(&self, v: &Value) -> String;
+    /// The form of a result payload.
+    fn of_payload(&self, p: &Payload) -> String;
+}
+
+/// RFC 8785 as a [`Form`].
+pub(crate) struct Jcs;
+
+impl Form for Jcs {
+    fn of_value(&self, v: &Value) -> String {
+        crate::jcs::to_string(v)
+    }
+    fn of_payload(&self, p: &Payload) -> String {
+        p.canonical().0
     }
 }
 
@@ -159,23 +210,24 @@ impl<K: PartialEq, V: Clone> Recent<K, V> {
 }
 
 /// Task-local ids of keys: equal keys get equal ids. Results are looked up by text
-/// first, so the copies of one result in N samples cost one parse and one print, not N;
-/// and comparing ids is cheaper than comparing printed results of hundreds of bytes.
+/// first, so the copies of one result in N samples cost one print, not N, and the print
+/// reads the text without building it; comparing ids is cheaper than comparing printed
+/// results of hundreds of bytes.
 pub(crate) struct Keys<'a, F> {
     ids: BTreeMap<String, u32>,
     texts: Recent<&'a str, u32>,
     values: Recent<&'a Value, u32>,
-    key: F,
+    form: F,
 }
 
-impl<'a, F: Fn(&Value) -> String> Keys<'a, F> {
-    /// Ids of keys; payloads are keyed with `key`.
-    pub(crate) fn new(key: F) -> Self {
+impl<'a, F: Form> Keys<'a, F> {
+    /// Ids of keys; values and payloads are keyed by their `form`.
+    pub(crate) fn new(form: F) -> Self {
         Keys {
             ids: BTreeMap::new(),
             texts: Recent::new(),
             values: Recent::new(),
-            key,
+            form,
         }
     }
 
@@ -187,17 +239,18 @@ impl<'a, F: Fn(&Value) -> String> Keys<'a, F> {
     /// The id of `v`'s key, from an earlier equal value when there is one (values
     /// equal as trees have equal keys).
     pub(crate) fn value(&mut self, v: &'a Value) -> u32 {
-        let (ids, key) = (&mut self.ids, &self.key);
-        self.values.get_or(v, || Self::id_in(ids, key(v)))
+        let (ids, form) = (&mut self.ids, &self.form);
+        self.values.get_or(v, || Self::id_in(ids, form.of_value(v)))
     }
 
     /// The id of `p`'s key, from an earlier copy of its text when there is one.
     pub(crate) fn payload(&mut self, p: &'a Payload) -> u32 {
         let Some(text) = p.text() else {
-            return self.id((self.key)(p.value()));
+            return self.id(self.form.of_payload(p));
         };
-        let (ids, key) = (&mut self.ids, &self.key);
-        self.texts.get_or(text, || Self::id_in(ids, key(p.value())))
+        let (ids, form) = (&mut self.ids, &self.form);
+        self.texts
+            .get_or(text, || Self::id_in(ids, form.of_payload(p)))
     }
 
     fn id_in(ids: &mut BTreeMap<String, u32>, key: String) -> u32 {
@@ -1056,7 +1109,7 @@ impl Observed {
         match self {
             Observed::Missing => None,
             // Not through `as_value`: that deep-copies every result only to print it.
-            Observed::Result(p) => Some(crate::jcs::to_string(p.value())),
+            Observed::Result(p) => Some(p.canonical().0),
             Observed::Error { .. } => Some(crate::jcs::to_string(&self.as_value())),
             Observed::Bytes(b) => Some(format!("bytes:{:x}", sha2::Sha256::digest(b))),
         }
@@ -1065,7 +1118,7 @@ impl Observed {
     /// The id of [`Observed::key`] in `keys`, a result's text looked up first.
     pub(crate) fn key_id<'a>(
         &'a self,
-        keys: &mut Keys<'a, impl Fn(&Value) -> String>,
+        keys: &mut Keys<'a, impl Form>,
     ) -> Option<u32> {
         match self {
             Observed::Result(p) => Some(keys.payload(p)),
