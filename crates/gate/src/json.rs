@@ -986,6 +986,14 @@ impl<'a> Cursor<'a> {
         self.0.t.get(start..self.0.i)
     }
 
+    /// Moves past `text` if it comes next, after whitespace.
+    pub(crate) fn skip_text(&mut self, text: &str) -> bool {
+        self.0.ws();
+        let hit = self.0.s[self.0.i..].starts_with(text.as_bytes());
+        self.0.i += if hit { text.len() } else { 0 };
+        hit
+    }
+
     /// Whether `b` comes next, after whitespace; consumes nothing but the whitespace.
     pub(crate) fn peek(&mut self, b: u8) -> bool {
         self.0.ws();

@@ -3,7 +3,7 @@
 //! `score` and `eval` read lines identically and report bad ones the same way.
 
 use std::collections::BTreeMap;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use crate::json::{Cursor, Duplicates, Object, Value, parse_str_with, parse_with};
 
@@ -97,19 +97,27 @@ pub struct Payload(PayloadRepr);
 #[derive(Debug, Clone)]
 enum PayloadRepr {
     Value(Value),
-    /// JSON text the strict reader checked (duplicate keys flagged, last one kept), its
-    /// value once a caller asked for it, and its RFC 8785 form once one did.
-    Text(Box<str>, OnceLock<Value>, OnceLock<(String, bool)>),
+    /// JSON text the strict reader checked, shared by the copies of it in one line.
+    Text(Arc<Text>),
+}
+
+/// JSON text the strict reader checked (duplicate keys flagged, last one kept), its
+/// value once a caller asked for it, and its RFC 8785 form once one did.
+#[derive(Debug)]
+struct Text {
+    text: Box<str>,
+    value: OnceLock<Value>,
+    canonical: OnceLock<(String, bool)>,
 }
 
 impl Payload {
     /// Keeps JSON text the reader has checked ([`Cursor::raw`]).
     fn checked_text(text: &str) -> Self {
-        Payload(PayloadRepr::Text(
-            text.into(),
-            OnceLock::new(),
-            OnceLock::new(),
-        ))
+        Payload(PayloadRepr::Text(Arc::new(Text {
+            text: text.into(),
+            value: OnceLock::new(),
+            canonical: OnceLock::new(),
+        })))
     }
 
     /// The result's RFC 8785 form, and whether a number in it is written as a float;
@@ -119,9 +127,10 @@ impl Payload {
         let of_value = |v: &Value| (crate::jcs::to_string(v), has_float(v));
         match &self.0 {
             PayloadRepr::Value(v) => of_value(v),
-            PayloadRepr::Text(t, _, printed) => printed
+            PayloadRepr::Text(t) => t
+                .canonical
                 .get_or_init(|| {
-                    crate::jcs::print_text(t, &crate::jcs::JCS)
+                    crate::jcs::print_text(&t.text, &crate::jcs::JCS)
                         .unwrap_or_else(|| of_value(self.value()))
                 })
                 .clone(),
@@ -132,10 +141,11 @@ impl Payload {
     pub fn value(&self) -> &Value {
         match &self.0 {
             PayloadRepr::Value(v) => v,
-            PayloadRepr::Text(t, v, _) => v.get_or_init(|| {
+            PayloadRepr::Text(t) => t.value.get_or_init(|| {
                 // The text passed the same reader when the line was read, so this
                 // cannot fail; were it to, the text stays a distinct value.
-                parse_str_with(t, Duplicates::Flag).unwrap_or_else(|_| Value::String(t.to_string()))
+                parse_str_with(&t.text, Duplicates::Flag)
+                    .unwrap_or_else(|_| Value::String(t.text.to_string()))
             }),
         }
     }
@@ -145,7 +155,7 @@ impl Payload {
     pub fn text(&self) -> Option<&str> {
         match &self.0 {
             PayloadRepr::Value(_) => None,
-            PayloadRepr::Text(t, _, _) => Some(t),
+            PayloadRepr::Text(t) => Some(&t.text),
         }
     }
 }
@@ -487,11 +497,12 @@ fn elements<T>(
 }
 
 fn native_samples(c: &mut Cursor<'_>) -> Option<Vec<Sample>> {
+    let mut seen = SeenResults::default();
     elements(c, |c| {
         let mut calls = None;
         members(c, |c, key| {
             (key == "calls" && calls.is_none()).then_some(())?;
-            calls = Some(elements(c, native_call)?);
+            calls = Some(elements(c, |c| native_call(c, &mut seen))?);
             Some(())
         })?;
         Some(Sample {
@@ -501,15 +512,47 @@ fn native_samples(c: &mut Cursor<'_>) -> Option<Vec<Sample>> {
     })
 }
 
-fn native_call(c: &mut Cursor<'_>) -> Option<Call> {
+/// The last few distinct result texts of a line. The samples of a task mostly repeat a
+/// result byte for byte, and text equal to one already checked is the same JSON value:
+/// an object, array or string ends at its own closing byte, whatever follows it. So a
+/// repeat is recognised by comparing bytes, and shares the first copy's payload (and
+/// so its printed forms), instead of being checked, copied and printed again.
+#[derive(Default)]
+struct SeenResults(Vec<Payload>);
+
+impl SeenResults {
+    /// Few enough that a line of all-distinct results costs a handful of failed byte
+    /// comparisons per result (each usually fails within a few bytes).
+    const CAP: usize = 4;
+
+    fn read(&mut self, c: &mut Cursor<'_>) -> Option<Payload> {
+        if let Some(p) = self
+            .0
+            .iter()
+            .rev()
+            .find(|p| p.text().is_some_and(|t| c.skip_text(t)))
+        {
+            return Some(p.clone());
+        }
+        let text = plain_result(c)?;
+        let p = Payload::checked_text(text);
+        if text.starts_with(['{', '[', '"']) {
+            if self.0.len() == Self::CAP {
+                self.0.remove(0);
+            }
+            self.0.push(p.clone());
+        }
+        Some(p)
+    }
+}
+
+fn native_call(c: &mut Cursor<'_>, seen: &mut SeenResults) -> Option<Call> {
     let (mut tool, mut arguments, mut result, mut error) = (None, None, None, None);
     members(c, |c, key| {
         match key {
             "tool" if tool.is_none() => tool = Some(c.value(5)?),
             "arguments" if arguments.is_none() => arguments = Some(c.value(5)?),
-            "result" if result.is_none() => {
-                result = Some(Observed::Result(Payload::checked_text(plain_result(c)?)));
-            }
+            "result" if result.is_none() => result = Some(Observed::Result(seen.read(c)?)),
             "error" if error.is_none() => error = Some(c.value(5)?),
             _ => return None,
         }
