@@ -43,6 +43,13 @@ impl Form for NaiveForm {
     }
 }
 
+/// The naive scorer's key of a result payload; public only so `tests/props.rs` can
+/// hold its equality to [`dumps_key`]'s.
+#[doc(hidden)]
+pub fn naive_result_key(p: &Payload) -> String {
+    NaiveForm.of_payload(p)
+}
+
 /// Scores `task` the naive way. Calls without an observed result count as `null`.
 pub fn naive(task: &Task, threshold: Ratio) -> NaiveDecision {
     // Arguments and results by the id of their `json.dumps`: equal ids, equal dumps.

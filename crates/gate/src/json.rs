@@ -938,8 +938,14 @@ impl<'a> Cursor<'a> {
         let p = &mut self.0;
         let token = match p.s.get(p.i)? {
             b'n' => p.literal(b"null", Value::Null).map(|_| Token::Null).ok()?,
-            b't' => p.literal(b"true", Value::Null).map(|_| Token::Bool(true)).ok()?,
-            b'f' => p.literal(b"false", Value::Null).map(|_| Token::Bool(false)).ok()?,
+            b't' => p
+                .literal(b"true", Value::Null)
+                .map(|_| Token::Bool(true))
+                .ok()?,
+            b'f' => p
+                .literal(b"false", Value::Null)
+                .map(|_| Token::Bool(false))
+                .ok()?,
             b'"' => return self.string().map(Token::String),
             b'-' | b'0'..=b'9' => {
                 let start = p.i;

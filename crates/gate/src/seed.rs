@@ -279,7 +279,11 @@ fn task_agreements(task: &Task) -> (f64, f64) {
         };
         keys.push((a, r));
     }
-    shares(keys.len(), keys.iter().map(|k| k.0), keys.iter().map(|k| k.1))
+    shares(
+        keys.len(),
+        keys.iter().map(|k| k.0),
+        keys.iter().map(|k| k.1),
+    )
 }
 
 /// The seed's `ToolSchema` for the task's tool; a task with no samples names none, and
@@ -354,6 +358,13 @@ impl Form for Dumps {
             .and_then(|t| print_text(t, &DUMPS))
             .map_or_else(|| dumps_key(p.value()), |(key, _)| key)
     }
+}
+
+/// [`Dumps`] of a result payload, printed from its text when it has one; public only so
+/// `tests/props.rs` can hold it to [`dumps_key`] of the built value.
+#[doc(hidden)]
+pub fn dumps_payload(p: &Payload) -> String {
+    Dumps.of_payload(p)
 }
 
 fn dumps(v: &Value, out: &mut String) {

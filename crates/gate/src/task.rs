@@ -1159,10 +1159,7 @@ impl Observed {
     }
 
     /// The id of [`Observed::key`] in `keys`, a result's text looked up first.
-    pub(crate) fn key_id<'a>(
-        &'a self,
-        keys: &mut Keys<'a, impl Form>,
-    ) -> Option<u32> {
+    pub(crate) fn key_id<'a>(&'a self, keys: &mut Keys<'a, impl Form>) -> Option<u32> {
         match self {
             Observed::Result(p) => Some(keys.payload(p)),
             other => other.key().map(|k| keys.id(k)),
