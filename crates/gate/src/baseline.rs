@@ -4,9 +4,10 @@
 //! flaky tool, which is the whole point of comparing against it.
 
 use crate::decide::{Agreement, Verdict, modal};
-use crate::seed::dumps_key;
+use crate::json::Value;
+use crate::seed::{Dumps, dumps_key};
 use crate::stats::Ratio;
-use crate::task::{Arguments, Keys, Observed, Task};
+use crate::task::{Arguments, Form, Keys, Observed, Payload, Task, has_float};
 
 /// What the naive scorer decides: accept or reject, never defer.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -17,10 +18,42 @@ pub struct NaiveDecision {
     pub agreement: Agreement,
 }
 
+/// The seed's `json.dumps` equality, keyed mostly by the RFC 8785 form agreement has
+/// already printed. Without a number written as a float the two forms have the same
+/// equality: strings escape alike, keys are sorted (in different but fixed orders) and
+/// deduplicated alike, and both print integers exactly. A float is where they part
+/// (`1.0` and `1` are one number to RFC 8785, two to Python), so a value with one is
+/// keyed by `json.dumps` itself; and no value with a float dumps equal to one without.
+/// The tag keeps the two kinds of key apart.
+struct NaiveForm;
+
+impl Form for NaiveForm {
+    fn of_value(&self, v: &Value) -> String {
+        if has_float(v) {
+            format!("d{}", dumps_key(v))
+        } else {
+            format!("j{}", crate::jcs::to_string(v))
+        }
+    }
+    fn of_payload(&self, p: &Payload) -> String {
+        match p.canonical() {
+            (_, true) => format!("d{}", Dumps.of_payload(p)),
+            (jcs, false) => format!("j{jcs}"),
+        }
+    }
+}
+
+/// The naive scorer's key of a result payload; public only so `tests/props.rs` can
+/// hold its equality to [`dumps_key`]'s.
+#[doc(hidden)]
+pub fn naive_result_key(p: &Payload) -> String {
+    NaiveForm.of_payload(p)
+}
+
 /// Scores `task` the naive way. Calls without an observed result count as `null`.
 pub fn naive(task: &Task, threshold: Ratio) -> NaiveDecision {
     // Arguments and results by the id of their `json.dumps`: equal ids, equal dumps.
-    let mut dumps = Keys::new(dumps_key);
+    let mut dumps = Keys::new(NaiveForm);
     let keys: Vec<Vec<(&str, u32, u32)>> = task
         .samples
         .iter()
@@ -30,12 +63,12 @@ pub fn naive(task: &Task, threshold: Ratio) -> NaiveDecision {
                 .map(|c| {
                     let args = match &c.arguments {
                         Arguments::Json(v) => dumps.value(v),
-                        // No dumps starts with a letter other than t, f or n.
+                        // No key of NaiveForm starts with `r`.
                         Arguments::Malformed(raw) => dumps.id(format!("raw:{raw}")),
                     };
                     let result = match &c.observed {
                         Observed::Result(p) => dumps.payload(p),
-                        other => dumps.id(dumps_key(&other.as_value())),
+                        other => dumps.id(NaiveForm.of_value(&other.as_value())),
                     };
                     (c.tool.as_str(), args, result)
                 })

@@ -17,7 +17,7 @@ use crate::convert::raw;
 use crate::jcs;
 use crate::json::{Object, Value};
 use crate::stats::{Ratio, wilson};
-use crate::task::{Arguments, Keys, Label, Recent, Task, turn_ranges};
+use crate::task::{Arguments, Jcs, Keys, Label, Recent, Task, turn_ranges};
 
 mod wire;
 pub use wire::WireError;
@@ -451,8 +451,8 @@ pub fn prepare(
 ) -> Prepared {
     let mut samples = Vec::with_capacity(task.samples.len());
     let mut malformed = Vec::new();
-    let mut results = Keys::new(jcs::to_string);
-    let mut calls: Keys<'_, fn(&Value) -> String> = Keys::new(jcs::to_string);
+    let mut results = Keys::new(Jcs);
+    let mut calls = Keys::new(Jcs);
     // Samples mostly repeat each other's calls: canonicalize and key each distinct
     // (tool, step, arguments) once. The step matters because `$from` may only name
     // earlier steps.
@@ -845,7 +845,7 @@ fn canonical_call(
     step: usize,
     catalog: &Catalog,
     resolver: Option<&mut (dyn Resolver + '_)>,
-    calls: &mut Keys<'_, fn(&Value) -> String>,
+    calls: &mut Keys<'_, Jcs>,
 ) -> Canonical {
     let key_of = |v: &Value, violates: bool| {
         let mut key = String::from("{\"arguments\":");

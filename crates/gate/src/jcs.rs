@@ -2,7 +2,9 @@
 //! arguments are compared. Byte-exact on the RFC's vectors, with one deliberate
 //! departure for integers a double cannot hold (see [`write_number`]).
 
-use crate::json::{Decimal, Number, Value, decimal_of};
+use std::borrow::Cow;
+
+use crate::json::{Cursor, Decimal, MAX_DEPTH, Number, Token, Value, decimal_of, plain_len};
 
 /// The canonical form of `value`.
 pub fn to_string(value: &Value) -> String {
@@ -59,13 +61,18 @@ pub fn utf16_cmp(a: &str, b: &str) -> std::cmp::Ordering {
 
 /// Appends a string with RFC 8785's minimal escapes.
 pub fn write_string(s: &str, out: &mut String) {
-    // Copies runs of bytes that need no escape in one go: results carry long strings
-    // (file contents), and pushing them char by char dominated `plangate score`.
-    // Every byte that needs an escape is ASCII, so each cut is on a char boundary.
+    // Copies runs of bytes that need no escape in one go, found eight bytes at a time:
+    // results carry long strings (file contents). Every byte that needs an escape is
+    // ASCII, so each cut is on a char boundary.
     out.reserve(s.len() + 2);
     out.push('"');
     let mut run = 0;
-    for (i, &b) in s.as_bytes().iter().enumerate() {
+    loop {
+        let i = run + plain_len(&s.as_bytes()[run..]);
+        out.push_str(&s[run..i]);
+        let Some(&b) = s.as_bytes().get(i) else {
+            break;
+        };
         let esc = match b {
             b'"' => "\\\"",
             b'\\' => "\\\\",
@@ -74,10 +81,8 @@ pub fn write_string(s: &str, out: &mut String) {
             b'\n' => "\\n",
             0x0c => "\\f",
             b'\r' => "\\r",
-            0..0x20 => "",
-            _ => continue,
+            _ => "",
         };
-        out.push_str(&s[run..i]);
         if esc.is_empty() {
             const HEX: &[u8; 16] = b"0123456789abcdef";
             out.push_str("\\u00");
@@ -88,7 +93,6 @@ pub fn write_string(s: &str, out: &mut String) {
         }
         run = i + 1;
     }
-    out.push_str(&s[run..]);
     out.push('"');
 }
 
@@ -102,10 +106,14 @@ pub fn write_string(s: &str, out: &mut String) {
 /// non-integers keep double semantics. Values outside the double range, which I-JSON
 /// excludes, are printed exactly rather than as infinity or zero.
 pub fn write_number(n: &Number, out: &mut String) {
+    write_lexeme(n.lexeme(), out);
+}
+
+/// [`write_number`] of a lexeme the JSON grammar accepted.
+fn write_lexeme(lex: &str, out: &mut String) {
     // The common case without allocating: an integer of at most 15 digits is an exact
     // double, and its ECMAScript form is the digits as the JSON grammar wrote them
     // (no leading zeros); `-0` takes the general path.
-    let lex = n.lexeme();
     let digits = lex.strip_prefix('-').unwrap_or(lex);
     if (1..=15).contains(&digits.len())
         && digits.bytes().all(|b| b.is_ascii_digit())
@@ -114,12 +122,12 @@ pub fn write_number(n: &Number, out: &mut String) {
         out.push_str(lex);
         return;
     }
-    let exact = n.decimal();
+    let exact = Number::decimal_of_lexeme(lex);
     if exact.is_zero() {
         out.push('0');
         return;
     }
-    let f = n.as_f64();
+    let f = Number::f64_of_lexeme(lex);
     if f.is_finite() && f != 0.0 {
         let mut buf = ryu_js::Buffer::new();
         let es = buf.format_finite(f);
@@ -150,6 +158,130 @@ fn write_exact(d: &Decimal, out: &mut String) {
     let e = d.exponent + len - 1;
     out.push_str(if e >= 0 { "e+" } else { "e-" });
     out.push_str(&e.unsigned_abs().to_string());
+}
+
+/// How a printer of JSON text orders an object's keys and writes numbers: RFC 8785
+/// here, the seed's `json.dumps` in [`crate::seed`].
+pub(crate) struct Style {
+    /// The order of an object's keys (equal only for equal keys).
+    pub(crate) order: fn(&str, &str) -> std::cmp::Ordering,
+    /// Writes a number from its lexeme.
+    pub(crate) number: fn(&str, &mut String),
+}
+
+/// RFC 8785, for [`print_text`].
+pub(crate) const JCS: Style = Style {
+    order: utf16_cmp,
+    number: write_lexeme,
+};
+
+/// The form `style` gives JSON text the reader has checked, printed from the text
+/// without building its tree (a result is built only to be printed, once per distinct
+/// text, and building it cost more than printing), and whether a number in it is
+/// written as a float. Equal to printing the value the text parses to (with a repeated
+/// key's last value kept); None for text that is not one JSON value.
+pub(crate) fn print_text(text: &str, style: &Style) -> Option<(String, bool)> {
+    let mut p = TextPrinter {
+        style,
+        out: String::with_capacity(text.len()),
+        floats: false,
+    };
+    let mut c = Cursor::of_str(text);
+    p.one(&mut c, 0)?;
+    c.at_end().then_some((p.out, p.floats))
+}
+
+struct TextPrinter<'s> {
+    style: &'s Style,
+    out: String,
+    floats: bool,
+}
+
+impl TextPrinter<'_> {
+    fn one<'a>(&mut self, c: &mut Cursor<'a>, depth: usize) -> Option<()> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        let out = &mut self.out;
+        match c.token()? {
+            Token::Null => out.push_str("null"),
+            Token::Bool(true) => out.push_str("true"),
+            Token::Bool(false) => out.push_str("false"),
+            Token::Number(lex) => {
+                self.floats |= Number::float_lexeme(lex);
+                (self.style.number)(lex, out);
+            }
+            // Text without escapes has nothing to escape either.
+            Token::String(Cow::Borrowed(s)) => {
+                out.reserve(s.len() + 2);
+                out.push('"');
+                out.push_str(s);
+                out.push('"');
+            }
+            Token::String(s) => write_string(&s, out),
+            Token::Array => self.array(c, depth)?,
+            Token::Object => self.object(c, depth)?,
+        }
+        Some(())
+    }
+
+    fn array<'a>(&mut self, c: &mut Cursor<'a>, depth: usize) -> Option<()> {
+        self.out.push('[');
+        if !c.eat(b']') {
+            loop {
+                self.one(c, depth + 1)?;
+                if c.eat(b']') {
+                    break;
+                }
+                if !c.eat(b',') {
+                    return None;
+                }
+                self.out.push(',');
+            }
+        }
+        self.out.push(']');
+        Some(())
+    }
+
+    /// Each value is printed where it falls, then the members are put in order.
+    fn object<'a>(&mut self, c: &mut Cursor<'a>, depth: usize) -> Option<()> {
+        let start = self.out.len();
+        let mut members: Vec<(Cow<'a, str>, std::ops::Range<usize>)> = Vec::new();
+        if !c.eat(b'}') {
+            loop {
+                let key = c.key()?;
+                let at = self.out.len() - start;
+                self.one(c, depth + 1)?;
+                members.push((key, at..self.out.len() - start));
+                if c.eat(b'}') {
+                    break;
+                }
+                if !c.eat(b',') {
+                    return None;
+                }
+            }
+        }
+        let values = self.out.split_off(start);
+        // Stable: of a key written twice, the last comes last, and it is the one kept.
+        members.sort_by(|a, b| (self.style.order)(&a.0, &b.0));
+        let out = &mut self.out;
+        out.push('{');
+        let mut first = true;
+        for (i, (key, range)) in members.iter().enumerate() {
+            if members.get(i + 1).is_some_and(|next| next.0 == *key) {
+                continue;
+            }
+            if !first {
+                out.push(',');
+            }
+            first = false;
+            write_string(key, out);
+            out.push(':');
+            out.push_str(&values[range.clone()]);
+        }
+        out.push('}');
+        Some(())
+    }
 }
 
 impl std::fmt::Display for Value {

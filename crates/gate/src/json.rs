@@ -5,6 +5,8 @@
 //! Numbers keep their lexeme; [`Number::decimal`] gives their exact value. Objects keep
 //! input order (canonical output sorts them). Errors carry line and column.
 
+use std::borrow::Cow;
+
 /// Largest exponent magnitude the reader accepts. Doubles end near 1e308; a bound far
 /// past that keeps every accepted number's exact value representable, so canonical
 /// output always parses back to itself.
@@ -208,12 +210,12 @@ impl Number {
     /// Whether it was written with a fraction or exponent (Python and the seed read such
     /// a lexeme as a float, whatever its value).
     pub fn written_as_float(&self) -> bool {
-        self.0.bytes().any(|b| matches!(b, b'.' | b'e' | b'E'))
+        Self::float_lexeme(&self.0)
     }
     /// The nearest double (correctly rounded; may be infinite).
     pub fn as_f64(&self) -> f64 {
         // The lexeme passed the JSON grammar, which Rust's float parser accepts.
-        self.0.parse().unwrap_or(f64::NAN)
+        Self::f64_of_lexeme(&self.0)
     }
     /// The value as u64 when it is a non-negative integer that fits exactly.
     pub fn as_u64(&self) -> Option<u64> {
@@ -234,11 +236,24 @@ impl Number {
     }
     /// The exact value.
     pub fn decimal(&self) -> Decimal {
-        decimal_of(&self.0).unwrap_or(Decimal {
+        Self::decimal_of_lexeme(&self.0)
+    }
+    /// [`Number::decimal`] of a lexeme the grammar accepted, for printers that read
+    /// numbers straight from text.
+    pub(crate) fn decimal_of_lexeme(lexeme: &str) -> Decimal {
+        decimal_of(lexeme).unwrap_or(Decimal {
             negative: false,
             digits: String::new(),
             exponent: 0,
         })
+    }
+    /// [`Number::as_f64`] of a lexeme the grammar accepted.
+    pub(crate) fn f64_of_lexeme(lexeme: &str) -> f64 {
+        lexeme.parse().unwrap_or(f64::NAN)
+    }
+    /// [`Number::written_as_float`] of a lexeme.
+    pub(crate) fn float_lexeme(lexeme: &str) -> bool {
+        lexeme.bytes().any(|b| matches!(b, b'.' | b'e' | b'E'))
     }
 }
 
@@ -386,12 +401,8 @@ pub fn parse_with(input: &[u8], duplicates: Duplicates) -> Result<Value, JsonErr
 /// Parses one JSON document from text (already UTF-8: not checked again) with the given
 /// duplicate-key policy.
 pub fn parse_str_with(input: &str, duplicates: Duplicates) -> Result<Value, JsonError> {
+    let mut p = Parser::new(input, duplicates);
     let input = input.as_bytes();
-    let mut p = Parser {
-        s: input,
-        i: 0,
-        duplicates,
-    };
     p.ws();
     let v = p.value(0).map_err(|(at, kind)| error_at(input, at, kind))?;
     p.ws();
@@ -418,12 +429,63 @@ fn error_at(input: &[u8], at: usize, kind: JsonErrorKind) -> JsonError {
 type PResult<T> = Result<T, (usize, JsonErrorKind)>;
 
 struct Parser<'a> {
+    /// The input as text, so a checked run is sliced out without a second UTF-8 check.
+    t: &'a str,
     s: &'a [u8],
     i: usize,
     duplicates: Duplicates,
 }
 
-impl Parser<'_> {
+/// Eight copies of a byte, for looking at eight bytes of a string at once.
+const fn lanes(b: u8) -> u64 {
+    u64::from_le_bytes([b; 8])
+}
+
+/// The first of eight bytes (little-endian) that ends a run of plain string text: a
+/// quote, a backslash or a control character; None when all eight are plain. Each test
+/// is the classic "has a byte below n" trick: a lane's borrow can only set bits above the
+/// first lane that matched, so the lowest set bit is exact.
+fn first_special(word: u64) -> Option<usize> {
+    let below = |x: u64, n: u8| x.wrapping_sub(lanes(n)) & !x & lanes(0x80);
+    let hits = below(word ^ lanes(b'"'), 1) | below(word ^ lanes(b'\\'), 1) | below(word, 0x20);
+    (hits != 0).then(|| (hits.trailing_zeros() / 8) as usize)
+}
+
+/// The length of the run of plain string text `s` starts with (up to a quote, a
+/// backslash or a control character: what a JSON string escapes), eight bytes at a time.
+pub(crate) fn plain_len(s: &[u8]) -> usize {
+    let mut i = 0;
+    while let Some(w) = s.get(i..i + 8) {
+        let word = u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
+        if let Some(at) = first_special(word) {
+            return i + at;
+        }
+        i += 8;
+    }
+    while let Some(&b) = s.get(i) {
+        if b == b'"' || b == b'\\' || b < 0x20 {
+            break;
+        }
+        i += 1;
+    }
+    i
+}
+
+impl<'a> Parser<'a> {
+    fn new(t: &'a str, duplicates: Duplicates) -> Self {
+        Parser {
+            t,
+            s: t.as_bytes(),
+            i: 0,
+            duplicates,
+        }
+    }
+
+    /// Moves to the end of a run of plain string text.
+    fn plain_run(&mut self) {
+        self.i += plain_len(&self.s[self.i..]);
+    }
+
     fn ws(&mut self) {
         while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.s.get(self.i) {
             self.i += 1;
@@ -435,7 +497,7 @@ impl Parser<'_> {
             None => (self.i, JsonErrorKind::UnexpectedEnd),
             Some(_) => {
                 // The input is valid UTF-8, so decode the whole character for the message.
-                let rest = std::str::from_utf8(&self.s[self.i..]).unwrap_or("");
+                let rest = self.t.get(self.i..).unwrap_or("");
                 let c = rest.chars().next().unwrap_or('?');
                 (self.i, JsonErrorKind::Unexpected(format!("{c:?}")))
             }
@@ -574,7 +636,7 @@ impl Parser<'_> {
     fn number(&mut self) -> PResult<Value> {
         let start = self.i;
         self.check_number()?;
-        let lexeme = std::str::from_utf8(&self.s[start..self.i]).unwrap_or("0");
+        let lexeme = self.t.get(start..self.i).unwrap_or("0");
         Ok(Value::Number(Number::from_lexeme(lexeme)))
     }
 
@@ -617,7 +679,7 @@ impl Parser<'_> {
             }
             // ...then the bound that matters: the leading digit's power of ten, which is
             // the exponent canonical output prints, so whatever is accepted reads back.
-            let lexeme = std::str::from_utf8(&self.s[start..self.i]).unwrap_or("0");
+            let lexeme = self.t.get(start..self.i).unwrap_or("0");
             if let Some(d) = decimal_of(lexeme).filter(|d| !d.is_zero()) {
                 let lead = d.exponent + d.digits.len() as i64 - 1;
                 if lead.unsigned_abs() > MAX_EXPONENT {
@@ -707,15 +769,9 @@ impl Parser<'_> {
         self.i += 1; // opening quote
         loop {
             let run_start = self.i;
-            while let Some(&b) = self.s.get(self.i) {
-                if b == b'"' || b == b'\\' || b < 0x20 {
-                    break;
-                }
-                self.i += 1;
-            }
-            // Input was checked as UTF-8 and we stopped on ASCII bytes, so this slice is
-            // on character boundaries.
-            out.push_run(&self.s[run_start..self.i]);
+            self.plain_run();
+            // We stopped on an ASCII byte (or the end), so this is a character boundary.
+            out.push_run(&self.t[run_start..self.i]);
             match self.s.get(self.i) {
                 None => return Err((self.i, JsonErrorKind::UnexpectedEnd)),
                 Some(b'"') => {
@@ -776,15 +832,14 @@ impl Parser<'_> {
 
 /// Where [`Parser::string_into`] puts decoded text.
 trait Text {
-    /// A run of input bytes without escapes; the input is UTF-8 and the run starts and
-    /// ends on ASCII, so the run is UTF-8 too.
-    fn push_run(&mut self, run: &[u8]);
+    /// A run of input text without escapes.
+    fn push_run(&mut self, run: &str);
     fn push(&mut self, c: char);
 }
 
 impl Text for String {
-    fn push_run(&mut self, run: &[u8]) {
-        self.push_str(std::str::from_utf8(run).unwrap_or(""));
+    fn push_run(&mut self, run: &str) {
+        self.push_str(run);
     }
     fn push(&mut self, c: char) {
         String::push(self, c);
@@ -796,8 +851,32 @@ impl Text for String {
 struct Discard;
 
 impl Text for Discard {
-    fn push_run(&mut self, _: &[u8]) {}
+    fn push_run(&mut self, _: &str) {}
     fn push(&mut self, _: char) {}
+}
+
+/// A [`Text`] that keeps nothing but whether the string had an escape.
+#[derive(Default)]
+struct Escaped(bool);
+
+impl Text for Escaped {
+    fn push_run(&mut self, _: &str) {}
+    fn push(&mut self, _: char) {
+        self.0 = true;
+    }
+}
+
+/// What [`Cursor::token`] found.
+pub(crate) enum Token<'a> {
+    Null,
+    Bool(bool),
+    /// The lexeme, checked against the grammar.
+    Number(&'a str),
+    String(Cow<'a, str>),
+    /// An array was opened: its items (or `]`) come next.
+    Array,
+    /// An object was opened: its members (or `}`) come next.
+    Object,
 }
 
 /// A reader walking a document of known shape, for callers that build only the parts
@@ -811,12 +890,8 @@ pub(crate) struct Cursor<'a>(Parser<'a>);
 impl<'a> Cursor<'a> {
     /// A cursor at the start of `input`, or None when it is not UTF-8.
     pub(crate) fn new(input: &'a [u8], duplicates: Duplicates) -> Option<Self> {
-        std::str::from_utf8(input).ok()?;
-        Some(Cursor(Parser {
-            s: input,
-            i: 0,
-            duplicates,
-        }))
+        let text = std::str::from_utf8(input).ok()?;
+        Some(Cursor(Parser::new(text, duplicates)))
     }
 
     /// Skips whitespace, then consumes `b` if it comes next.
@@ -827,23 +902,67 @@ impl<'a> Cursor<'a> {
         hit
     }
 
+    /// A cursor at the start of text that is already known to be UTF-8.
+    pub(crate) fn of_str(input: &'a str) -> Self {
+        Cursor(Parser::new(input, Duplicates::Flag))
+    }
+
     /// An object key and its colon; borrowed from the input unless it has escapes.
-    pub(crate) fn key(&mut self) -> Option<std::borrow::Cow<'a, str>> {
+    pub(crate) fn key(&mut self) -> Option<Cow<'a, str>> {
         self.0.ws();
+        let k = self.string()?;
+        self.eat(b':').then_some(k)
+    }
+
+    /// A string at the cursor (no whitespace before it), decoded; borrowed from the input
+    /// unless it has escapes.
+    fn string(&mut self) -> Option<Cow<'a, str>> {
         if self.0.s.get(self.0.i) != Some(&b'"') {
             return None;
         }
         let start = self.0.i + 1;
-        self.0.string_into(&mut Discard).ok()?;
-        let body = &self.0.s[start..self.0.i - 1];
-        let k = if body.contains(&b'\\') {
+        let mut escaped = Escaped::default();
+        self.0.string_into(&mut escaped).ok()?;
+        Some(if escaped.0 {
             self.0.i = start - 1;
-            std::borrow::Cow::Owned(self.0.string().ok()?)
+            Cow::Owned(self.0.string().ok()?)
         } else {
-            // Checked as UTF-8 at the start; the quotes around it are ASCII.
-            std::borrow::Cow::Borrowed(std::str::from_utf8(body).ok()?)
+            Cow::Borrowed(&self.0.t[start..self.0.i - 1])
+        })
+    }
+
+    /// The next scalar, or the opening of an array or object (consumed), checked but
+    /// not built: for printing a value straight from its text.
+    pub(crate) fn token(&mut self) -> Option<Token<'a>> {
+        self.0.ws();
+        let p = &mut self.0;
+        let token = match p.s.get(p.i)? {
+            b'n' => p.literal(b"null", Value::Null).map(|_| Token::Null).ok()?,
+            b't' => p
+                .literal(b"true", Value::Null)
+                .map(|_| Token::Bool(true))
+                .ok()?,
+            b'f' => p
+                .literal(b"false", Value::Null)
+                .map(|_| Token::Bool(false))
+                .ok()?,
+            b'"' => return self.string().map(Token::String),
+            b'-' | b'0'..=b'9' => {
+                let start = p.i;
+                p.check_number().ok()?;
+                Token::Number(p.t.get(start..p.i)?)
+            }
+            b'[' => {
+                p.i += 1;
+                Token::Array
+            }
+            b'{' => {
+                p.i += 1;
+                Token::Object
+            }
+            _ => return None,
         };
-        self.eat(b':').then_some(k)
+        Some(token)
     }
 
     /// The next value, built, at nesting `depth` of the whole document.
@@ -857,8 +976,34 @@ impl<'a> Cursor<'a> {
         self.0.ws();
         let start = self.0.i;
         self.0.skip(depth).ok()?;
-        // Checked as UTF-8 at the start, and a value begins and ends on ASCII.
-        std::str::from_utf8(&self.0.s[start..self.0.i]).ok()
+        // A value begins and ends on ASCII, so these are character boundaries.
+        self.0.t.get(start..self.0.i)
+    }
+
+    /// The text of what `read` moves past (after whitespace), for a caller that looks
+    /// inside a value without building it.
+    pub(crate) fn spanned(
+        &mut self,
+        read: impl FnOnce(&mut Self) -> Option<()>,
+    ) -> Option<&'a str> {
+        self.0.ws();
+        let start = self.0.i;
+        read(self)?;
+        self.0.t.get(start..self.0.i)
+    }
+
+    /// Moves past `text` if it comes next, after whitespace.
+    pub(crate) fn skip_text(&mut self, text: &str) -> bool {
+        self.0.ws();
+        let hit = self.0.s[self.0.i..].starts_with(text.as_bytes());
+        self.0.i += if hit { text.len() } else { 0 };
+        hit
+    }
+
+    /// Whether `b` comes next, after whitespace; consumes nothing but the whitespace.
+    pub(crate) fn peek(&mut self, b: u8) -> bool {
+        self.0.ws();
+        self.0.s.get(self.0.i) == Some(&b)
     }
 
     /// Whether only whitespace is left.
@@ -1010,6 +1155,38 @@ mod tests {
         // The text handed back is the value exactly, whitespace around it excluded.
         let mut c = Cursor::new(b" [1, {\"a\": true}] ", Duplicates::Flag).unwrap();
         assert_eq!(c.raw(0), Some(r#"[1, {"a": true}]"#));
+    }
+
+    /// Strings are scanned eight bytes at a time: a quote, backslash, control or
+    /// multi-byte character at every offset of a word, and near the end of the input,
+    /// must read as it does byte by byte.
+    #[test]
+    fn strings_read_the_same_at_every_offset() {
+        for len in 0..20 {
+            for at in 0..=len {
+                for special in [
+                    "\\\"", "\\\\", "\\n", "\\u00e9", "é", "😀", "\u{1}", "\u{1f}",
+                ] {
+                    let body: String = "a".repeat(at) + special + &"b".repeat(len - at);
+                    let doc = format!("\"{body}\"");
+                    let want = if special.starts_with('\\') || special.chars().all(|c| c >= ' ') {
+                        Some(serde_json::from_str::<String>(&doc).unwrap())
+                    } else {
+                        None
+                    };
+                    let got = parse(&doc).ok().map(|v| v.as_str().unwrap().to_string());
+                    assert_eq!(got, want, "{doc:?}");
+                    skip_agrees(doc.as_bytes());
+                    // Unterminated: the scan runs off the end and must say so.
+                    assert!(parse(&doc[..doc.len() - 1]).is_err(), "{doc:?}");
+                }
+            }
+        }
+        assert!(first_special(lanes(b'a')).is_none());
+        assert_eq!(
+            first_special(u64::from_le_bytes(*b"abc\"\\\x01\xc3\xa9")),
+            Some(3)
+        );
     }
 
     #[test]

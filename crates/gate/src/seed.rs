@@ -9,8 +9,9 @@
 
 use crate::catalog::Catalog;
 use crate::decide::{Verdict, modal};
+use crate::jcs::{Style, print_text};
 use crate::json::{Number, Value};
-use crate::task::{Arguments, Task};
+use crate::task::{Arguments, Form, Keys, Observed, Payload, Task};
 
 /// `ToolSchema` of the seed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,11 +73,21 @@ pub fn classify_plan(
     samples: &[(Value, Value)],
     opts: &SeedOptions,
 ) -> Result<SeedDecision, HallucinationGateError> {
-    if samples.len() < opts.min_samples {
+    classify_counted(tool, samples.len(), || agreements(samples), opts)
+}
+
+/// [`classify_plan`] over `n` samples whose agreements `agree` computes, when the seed's
+/// code gets that far.
+fn classify_counted(
+    tool: &SeedTool,
+    n: usize,
+    agree: impl FnOnce() -> (f64, f64),
+    opts: &SeedOptions,
+) -> Result<SeedDecision, HallucinationGateError> {
+    if n < opts.min_samples {
         return Err(HallucinationGateError(format!(
             "insufficient samples: {} < {}",
-            samples.len(),
-            opts.min_samples
+            n, opts.min_samples
         )));
     }
     if !opts.fixed_epoch {
@@ -84,7 +95,7 @@ pub fn classify_plan(
             "epoch not fixed; tool nondeterminism would leak into arg signal".into(),
         ));
     }
-    let (a, r) = agreements(samples);
+    let (a, r) = agree();
     let decision = if a < opts.arg_reject {
         if !tool.deterministic || !tool.verified {
             Verdict::Defer
@@ -112,13 +123,23 @@ pub fn gate_or_raise(
     samples: &[(Value, Value)],
     opts: &SeedOptions,
 ) -> Result<SeedDecision, HallucinationGateError> {
+    gate_counted(tool, samples.len(), || agreements(samples), opts)
+}
+
+/// [`gate_or_raise`] as [`classify_counted`] is to [`classify_plan`].
+fn gate_counted(
+    tool: &SeedTool,
+    n: usize,
+    agree: impl FnOnce() -> (f64, f64),
+    opts: &SeedOptions,
+) -> Result<SeedDecision, HallucinationGateError> {
     if tool.deterministic && !tool.verified {
         return Err(HallucinationGateError(format!(
             "tool {} declared deterministic but not probed this epoch; refusing to score",
             python_repr(&tool.name)
         )));
     }
-    classify_plan(tool, samples, opts)
+    classify_counted(tool, n, agree, opts)
 }
 
 /// Which of the seed's two entry points a task goes through.
@@ -184,8 +205,8 @@ impl SeedOutcome {
 /// sample that breaks the shape. A task's own `epoch_fixed` overrides
 /// `opts.fixed_epoch`.
 pub fn judge(task: &Task, catalog: &Catalog, entry: Entry, opts: &SeedOptions) -> SeedOutcome {
-    let (tool, pairs) = match seed_inputs(task, catalog) {
-        Ok(inputs) => inputs,
+    let tool = match seed_shape(task, catalog) {
+        Ok(tool) => tool,
         Err(message) => {
             return SeedOutcome::Refused {
                 kind: Refusal::Unsupported,
@@ -197,14 +218,16 @@ pub fn judge(task: &Task, catalog: &Catalog, entry: Entry, opts: &SeedOptions) -
         fixed_epoch: task.epoch_fixed.unwrap_or(opts.fixed_epoch),
         ..*opts
     };
+    let n = task.samples.len();
+    let agree = || task_agreements(task);
     let decided = match entry {
-        Entry::GateOrRaise => gate_or_raise(&tool, &pairs, &opts),
-        Entry::ClassifyPlan => classify_plan(&tool, &pairs, &opts),
+        Entry::GateOrRaise => gate_counted(&tool, n, agree, &opts),
+        Entry::ClassifyPlan => classify_counted(&tool, n, agree, &opts),
     };
     match decided {
         Ok(decision) => SeedOutcome::Decided {
             decision,
-            samples: pairs.len(),
+            samples: n,
         },
         Err(e) => SeedOutcome::Refused {
             kind: Refusal::HallucinationGateError,
@@ -213,12 +236,10 @@ pub fn judge(task: &Task, catalog: &Catalog, entry: Entry, opts: &SeedOptions) -
     }
 }
 
-/// The seed's view of a task: its one tool and an (arguments, result) pair per sample,
-/// or why the seed cannot express it. Text that is not JSON stays a string, as the seed
-/// would have received it.
-fn seed_inputs(task: &Task, catalog: &Catalog) -> Result<(SeedTool, Vec<(Value, Value)>), String> {
+/// The seed's tool for a task of one call of one tool per sample, or why the seed
+/// cannot express the task.
+fn seed_shape(task: &Task, catalog: &Catalog) -> Result<SeedTool, String> {
     let mut tool_name: Option<&str> = None;
-    let mut pairs = Vec::with_capacity(task.samples.len());
     for (i, s) in task.samples.iter().enumerate() {
         let [call] = s.calls.as_slice() else {
             return Err(format!(
@@ -236,13 +257,33 @@ fn seed_inputs(task: &Task, catalog: &Catalog) -> Result<(SeedTool, Vec<(Value, 
             }
             Some(_) => {}
         }
-        let args = match &call.arguments {
-            Arguments::Json(v) => v.clone(),
-            Arguments::Malformed(raw) => Value::String(raw.clone()),
-        };
-        pairs.push((args, call.observed.as_value()));
     }
-    Ok((seed_tool(tool_name, catalog)?, pairs))
+    seed_tool(tool_name, catalog)
+}
+
+/// [`agreements`] over the (arguments, result) pair of each sample of a task
+/// [`seed_shape`] accepted, as the seed would receive them (text that is not JSON stays
+/// a string), without copying them out: each distinct result text is printed once,
+/// straight from the text.
+fn task_agreements(task: &Task) -> (f64, f64) {
+    let (mut args, mut results) = (Keys::new(Dumps), Keys::new(Dumps));
+    let mut keys = Vec::with_capacity(task.samples.len());
+    for call in task.samples.iter().filter_map(|s| s.calls.first()) {
+        let a = match &call.arguments {
+            Arguments::Json(v) => args.value(v),
+            Arguments::Malformed(raw) => args.id(dumps_key(&Value::String(raw.clone()))),
+        };
+        let r = match &call.observed {
+            Observed::Result(p) => results.payload(p),
+            other => results.id(dumps_key(&other.as_value())),
+        };
+        keys.push((a, r));
+    }
+    shares(
+        keys.len(),
+        keys.iter().map(|k| k.0),
+        keys.iter().map(|k| k.1),
+    )
 }
 
 /// The seed's `ToolSchema` for the task's tool; a task with no samples names none, and
@@ -267,18 +308,25 @@ fn seed_tool(name: Option<&str>, catalog: &Catalog) -> Result<SeedTool, String> 
 
 /// Agreements as the seed computes them (`max count / n`, as floats).
 pub fn agreements(samples: &[(Value, Value)]) -> (f64, f64) {
-    let n = samples.len();
+    shares(
+        samples.len(),
+        samples.iter().map(|(a, _)| dumps_key(a)),
+        samples.iter().map(|(_, r)| dumps_key(r)),
+    )
+}
+
+/// The seed's `max(keys.count(k)) / n` for the argument keys and the result keys of
+/// `n` samples (0 for no samples).
+fn shares<K: Ord>(
+    n: usize,
+    args: impl Iterator<Item = K>,
+    results: impl Iterator<Item = K>,
+) -> (f64, f64) {
     if n == 0 {
         return (0.0, 0.0);
     }
-    let share = |keys: Vec<String>| {
-        let best = modal(keys.iter()).map_or(0, |(_, count)| count);
-        best as f64 / n as f64
-    };
-    (
-        share(samples.iter().map(|(a, _)| dumps_key(a)).collect()),
-        share(samples.iter().map(|(_, r)| dumps_key(r)).collect()),
-    )
+    let share = |best: Option<(usize, usize)>| best.map_or(0, |(_, count)| count) as f64 / n as f64;
+    (share(modal(args)), share(modal(results)))
 }
 
 /// A key equal for two values exactly when Python's
@@ -288,6 +336,35 @@ pub fn dumps_key(v: &Value) -> String {
     let mut out = String::new();
     dumps(v, &mut out);
     out
+}
+
+/// The seed's `json.dumps` equality as a [`Form`], printed from a result's text when
+/// it has one.
+pub(crate) struct Dumps;
+
+/// [`Dumps`] for [`print_text`]: Python sorts keys by code point (byte order in UTF-8;
+/// any fixed order gives the same equality).
+const DUMPS: Style = Style {
+    order: |a, b| a.cmp(b),
+    number: py_lexeme,
+};
+
+impl Form for Dumps {
+    fn of_value(&self, v: &Value) -> String {
+        dumps_key(v)
+    }
+    fn of_payload(&self, p: &Payload) -> String {
+        p.text()
+            .and_then(|t| print_text(t, &DUMPS))
+            .map_or_else(|| dumps_key(p.value()), |(key, _)| key)
+    }
+}
+
+/// [`Dumps`] of a result payload, printed from its text when it has one; public only so
+/// `tests/props.rs` can hold it to [`dumps_key`] of the built value.
+#[doc(hidden)]
+pub fn dumps_payload(p: &Payload) -> String {
+    Dumps.of_payload(p)
 }
 
 fn dumps(v: &Value, out: &mut String) {
@@ -325,8 +402,13 @@ fn dumps(v: &Value, out: &mut String) {
 }
 
 fn py_number(n: &Number, out: &mut String) {
-    if n.written_as_float() {
-        let f = n.as_f64();
+    py_lexeme(n.lexeme(), out);
+}
+
+/// [`py_number`] of a lexeme the JSON grammar accepted.
+fn py_lexeme(lex: &str, out: &mut String) {
+    if Number::float_lexeme(lex) {
+        let f = Number::f64_of_lexeme(lex);
         if f.is_infinite() {
             out.push_str(if f > 0.0 { "Infinity" } else { "-Infinity" });
         } else {
@@ -339,7 +421,7 @@ fn py_number(n: &Number, out: &mut String) {
             out.push_str(buf.format_finite(f));
         }
     } else {
-        let d = n.decimal();
+        let d = Number::decimal_of_lexeme(lex);
         if d.negative {
             out.push('-');
         }

@@ -3,7 +3,7 @@
 //! `score` and `eval` read lines identically and report bad ones the same way.
 
 use std::collections::BTreeMap;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use crate::json::{Cursor, Duplicates, Object, Value, parse_str_with, parse_with};
 
@@ -97,25 +97,55 @@ pub struct Payload(PayloadRepr);
 #[derive(Debug, Clone)]
 enum PayloadRepr {
     Value(Value),
-    /// JSON text the strict reader checked (duplicate keys flagged, last one kept), and
-    /// its value once a caller asked for it.
-    Text(Box<str>, OnceLock<Value>),
+    /// JSON text the strict reader checked, shared by the copies of it in one line.
+    Text(Arc<Text>),
+}
+
+/// JSON text the strict reader checked (duplicate keys flagged, last one kept), its
+/// value once a caller asked for it, and its RFC 8785 form once one did.
+#[derive(Debug)]
+struct Text {
+    text: Box<str>,
+    value: OnceLock<Value>,
+    canonical: OnceLock<(String, bool)>,
 }
 
 impl Payload {
     /// Keeps JSON text the reader has checked ([`Cursor::raw`]).
     fn checked_text(text: &str) -> Self {
-        Payload(PayloadRepr::Text(text.into(), OnceLock::new()))
+        Payload(PayloadRepr::Text(Arc::new(Text {
+            text: text.into(),
+            value: OnceLock::new(),
+            canonical: OnceLock::new(),
+        })))
+    }
+
+    /// The result's RFC 8785 form, and whether a number in it is written as a float;
+    /// printed from the text, once, when there is text. Both agreement and the naive
+    /// scorer's `json.dumps` equality key by it (see `baseline`).
+    pub(crate) fn canonical(&self) -> (String, bool) {
+        let of_value = |v: &Value| (crate::jcs::to_string(v), has_float(v));
+        match &self.0 {
+            PayloadRepr::Value(v) => of_value(v),
+            PayloadRepr::Text(t) => t
+                .canonical
+                .get_or_init(|| {
+                    crate::jcs::print_text(&t.text, &crate::jcs::JCS)
+                        .unwrap_or_else(|| of_value(self.value()))
+                })
+                .clone(),
+        }
     }
 
     /// The result as a value, built from its text the first time it is asked for.
     pub fn value(&self) -> &Value {
         match &self.0 {
             PayloadRepr::Value(v) => v,
-            PayloadRepr::Text(t, v) => v.get_or_init(|| {
+            PayloadRepr::Text(t) => t.value.get_or_init(|| {
                 // The text passed the same reader when the line was read, so this
                 // cannot fail; were it to, the text stays a distinct value.
-                parse_str_with(t, Duplicates::Flag).unwrap_or_else(|_| Value::String(t.to_string()))
+                parse_str_with(&t.text, Duplicates::Flag)
+                    .unwrap_or_else(|_| Value::String(t.text.to_string()))
             }),
         }
     }
@@ -125,8 +155,39 @@ impl Payload {
     pub fn text(&self) -> Option<&str> {
         match &self.0 {
             PayloadRepr::Value(_) => None,
-            PayloadRepr::Text(t, _) => Some(t),
+            PayloadRepr::Text(t) => Some(&t.text),
         }
+    }
+}
+
+/// Whether a number in `v` is written as a float (Python reads it as one).
+pub(crate) fn has_float(v: &Value) -> bool {
+    match v {
+        Value::Number(n) => n.written_as_float(),
+        Value::Array(items) => items.iter().any(has_float),
+        Value::Object(o) => o.iter().any(|(_, v)| has_float(v)),
+        Value::Null | Value::Bool(_) | Value::String(_) => false,
+    }
+}
+
+/// A printed form of JSON that [`Keys`] compare by, from a value or a result payload
+/// (printed from its text when it has one).
+pub(crate) trait Form {
+    /// The form of a value.
+    fn of_value(&self, v: &Value) -> String;
+    /// The form of a result payload.
+    fn of_payload(&self, p: &Payload) -> String;
+}
+
+/// RFC 8785 as a [`Form`].
+pub(crate) struct Jcs;
+
+impl Form for Jcs {
+    fn of_value(&self, v: &Value) -> String {
+        crate::jcs::to_string(v)
+    }
+    fn of_payload(&self, p: &Payload) -> String {
+        p.canonical().0
     }
 }
 
@@ -159,23 +220,24 @@ impl<K: PartialEq, V: Clone> Recent<K, V> {
 }
 
 /// Task-local ids of keys: equal keys get equal ids. Results are looked up by text
-/// first, so the copies of one result in N samples cost one parse and one print, not N;
-/// and comparing ids is cheaper than comparing printed results of hundreds of bytes.
+/// first, so the copies of one result in N samples cost one print, not N, and the print
+/// reads the text without building it; comparing ids is cheaper than comparing printed
+/// results of hundreds of bytes.
 pub(crate) struct Keys<'a, F> {
     ids: BTreeMap<String, u32>,
     texts: Recent<&'a str, u32>,
     values: Recent<&'a Value, u32>,
-    key: F,
+    form: F,
 }
 
-impl<'a, F: Fn(&Value) -> String> Keys<'a, F> {
-    /// Ids of keys; payloads are keyed with `key`.
-    pub(crate) fn new(key: F) -> Self {
+impl<'a, F: Form> Keys<'a, F> {
+    /// Ids of keys; values and payloads are keyed by their `form`.
+    pub(crate) fn new(form: F) -> Self {
         Keys {
             ids: BTreeMap::new(),
             texts: Recent::new(),
             values: Recent::new(),
-            key,
+            form,
         }
     }
 
@@ -187,17 +249,18 @@ impl<'a, F: Fn(&Value) -> String> Keys<'a, F> {
     /// The id of `v`'s key, from an earlier equal value when there is one (values
     /// equal as trees have equal keys).
     pub(crate) fn value(&mut self, v: &'a Value) -> u32 {
-        let (ids, key) = (&mut self.ids, &self.key);
-        self.values.get_or(v, || Self::id_in(ids, key(v)))
+        let (ids, form) = (&mut self.ids, &self.form);
+        self.values.get_or(v, || Self::id_in(ids, form.of_value(v)))
     }
 
     /// The id of `p`'s key, from an earlier copy of its text when there is one.
     pub(crate) fn payload(&mut self, p: &'a Payload) -> u32 {
         let Some(text) = p.text() else {
-            return self.id((self.key)(p.value()));
+            return self.id(self.form.of_payload(p));
         };
-        let (ids, key) = (&mut self.ids, &self.key);
-        self.texts.get_or(text, || Self::id_in(ids, key(p.value())))
+        let (ids, form) = (&mut self.ids, &self.form);
+        self.texts
+            .get_or(text, || Self::id_in(ids, form.of_payload(p)))
     }
 
     fn id_in(ids: &mut BTreeMap<String, u32>, key: String) -> u32 {
@@ -434,11 +497,12 @@ fn elements<T>(
 }
 
 fn native_samples(c: &mut Cursor<'_>) -> Option<Vec<Sample>> {
+    let mut seen = SeenResults::default();
     elements(c, |c| {
         let mut calls = None;
         members(c, |c, key| {
             (key == "calls" && calls.is_none()).then_some(())?;
-            calls = Some(elements(c, native_call)?);
+            calls = Some(elements(c, |c| native_call(c, &mut seen))?);
             Some(())
         })?;
         Some(Sample {
@@ -448,31 +512,70 @@ fn native_samples(c: &mut Cursor<'_>) -> Option<Vec<Sample>> {
     })
 }
 
-fn native_call(c: &mut Cursor<'_>) -> Option<Call> {
+/// The last few distinct result texts of a line. The samples of a task mostly repeat a
+/// result byte for byte, and text equal to one already checked is the same JSON value:
+/// an object, array or string ends at its own closing byte, whatever follows it. So a
+/// repeat is recognised by comparing bytes, and shares the first copy's payload (and
+/// so its printed forms), instead of being checked, copied and printed again.
+#[derive(Default)]
+struct SeenResults(Vec<Payload>);
+
+impl SeenResults {
+    /// Few enough that a line of all-distinct results costs a handful of failed byte
+    /// comparisons per result (each usually fails within a few bytes).
+    const CAP: usize = 4;
+
+    fn read(&mut self, c: &mut Cursor<'_>) -> Option<Payload> {
+        if let Some(p) = self
+            .0
+            .iter()
+            .rev()
+            .find(|p| p.text().is_some_and(|t| c.skip_text(t)))
+        {
+            return Some(p.clone());
+        }
+        let text = plain_result(c)?;
+        let p = Payload::checked_text(text);
+        if text.starts_with(['{', '[', '"']) {
+            if self.0.len() == Self::CAP {
+                self.0.remove(0);
+            }
+            self.0.push(p.clone());
+        }
+        Some(p)
+    }
+}
+
+fn native_call(c: &mut Cursor<'_>, seen: &mut SeenResults) -> Option<Call> {
     let (mut tool, mut arguments, mut result, mut error) = (None, None, None, None);
     members(c, |c, key| {
         match key {
             "tool" if tool.is_none() => tool = Some(c.value(5)?),
             "arguments" if arguments.is_none() => arguments = Some(c.value(5)?),
-            "result" if result.is_none() => {
-                let text = c.raw(5)?;
-                // A result that may be an MCP error or a JSON-RPC envelope is for the
-                // general reader, which reads those (escaped keys included).
-                if text.starts_with('{')
-                    && ["\"jsonrpc\"", "\"isError\"", "\\u"]
-                        .iter()
-                        .any(|k| text.contains(k))
-                {
-                    return None;
-                }
-                result = Some(Observed::Result(Payload::checked_text(text)));
-            }
+            "result" if result.is_none() => result = Some(Observed::Result(seen.read(c)?)),
             "error" if error.is_none() => error = Some(c.value(5)?),
             _ => return None,
         }
         Some(())
     })?;
     call_of(tool, arguments, result, error.as_ref(), "").ok()
+}
+
+/// A result's text, checked but not built; None for a result that may be an MCP error
+/// or a JSON-RPC envelope (a top-level key `jsonrpc` or `isError`, however escaped),
+/// which the general reader reads (`observed_result` looks at nothing else).
+fn plain_result<'a>(c: &mut Cursor<'a>) -> Option<&'a str> {
+    if !c.peek(b'{') {
+        return c.raw(5);
+    }
+    c.spanned(|c| {
+        members(c, |c, key| {
+            if matches!(key, "jsonrpc" | "isError") {
+                return None;
+            }
+            c.raw(6).map(drop)
+        })
+    })
 }
 
 /// What a line's reader notes on the way, for the decision's warnings.
@@ -1049,17 +1152,14 @@ impl Observed {
         match self {
             Observed::Missing => None,
             // Not through `as_value`: that deep-copies every result only to print it.
-            Observed::Result(p) => Some(crate::jcs::to_string(p.value())),
+            Observed::Result(p) => Some(p.canonical().0),
             Observed::Error { .. } => Some(crate::jcs::to_string(&self.as_value())),
             Observed::Bytes(b) => Some(format!("bytes:{:x}", sha2::Sha256::digest(b))),
         }
     }
 
     /// The id of [`Observed::key`] in `keys`, a result's text looked up first.
-    pub(crate) fn key_id<'a>(
-        &'a self,
-        keys: &mut Keys<'a, impl Fn(&Value) -> String>,
-    ) -> Option<u32> {
+    pub(crate) fn key_id<'a>(&'a self, keys: &mut Keys<'a, impl Form>) -> Option<u32> {
         match self {
             Observed::Result(p) => Some(keys.payload(p)),
             other => other.key().map(|k| keys.id(k)),

@@ -1,14 +1,17 @@
 //! Properties the gate must hold for every input, checked with proptest: canonical form
-//! is a fixed point blind to key order and white space, and the decision rules never
+//! is a fixed point blind to key order and white space, printing a result straight from
+//! its text gives what printing its built value gives, and the decision rules never
 //! reject where the seed forbids it.
 
 use std::collections::BTreeMap;
 
+use plangate_gate::baseline::naive_result_key;
 use plangate_gate::catalog::Catalog;
 use plangate_gate::decide::{self, Options, Reason, ToolState, Verdict};
 use plangate_gate::jcs;
 use plangate_gate::json::{self, Value};
-use plangate_gate::task::{Arguments, Call, Observed, Sample, Task};
+use plangate_gate::seed::{dumps_key, dumps_payload};
+use plangate_gate::task::{Arguments, Call, Observed, Payload, Sample, Task, parse_task_line};
 use proptest::prelude::*;
 
 /// Lexemes chosen to hit every branch of number canonicalization.
@@ -132,6 +135,97 @@ proptest! {
         emit(&d, 0, "", &mut a);
         emit(&d, rot, &ws, &mut b);
         prop_assert_eq!(jcs::to_string(&json::parse(&a).unwrap()), jcs::to_string(&json::parse(&b).unwrap()));
+    }
+}
+
+/// The payloads of the results `texts`, as the line reader keeps them (checked text).
+fn results_read(texts: &[String]) -> Vec<Payload> {
+    let calls: Vec<String> = texts
+        .iter()
+        .map(|t| format!(r#"{{"calls":[{{"tool":"x","arguments":{{}},"result":{t}}}]}}"#))
+        .collect();
+    let line = format!(r#"{{"task_id":"t","samples":[{}]}}"#, calls.join(","));
+    let task = parse_task_line(line.as_bytes()).unwrap();
+    task.samples
+        .iter()
+        .map(|s| match &s.calls[0].observed {
+            Observed::Result(p) => p.clone(),
+            other => panic!("{other:?}"),
+        })
+        .collect()
+}
+
+/// Numbers whose `json.dumps` and RFC 8785 equalities part ways, and strings that look
+/// like them.
+const SCALARS: &[&str] = &[
+    "1",
+    "1.0",
+    "1e0",
+    "10E-1",
+    "0",
+    "-0",
+    "0.0",
+    "-0.0",
+    "1e400",
+    "2e400",
+    "9007199254740993",
+    "9007199254740992",
+    "9007199254740992.0",
+    "\"1\"",
+    "null",
+];
+
+/// A result shaped like `{"a": [x, y], "b": {"c": x, "c": z}}` (a repeated key
+/// included) from scalars.
+fn shaped(x: &[&str]) -> String {
+    format!(
+        r#"{{"b":{{"c":{},"c":{}}}, "a":[{}]}}"#,
+        x[0],
+        x[x.len() - 1],
+        x.join(", ")
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// Results are printed from their text (RFC 8785 for agreement, `json.dumps` for
+    /// the seed); the copies of a text in one line share one payload.
+    #[test]
+    fn results_print_from_text_as_from_value(d in doc(), rot in 0usize..7, ws in "[ \t]{0,2}", dup in any::<bool>()) {
+        let mut text = String::new();
+        emit(&d, rot, &ws, &mut text);
+        if dup && text.starts_with('{') && text.len() > 2 {
+            // A repeated key, the last one kept as the general reader keeps it.
+            text = format!(r#"{{"k":1,{},"k":[2]}}"#, &text[1..text.len() - 1]).replace("{\"k\":1,}", "{\"k\":1}");
+            if json::parse_with(text.as_bytes(), json::Duplicates::Flag).is_err() {
+                return Ok(());
+            }
+        }
+        let read = results_read(&[text.clone(), text.clone()]);
+        for p in &read {
+            let built = json::parse_with(text.as_bytes(), json::Duplicates::Flag).unwrap();
+            let observed = Observed::Result(p.clone());
+            prop_assert_eq!(observed.key().unwrap(), jcs::to_string(&built));
+            prop_assert_eq!(dumps_payload(p), dumps_key(&built));
+        }
+    }
+
+    /// The naive scorer keys results partly by their RFC 8785 form; its equality must
+    /// still be `json.dumps`'s, for results built or read as text.
+    #[test]
+    fn naive_result_keys_have_json_dumps_equality(
+        x in proptest::collection::vec(proptest::sample::select(SCALARS), 1..4),
+        y in proptest::collection::vec(proptest::sample::select(SCALARS), 1..4),
+    ) {
+        let (tx, ty) = (shaped(&x), shaped(&y));
+        let read = results_read(&[tx.clone(), ty.clone()]);
+        let (vx, vy) = (read[0].value().clone(), read[1].value().clone());
+        let same_dumps = dumps_key(&vx) == dumps_key(&vy);
+        prop_assert_eq!(naive_result_key(&read[0]) == naive_result_key(&read[1]), same_dumps, "{} {}", tx, ty);
+        let (bx, by) = (Payload::from(vx), Payload::from(vy));
+        prop_assert_eq!(naive_result_key(&bx) == naive_result_key(&by), same_dumps);
+        prop_assert_eq!(naive_result_key(&bx), naive_result_key(&read[0]));
     }
 }
 
