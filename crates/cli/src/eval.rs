@@ -16,11 +16,10 @@ use plangate_gate::baseline::naive;
 use plangate_gate::decide::{Decision, Verdict};
 use plangate_gate::task::{Label, Task, TaskError, parse_task_line};
 use plangate_harness::{
-    Attempt, Earlier, Eval, EvalOptions, Finished, Header, Journal, Retried, RetryPlan,
+    Attempt, Earlier, Eval, EvalOptions, Finished, Header, Journal, Record, Retried, RetryPlan,
     RetryReport, World, WorldOptions, read_quarantine,
 };
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
-use serde::Serialize;
 use serde_json::json;
 
 use crate::args::{Baseline, IoArgs, LimitArgs, ThresholdArgs, compares_baseline};
@@ -86,17 +85,6 @@ pub(crate) struct EvalArgs {
     limits: LimitArgs,
     #[command(flatten)]
     thresholds: ThresholdArgs,
-}
-
-/// A decision as written: the gate's record plus the epoch it was decided in.
-#[derive(Serialize)]
-struct Record<'a> {
-    #[serde(flatten)]
-    decision: &'a Decision,
-    epoch_id: &'a str,
-    /// The decisions before this one, for a task the defer path retried.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    history: Option<&'a [Attempt]>,
 }
 
 /// The naive scorer's verdict on a task, with the task's label.
