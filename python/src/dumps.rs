@@ -141,10 +141,10 @@ fn write_float(x: f64, out: &mut Vec<u8>) {
     let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
     out.extend_from_slice(sign.as_bytes());
     if !(-4..16).contains(&exp) {
-        out.extend_from_slice(digits[..1].as_bytes());
+        out.extend_from_slice(&digits.as_bytes()[..1]);
         if digits.len() > 1 {
             out.push(b'.');
-            out.extend_from_slice(digits[1..].as_bytes());
+            out.extend_from_slice(&digits.as_bytes()[1..]);
         }
         let e_sign = if exp < 0 { '-' } else { '+' };
         out.extend_from_slice(format!("e{e_sign}{:02}", exp.abs()).as_bytes());
