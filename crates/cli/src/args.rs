@@ -79,13 +79,7 @@ impl ThresholdArgs {
 
     /// The same thresholds as the seed's code takes them: floats, and no suspect level.
     pub(crate) fn seed_options(&self) -> SeedOptions {
-        SeedOptions {
-            arg_accept: self.arg_accept.as_f64(),
-            arg_reject: self.arg_reject.as_f64(),
-            result_accept: self.result_accept.as_f64(),
-            min_samples: self.min_samples,
-            fixed_epoch: true,
-        }
+        SeedOptions::from_gate(&self.options())
     }
 }
 
@@ -141,5 +135,5 @@ pub(crate) enum Baseline {
 /// Whether a task is also scored the naive way: when asked for, and always for a
 /// labelled task, whose false-positive share is the comparison's point.
 pub(crate) fn compares_baseline(asked: Option<Baseline>, task: &Task) -> bool {
-    asked.is_some() || task.label.is_some()
+    plangate_gate::score::compares_baseline(asked.is_some(), task)
 }

@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use plangate_gate::catalog::Catalog;
-use plangate_gate::json;
 use plangate_sandbox::EpochManifest;
 use serde::Serialize;
 
@@ -20,12 +19,7 @@ const WARNINGS_SHOWN: usize = 20;
 /// Reads and parses a catalog file, naming the file in every error, and says on stderr
 /// what reading it mapped or assumed (a BFCL type, a tool that declares nothing).
 pub(crate) fn load_catalog(path: &Path) -> Result<Catalog> {
-    let bytes = read_bounded(path, CATALOG_MAX_BYTES)
-        .with_context(|| format!("failed to read catalog {}", path.display()))?;
-    let doc = json::parse_with(&bytes, json::Duplicates::Refuse)
-        .with_context(|| format!("failed to parse catalog {}", path.display()))?;
-    let catalog =
-        Catalog::from_value(&doc).with_context(|| format!("invalid catalog {}", path.display()))?;
+    let catalog = plangate_harness::read_catalog(path)?;
     let warnings = catalog.warnings();
     for w in warnings.iter().take(WARNINGS_SHOWN) {
         eprintln!("plangate: warning: catalog {}: {w}", path.display());
@@ -40,28 +34,9 @@ pub(crate) fn load_catalog(path: &Path) -> Result<Catalog> {
     Ok(catalog)
 }
 
-/// The largest catalog read: BFCL's biggest is a few megabytes, and a catalog of 100,000
-/// properties about 10 MB; past this it is a mistake (a samples file given as the
-/// catalog, or `/dev/zero`), and reading on would only exhaust memory.
-const CATALOG_MAX_BYTES: u64 = 256 << 20;
-
-/// Reads a whole file of at most `max` bytes.
-fn read_bounded(path: &Path, max: u64) -> Result<Vec<u8>> {
-    use std::io::Read as _;
-    let mut bytes = Vec::new();
-    File::open(path)?.take(max + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > max {
-        bail!(
-            "it is larger than {} MiB, the most a catalog may be",
-            max >> 20
-        );
-    }
-    Ok(bytes)
-}
-
 /// The folder a catalog's relative paths are read against.
 pub(crate) fn catalog_dir(catalog: &Path) -> PathBuf {
-    folder(catalog).to_path_buf()
+    plangate_harness::catalog_dir(catalog)
 }
 
 /// The folder a file is in (`.` for a bare name).

@@ -3,12 +3,11 @@
 //! in the same shape, so their outputs can be compared line for line.
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{self, BufRead, BufReader, Write};
 use std::path::Path;
 
 use anyhow::{Context, Result};
 use plangate_gate::task::TaskError;
-use serde_json::json;
 
 use crate::tally::Tally;
 
@@ -31,56 +30,27 @@ pub(crate) fn source_name(path: &Path) -> String {
     }
 }
 
-/// A line's bytes, or, for a line longer than the limit, how long it was, line ending
-/// included (its bytes are passed over, never held: a file with no newline cannot fill
-/// the memory).
-pub(crate) type Line<'a> = std::result::Result<&'a [u8], u64>;
+pub(crate) use plangate_harness::{Line, too_long};
 
-/// Calls `each` for every line of `input` with its 1-based number, counting blank lines.
-/// A line over `max` bytes is handed over as its length.
+/// Calls `each` for every line of `input` with its 1-based number, counting blank lines
+/// (harness's [`plangate_harness::LineReader`] reads them). A line over `max` bytes is
+/// handed over as its length.
 pub(crate) fn for_each_line(
-    mut input: impl BufRead,
+    input: impl BufRead,
     max: u64,
     tally: &mut Tally,
     mut each: impl FnMut(usize, Line<'_>, &mut Tally) -> Result<()>,
 ) -> Result<()> {
-    let mut buf = Vec::new();
-    let mut number = 0;
+    let mut reader = plangate_harness::LineReader::new(input, max);
+    let (lines, blank) = (tally.lines, tally.blank);
     loop {
-        buf.clear();
-        let read = input
-            .by_ref()
-            .take(max.saturating_add(1))
-            .read_until(b'\n', &mut buf)
-            .context("failed to read samples")?;
-        if read == 0 {
+        let next = reader.advance().context("failed to read samples");
+        tally.lines = lines + reader.lines();
+        tally.blank = blank + reader.blank();
+        let Some(number) = next? else {
             return Ok(());
-        }
-        number += 1;
-        tally.lines += 1;
-        if buf.len() as u64 > max && buf.last() != Some(&b'\n') {
-            let rest = input.skip_until(b'\n').context("failed to read samples")?;
-            each(number, Err((buf.len() + rest) as u64), tally)?;
-            continue;
-        }
-        let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        if line.iter().all(u8::is_ascii_whitespace) {
-            tally.blank += 1;
-            continue;
-        }
-        each(number, Ok(line), tally)?;
-    }
-}
-
-/// The input error for a line over `--max-line-bytes`.
-pub(crate) fn too_long(bytes: u64, max: u64) -> TaskError {
-    TaskError {
-        field: String::new(),
-        message: format!(
-            "the line is longer than {max} bytes, the limit set by --max-line-bytes ({bytes} bytes with its line ending); it was not read"
-        ),
-        task_id: None,
+        };
+        each(number, reader.line(), tally)?;
     }
 }
 
@@ -99,11 +69,7 @@ pub(crate) fn skip_line(
         format!(" {}:", e.field)
     };
     eprintln!("plangate: {source}:{number}:{place} {}", e.message);
-    let record = json!({
-        "line": number,
-        "task_id": e.task_id,
-        "error": {"kind": "input", "field": e.field, "message": e.message},
-    });
+    let record = plangate_gate::score::bad_line_record(number, e);
     writeln!(out, "{record}").context("failed to write decisions")
 }
 

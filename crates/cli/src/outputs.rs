@@ -10,28 +10,14 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use plangate_gate::decide::{Decision, Verdict};
 use plangate_gate::task::TaskError;
-use plangate_harness::{Attempt, Finished, LineOutcome, Retried, RetryReport};
+use plangate_harness::{Attempt, Finished, LineOutcome, Record, Retried, RetryReport};
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
-use serde::Serialize;
 use serde_json::json;
 
 use crate::args::ReportArgs;
 use crate::files::{Output, open_out, write_file, write_json};
 use crate::lines::skip_line;
 use crate::tally::Tally;
-
-/// A decision as written: the gate's record plus the epoch it was decided in.
-#[derive(Serialize)]
-pub(crate) struct Record<'a> {
-    #[serde(flatten)]
-    decision: &'a Decision,
-    /// Empty for tasks whose results came recorded (`score`'s shards, merged).
-    #[serde(skip_serializing_if = "str::is_empty")]
-    epoch_id: &'a str,
-    /// The decisions before this one, for a task the defer path retried.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    history: Option<&'a [Attempt]>,
-}
 
 /// When the run started, and when each of its phases ended, from that start.
 pub(crate) struct Timings {

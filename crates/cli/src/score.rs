@@ -9,15 +9,12 @@ use std::sync::{Mutex, mpsc};
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
-use plangate_gate::baseline::naive;
 use plangate_gate::catalog::Catalog;
-use plangate_gate::decide::{self, Options, Verdict};
-use plangate_gate::seed::{self, SeedOutcome};
-use plangate_gate::task::{Label, Observed, Task, TaskError, parse_task_line};
+use plangate_gate::score::{self, Scored};
+use plangate_gate::seed;
 use plangate_harness::Entry;
-use serde_json::json;
 
-use crate::args::{Baseline, IoArgs, ThresholdArgs, compares_baseline};
+use crate::args::{Baseline, IoArgs, ThresholdArgs};
 use crate::files::{Output, check_outputs, load_catalog, open_out, replaced};
 use crate::interrupt::{Interrupted, stopping};
 use crate::lines::{Line, TaskIds, for_each_line, open_samples, skip_line, source_name, too_long};
@@ -92,98 +89,25 @@ impl Chunk {
     }
 }
 
-/// A shard's decision with what `merge` needs of it: the prepared task and the naive
-/// scorer's verdict (with the label) when it was compared.
-type ShardDecision = (
-    decide::Decision,
-    decide::Prepared,
-    Option<(Verdict, Option<Label>)>,
-);
-
-/// What deciding one line produced, before it is written (in input order).
-enum Scored {
-    /// A record to write, the verdict it carries (None: the seed's gate refused), the
-    /// naive scorer's verdict with the task's label when they are compared, and the
-    /// task's ID.
-    Record(
-        String,
-        Option<Verdict>,
-        Option<(Verdict, Option<Label>)>,
-        String,
-    ),
-    /// The line is not a task.
-    Bad(TaskError),
-    /// Another shard decides the line.
-    Other,
-    /// A decision of this shard, with what `merge` needs of it.
-    Evidence(Box<ShardDecision>),
-}
-
 /// A chunk back from a worker: its place in the input, its emptied-to-be buffer, and
 /// what each of its lines produced.
 type Decided = (usize, Chunk, Vec<(usize, Scored)>);
 
-/// Everything a line is decided against; shared read-only by the workers.
+/// Everything a line is decided against (the gate's [`score::Scorer`]) and the flags
+/// the pipeline reads; shared read-only by the workers.
 struct Scorer<'a> {
-    catalog: &'a Catalog,
-    states: BTreeMap<String, decide::ToolState>,
-    opts: Options,
+    gate: score::Scorer<'a>,
     args: &'a ScoreArgs,
 }
 
 impl Scorer<'_> {
-    fn score(&self, line: &[u8]) -> Scored {
-        let task = match parse_task_line(line) {
-            Ok(t) => t,
-            Err(e) => return Scored::Bad(e),
-        };
-        if self.args.shard.is_some_and(|s| !s.owns_task(&task.task_id)) {
-            return Scored::Other;
-        }
-        if let Some(entry) = self.args.seed_compat {
-            let outcome = seed::judge(
-                &task,
-                self.catalog,
-                entry.into(),
-                &self.args.thresholds.seed_options(),
-            );
-            let record = seed_record(&task, &outcome);
-            return Scored::Record(record, outcome.verdict(), None, task.task_id);
-        }
-        if let Some(bad) = missing_result(&task) {
-            return Scored::Bad(TaskError {
-                field: bad,
-                message: "no result or error: plangate score decides observed results; \
-                          use plangate eval to execute calls"
-                    .into(),
-                task_id: Some(task.task_id.clone()),
-            });
-        }
-        let prepared = decide::prepare(&task, self.catalog, None);
-        let d = decide::classify(&prepared, &self.states, &self.opts);
-        let compared = compares_baseline(self.args.baseline, &task)
-            .then(|| (naive(&task, self.opts.arg_accept).decision, task.label));
-        if self.args.shard.is_some() {
-            return Scored::Evidence(Box::new((d, prepared, compared)));
-        }
-        match serde_json::to_string(&d) {
-            Ok(json) => Scored::Record(json, Some(d.decision), compared, task.task_id),
-            // A decision always serializes; if it ever did not, say so for that line.
-            Err(e) => Scored::Bad(TaskError {
-                field: String::new(),
-                message: format!("failed to write the decision: {e}"),
-                task_id: Some(task.task_id),
-            }),
-        }
-    }
-
     fn score_chunk(&self, chunk: &Chunk) -> Vec<(usize, Scored)> {
         chunk
             .lines
             .iter()
             .map(|(number, at)| {
                 let scored = match chunk.line(at) {
-                    Ok(line) => self.score_guarded(line),
+                    Ok(line) => self.gate.score_guarded(line),
                     Err(bytes) => Scored::Bad(too_long(bytes, self.args.io.max_line_bytes)),
                 };
                 let scored = match (scored, self.args.shard) {
@@ -193,27 +117,6 @@ impl Scorer<'_> {
                 (*number, scored)
             })
             .collect()
-    }
-
-    /// [`Scorer::score`], with a panic (a bug in plangate) reported as that line's
-    /// failure: the rest of the run is still decided, and the summary counts the line.
-    fn score_guarded(&self, line: &[u8]) -> Scored {
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.score(line))).unwrap_or_else(
-            |panic| {
-                let what = panic
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_default();
-                Scored::Bad(TaskError {
-                    field: String::new(),
-                    message: format!(
-                        "internal error while deciding this line ({what}); please report it"
-                    ),
-                    task_id: None,
-                })
-            },
-        )
     }
 }
 
@@ -285,7 +188,7 @@ impl Writer<'_> {
                     skip_line(&mut self.out, self.source, number, &e, tally)?
                 }
                 Scored::Other => tally.other_shards += 1,
-                Scored::Evidence(b) => {
+                Scored::Kept(b) => {
                     let (d, prepared, compared) = *b;
                     self.ids.check(self.source, number, &d.task_id);
                     tally.count(d.decision);
@@ -528,10 +431,16 @@ pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
         tally: Tally::default(),
         ..done
     };
+    let owns = |id: &str| args.shard.is_some_and(|s| s.owns_task(id));
     let scorer = Scorer {
-        catalog: &catalog,
-        states: decide::tool_states(&catalog),
-        opts: args.thresholds.options(),
+        gate: score::Scorer {
+            seed_compat: args
+                .seed_compat
+                .map(|entry| (entry.into(), args.thresholds.seed_options())),
+            baseline: args.baseline.is_some(),
+            shard: args.shard.map(|_| &owns as &(dyn Fn(&str) -> bool + Sync)),
+            ..score::Scorer::new(&catalog, args.thresholds.options())
+        },
         args: &args,
     };
     let jobs = args
@@ -690,36 +599,4 @@ fn interrupted(mut writer: Writer<'_>) -> Result<u8> {
         ),
     }
     Ok(crate::exit::INTERRUPTED)
-}
-
-fn missing_result(task: &Task) -> Option<String> {
-    for (i, s) in task.samples.iter().enumerate() {
-        for (j, c) in s.calls.iter().enumerate() {
-            if matches!(c.observed, Observed::Missing) {
-                return Some(c.place(i, j));
-            }
-        }
-    }
-    None
-}
-
-/// The `--seed-compat` record of a task: the seed's verdict and agreements, or its
-/// refusal. Written as the differential test and `scripts/bench` expect it, key for key.
-fn seed_record(task: &Task, outcome: &SeedOutcome) -> String {
-    let record = match outcome {
-        SeedOutcome::Decided { decision, samples } => json!({
-            "task_id": task.task_id,
-            "mode": "seed_compat",
-            "decision": decision.decision,
-            "arg_agreement": decision.arg_agreement,
-            "result_agreement": decision.res_agreement,
-            "n": samples,
-        }),
-        SeedOutcome::Refused { kind, message } => json!({
-            "task_id": task.task_id,
-            "mode": "seed_compat",
-            "error": {"kind": kind.as_str(), "message": message},
-        }),
-    };
-    record.to_string()
 }

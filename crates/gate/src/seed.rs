@@ -51,6 +51,19 @@ impl Default for SeedOptions {
     }
 }
 
+impl SeedOptions {
+    /// The gate's thresholds as the seed's code takes them: floats, and no suspect level.
+    pub fn from_gate(opts: &crate::decide::Options) -> Self {
+        SeedOptions {
+            arg_accept: opts.arg_accept.as_f64(),
+            arg_reject: opts.arg_reject.as_f64(),
+            result_accept: opts.result_accept.as_f64(),
+            min_samples: opts.min_samples,
+            fixed_epoch: true,
+        }
+    }
+}
+
 /// What the seed's code returns.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SeedDecision {

@@ -15,12 +15,15 @@
 //! A verdict is a value: only setup (catalog, epoch, modules) returns [`HarnessError`].
 
 mod bridge;
+mod catalog_file;
 mod error;
 mod eval;
 mod health;
 mod journal;
+mod lines;
 mod observe;
 mod probe;
+mod record;
 mod refs;
 mod resolver;
 mod retry;
@@ -28,6 +31,9 @@ mod spill;
 mod world;
 
 pub use bridge::{epoch_mount, module_spec};
+pub use catalog_file::{
+    CATALOG_MAX_BYTES, CatalogFileError, catalog_dir, parse_catalog, read_catalog,
+};
 pub use error::HarnessError;
 pub use eval::{
     Decided, Eval, EvalOptions, EvalStats, Feeder, Finished, LineOutcome, OnDone, judge_tools,
@@ -37,8 +43,10 @@ pub use health::{
     Evidence, FirstDifference, HealthReport, Output, ToolBook, ToolHealth, first_difference,
 };
 pub use journal::{CallAt, Earlier, Header, Journal, open_locked};
+pub use lines::{Line, LineReader, is_blank, too_long};
 pub use observe::observed;
 pub use probe::{ProbeRun, compare_runs, probe_arguments};
+pub use record::Record;
 pub use refs::{pointer, substitute};
 pub use resolver::{SandboxResolver, resolver_answer};
 pub use retry::{Attempt, Retried, RetryPlan, RetryReport, RetryRound, TasksAt};

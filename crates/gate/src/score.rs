@@ -1,0 +1,194 @@
+//! One samples line scored from its recorded results, as `plangate score` writes it: the
+//! decision record (or the `--seed-compat` one), or why the line is not a task, and the
+//! record written in its place. The CLI's pipeline and the Python package both call
+//! this, so their records cannot drift apart.
+
+use std::collections::BTreeMap;
+
+use serde_json::json;
+
+use crate::baseline::naive;
+use crate::catalog::Catalog;
+use crate::decide::{self, Options, Verdict};
+use crate::seed::{self, SeedOptions, SeedOutcome};
+use crate::task::{Label, Observed, Task, TaskError, parse_task_line};
+
+/// What scoring one line produced.
+#[derive(Debug)]
+pub enum Scored {
+    /// A record to write, the verdict it carries (None: the seed's gate refused), the
+    /// naive scorer's verdict with the task's label when they are compared, and the
+    /// task's ID.
+    Record(
+        String,
+        Option<Verdict>,
+        Option<(Verdict, Option<Label>)>,
+        String,
+    ),
+    /// The line is not a task.
+    Bad(TaskError),
+    /// A shard's scorer: another shard decides this task.
+    Other,
+    /// A shard's scorer: a decision, with what `plangate merge` needs of it.
+    Kept(Box<KeptDecision>),
+}
+
+/// A shard's decision with its prepared task and the naive scorer's verdict (with the
+/// task's label) when they are compared: `merge` classifies the prepared task again.
+pub type KeptDecision = (
+    decide::Decision,
+    decide::Prepared,
+    Option<(Verdict, Option<Label>)>,
+);
+
+/// Everything a line is decided against; shared read-only by the threads that score.
+pub struct Scorer<'a> {
+    /// The catalog.
+    pub catalog: &'a Catalog,
+    /// Each tool's state, as the catalog records it ([`decide::tool_states`]).
+    pub states: BTreeMap<String, decide::ToolState>,
+    /// The gate's thresholds.
+    pub opts: Options,
+    /// Reproduce the seed's code (`--seed-compat`) through this entry point.
+    pub seed_compat: Option<(seed::Entry, SeedOptions)>,
+    /// Also score every task the naive way (`--baseline`); labelled tasks always are.
+    pub baseline: bool,
+    /// A shard's scorer (`--shard K/M`) decides only the tasks whose ID this says it
+    /// owns, and keeps each one's prepared form ([`Scored::Kept`]).
+    pub shard: Option<&'a (dyn Fn(&str) -> bool + Sync)>,
+}
+
+impl std::fmt::Debug for Scorer<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scorer")
+            .field("opts", &self.opts)
+            .field("seed_compat", &self.seed_compat)
+            .field("baseline", &self.baseline)
+            .field("shard", &self.shard.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> Scorer<'a> {
+    /// A scorer with the catalog's recorded tool states.
+    pub fn new(catalog: &'a Catalog, opts: Options) -> Self {
+        Scorer {
+            catalog,
+            states: decide::tool_states(catalog),
+            opts,
+            seed_compat: None,
+            baseline: false,
+            shard: None,
+        }
+    }
+
+    /// Scores one line (without its line ending).
+    pub fn score(&self, line: &[u8]) -> Scored {
+        let task = match parse_task_line(line) {
+            Ok(t) => t,
+            Err(e) => return Scored::Bad(e),
+        };
+        if self.shard.is_some_and(|owns| !owns(&task.task_id)) {
+            return Scored::Other;
+        }
+        if let Some((entry, seed_opts)) = self.seed_compat {
+            let outcome = seed::judge(&task, self.catalog, entry, &seed_opts);
+            let record = seed_record(&task, &outcome);
+            return Scored::Record(record, outcome.verdict(), None, task.task_id);
+        }
+        if let Some(bad) = missing_result(&task) {
+            return Scored::Bad(TaskError {
+                field: bad,
+                message: "no result or error: plangate score decides observed results; \
+                          use plangate eval to execute calls"
+                    .into(),
+                task_id: Some(task.task_id.clone()),
+            });
+        }
+        let prepared = decide::prepare(&task, self.catalog, None);
+        let d = decide::classify(&prepared, &self.states, &self.opts);
+        let compared = compares_baseline(self.baseline, &task)
+            .then(|| (naive(&task, self.opts.arg_accept).decision, task.label));
+        if self.shard.is_some() {
+            return Scored::Kept(Box::new((d, prepared, compared)));
+        }
+        match serde_json::to_string(&d) {
+            Ok(json) => Scored::Record(json, Some(d.decision), compared, task.task_id),
+            // A decision always serializes; if it ever did not, say so for that line.
+            Err(e) => Scored::Bad(TaskError {
+                field: String::new(),
+                message: format!("failed to write the decision: {e}"),
+                task_id: Some(task.task_id),
+            }),
+        }
+    }
+
+    /// [`Scorer::score`], with a panic (a bug in plangate) reported as that line's
+    /// failure: the rest of the run is still decided, and the summary counts the line.
+    pub fn score_guarded(&self, line: &[u8]) -> Scored {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.score(line))).unwrap_or_else(
+            |panic| {
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                Scored::Bad(TaskError {
+                    field: String::new(),
+                    message: format!(
+                        "internal error while deciding this line ({what}); please report it"
+                    ),
+                    task_id: None,
+                })
+            },
+        )
+    }
+}
+
+/// Whether a task is also scored the naive way: when asked for, and always for a
+/// labelled task, whose false-positive share is the comparison's point.
+pub fn compares_baseline(asked: bool, task: &Task) -> bool {
+    asked || task.label.is_some()
+}
+
+/// The record written in place of input line `number` when it is not a task.
+pub fn bad_line_record(number: usize, e: &TaskError) -> String {
+    json!({
+        "line": number,
+        "task_id": e.task_id,
+        "error": {"kind": "input", "field": e.field, "message": e.message},
+    })
+    .to_string()
+}
+
+fn missing_result(task: &Task) -> Option<String> {
+    for (i, s) in task.samples.iter().enumerate() {
+        for (j, c) in s.calls.iter().enumerate() {
+            if matches!(c.observed, Observed::Missing) {
+                return Some(c.place(i, j));
+            }
+        }
+    }
+    None
+}
+
+/// The `--seed-compat` record of a task: the seed's verdict and agreements, or its
+/// refusal. Written as the differential test and `scripts/bench` expect it, key for key.
+fn seed_record(task: &Task, outcome: &SeedOutcome) -> String {
+    let record = match outcome {
+        SeedOutcome::Decided { decision, samples } => json!({
+            "task_id": task.task_id,
+            "mode": "seed_compat",
+            "decision": decision.decision,
+            "arg_agreement": decision.arg_agreement,
+            "result_agreement": decision.res_agreement,
+            "n": samples,
+        }),
+        SeedOutcome::Refused { kind, message } => json!({
+            "task_id": task.task_id,
+            "mode": "seed_compat",
+            "error": {"kind": kind.as_str(), "message": message},
+        }),
+    };
+    record.to_string()
+}

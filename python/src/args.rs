@@ -1,0 +1,163 @@
+//! The arguments `score` and `eval` share, read from Python values: the catalog (a
+//! path, JSON text or a dict), the samples (a path or an iterable) and the thresholds,
+//! named and checked as the CLI's flags are.
+
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use plangate_gate::catalog::Catalog;
+use plangate_gate::decide::Options;
+use plangate_gate::stats::Ratio;
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+
+use crate::{CatalogError, dumps};
+
+/// The catalog as given, and the folder its relative module paths are read against
+/// (a file's own folder; else the current one).
+pub(crate) struct LoadedCatalog {
+    pub(crate) catalog: Catalog,
+    pub(crate) dir: PathBuf,
+    /// How messages name it: its path, or `<string>`, `<bytes>`, `<dict>`.
+    pub(crate) name: String,
+}
+
+/// Reads the catalog from a path, JSON text (a string starting with `{` or `[`), bytes,
+/// or a dict or list. A catalog that cannot be used raises `CatalogError` with the
+/// message `plangate` prints; its warnings become Python warnings.
+pub(crate) fn catalog(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<LoadedCatalog> {
+    let text: Option<(&str, Vec<u8>)> = if let Ok(s) = value.cast::<PyString>() {
+        let s = s.to_str()?;
+        let t = s.trim_start();
+        (t.starts_with('{') || t.starts_with('[')).then(|| ("<string>", s.as_bytes().to_vec()))
+    } else if let Ok(b) = value.cast::<PyBytes>() {
+        Some(("<bytes>", b.as_bytes().to_vec()))
+    } else if value.cast::<PyDict>().is_ok() || value.cast::<PyList>().is_ok() {
+        Some(("<dict>", dumps::line(py, value)?))
+    } else {
+        None
+    };
+    let (catalog, dir, name) = match text {
+        Some((name, bytes)) => (
+            py.detach(|| plangate_harness::parse_catalog(name, &bytes)),
+            std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+            name.to_string(),
+        ),
+        None => {
+            let path = path_of(value, "catalog")?;
+            (
+                py.detach(|| plangate_harness::read_catalog(&path)),
+                plangate_harness::catalog_dir(&path),
+                path.display().to_string(),
+            )
+        }
+    };
+    let catalog = catalog.map_err(|e| CatalogError::new_err(chain(&e)))?;
+    for w in catalog.warnings() {
+        let message = std::ffi::CString::new(format!("catalog {name}: {w}")).unwrap_or_default();
+        PyErr::warn(
+            py,
+            &py.get_type::<pyo3::exceptions::PyUserWarning>(),
+            &message,
+            1,
+        )?;
+    }
+    Ok(LoadedCatalog { catalog, dir, name })
+}
+/// A path from a `str` or an `os.PathLike`.
+pub(crate) fn path_of(value: &Bound<'_, PyAny>, what: &str) -> PyResult<PathBuf> {
+    value.extract::<PathBuf>().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "{what} must be a path, got {}",
+            value
+                .get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_default()
+        ))
+    })
+}
+
+/// An error and its causes on one line, as `plangate` prints them (anyhow's `{:#}`).
+pub(crate) fn chain(e: &dyn std::error::Error) -> String {
+    let mut message = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        message.push_str(": ");
+        message.push_str(&s.to_string());
+        source = s.source();
+    }
+    message
+}
+
+/// The thresholds as given (None: the CLI's default), as the gate's options. A ratio
+/// may be a number or a string, read as `--arg-accept` reads it ("0.80").
+pub(crate) struct Thresholds<'py> {
+    pub(crate) arg_accept: Option<Bound<'py, PyAny>>,
+    pub(crate) arg_reject: Option<Bound<'py, PyAny>>,
+    pub(crate) result_accept: Option<Bound<'py, PyAny>>,
+    pub(crate) result_suspect: Option<Bound<'py, PyAny>>,
+    pub(crate) min_samples: Option<usize>,
+}
+
+impl Thresholds<'_> {
+    pub(crate) fn options(&self) -> PyResult<Options> {
+        let mut opts = Options::default();
+        for (name, given, into) in [
+            ("arg_accept", &self.arg_accept, &mut opts.arg_accept),
+            ("arg_reject", &self.arg_reject, &mut opts.arg_reject),
+            (
+                "result_accept",
+                &self.result_accept,
+                &mut opts.result_accept,
+            ),
+            (
+                "result_suspect",
+                &self.result_suspect,
+                &mut opts.result_suspect,
+            ),
+        ] {
+            if let Some(v) = given {
+                *into = ratio(name, v)?;
+            }
+        }
+        if let Some(n) = self.min_samples {
+            opts.min_samples = n;
+        }
+        Ok(opts)
+    }
+}
+
+fn ratio(name: &str, v: &Bound<'_, PyAny>) -> PyResult<Ratio> {
+    let text = v.str()?.to_string();
+    Ratio::from_str(&text).map_err(|e| PyValueError::new_err(format!("{name}: {e}")))
+}
+
+/// Worker threads: as asked (1 to the CLI's most), else one per core.
+pub(crate) fn jobs(asked: Option<usize>) -> PyResult<usize> {
+    const MAX_JOBS: usize = 1024;
+    match asked {
+        Some(n) if (1..=MAX_JOBS).contains(&n) => Ok(n),
+        Some(_) => Err(PyValueError::new_err(format!(
+            "jobs: expected a number of threads from 1 to {MAX_JOBS}"
+        ))),
+        None => Ok(std::thread::available_parallelism().map_or(1, |n| n.get())),
+    }
+}
+
+/// Whether `value` names a file (a `str` or `os.PathLike`) rather than holding items.
+pub(crate) fn is_path(value: &Bound<'_, PyAny>) -> bool {
+    value.cast::<PyString>().is_ok() || value.hasattr("__fspath__").unwrap_or(false)
+}
+
+/// Opens a samples file.
+pub(crate) fn open_samples(path: &Path) -> PyResult<std::io::BufReader<std::fs::File>> {
+    let f = std::fs::File::open(path).map_err(|e| {
+        pyo3::exceptions::PyOSError::new_err(format!(
+            "failed to open samples {}: {e}",
+            path.display()
+        ))
+    })?;
+    Ok(std::io::BufReader::with_capacity(1 << 16, f))
+}

@@ -1,0 +1,278 @@
+//! `plangate.eval`: a whole run through the harness, as `plangate eval` makes it. The
+//! epoch is pinned (or replayed), deterministic tools are probed, every call runs in
+//! the sandbox, tools are quarantined, and every task is decided once tool health is
+//! known. The run happens on a thread of its own while this one, holding the GIL only
+//! briefly, watches for Ctrl-C: a `KeyboardInterrupt` sets the harness's stop flag, the
+//! workers drop the calls still queued, and the exception is raised once they are done.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use plangate_gate::catalog::Catalog;
+use plangate_gate::score::bad_line_record;
+use plangate_gate::task::parse_task_line;
+use plangate_harness::{
+    Eval, EvalOptions, Finished, LineOutcome, Record, World, WorldOptions, too_long,
+};
+use plangate_sandbox::{EpochManifest, Limits};
+use pyo3::prelude::*;
+
+use crate::args::{self, Thresholds, chain};
+use crate::samples::Input;
+use crate::{PlangateError, dumps};
+
+/// Per-call limits as given (None: the CLI's default).
+struct LimitArgs {
+    fuel: Option<u64>,
+    memory_mb: Option<u64>,
+    timeout_ms: Option<u64>,
+    output_bytes: Option<usize>,
+}
+
+impl LimitArgs {
+    fn limits(&self) -> PyResult<Limits> {
+        let d = Limits::default();
+        let at_least_1 = |name: &str, v: Option<u64>, default: u64| match v {
+            Some(0) => Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "{name}: at least 1"
+            ))),
+            v => Ok(v.unwrap_or(default)),
+        };
+        Ok(Limits {
+            fuel: at_least_1("fuel", self.fuel, d.fuel)?,
+            memory_mb: at_least_1("memory_mb", self.memory_mb, d.memory_mb)?,
+            wall_ms: at_least_1("timeout_ms", self.timeout_ms, d.wall_ms)?,
+            output_bytes: self.output_bytes.unwrap_or(d.output_bytes),
+        })
+    }
+}
+
+/// Runs the whole evaluation; returns a dict: `decisions` (the records `plangate eval`
+/// writes, bad lines in their place), `tool_health`, `epoch_id`, `epoch` (the manifest
+/// to replay), `stats`, `quarantined` and `live_mounts`.
+#[pyfunction]
+#[pyo3(signature = (catalog, samples, *, base_dir=None, epoch=None, quarantine=None,
+    seed=0, probe_runs=2, jobs=None, arg_accept=None, arg_reject=None, result_accept=None,
+    result_suspect=None, min_samples=None, fuel=None, memory_mb=None, timeout_ms=None,
+    output_bytes=None, max_line_bytes=64 << 20))]
+#[expect(clippy::too_many_arguments, reason = "the CLI's flags, each a keyword")]
+pub(crate) fn eval<'py>(
+    py: Python<'py>,
+    catalog: &Bound<'py, PyAny>,
+    samples: &Bound<'py, PyAny>,
+    base_dir: Option<&Bound<'py, PyAny>>,
+    epoch: Option<&Bound<'py, PyAny>>,
+    quarantine: Option<&Bound<'py, PyAny>>,
+    seed: u64,
+    probe_runs: usize,
+    jobs: Option<usize>,
+    arg_accept: Option<Bound<'py, PyAny>>,
+    arg_reject: Option<Bound<'py, PyAny>>,
+    result_accept: Option<Bound<'py, PyAny>>,
+    result_suspect: Option<Bound<'py, PyAny>>,
+    min_samples: Option<usize>,
+    fuel: Option<u64>,
+    memory_mb: Option<u64>,
+    timeout_ms: Option<u64>,
+    output_bytes: Option<usize>,
+    max_line_bytes: u64,
+) -> PyResult<Py<PyAny>> {
+    let decide = Thresholds {
+        arg_accept,
+        arg_reject,
+        result_accept,
+        result_suspect,
+        min_samples,
+    }
+    .options()?;
+    let limits = LimitArgs {
+        fuel,
+        memory_mb,
+        timeout_ms,
+        output_bytes,
+    }
+    .limits()?;
+    let loaded = args::catalog(py, catalog)?;
+    let base = match base_dir {
+        Some(d) => args::path_of(d, "base_dir")?,
+        None => loaded.dir,
+    };
+    let manifest = epoch.map(|e| manifest_of(py, e)).transpose()?;
+    let quarantine = match quarantine {
+        Some(q) => {
+            let path = args::path_of(q, "quarantine")?;
+            Some(
+                plangate_harness::read_quarantine(&path)
+                    .map_err(|e| PlangateError::new_err(chain(&e)))?,
+            )
+        }
+        None => None,
+    };
+    let mut eval_opts = EvalOptions {
+        probe_runs,
+        decide,
+        quarantine,
+        ..EvalOptions::default()
+    };
+    if let Some(j) = jobs {
+        eval_opts.jobs = args::jobs(Some(j))?;
+    }
+    let input = Input::of(samples, max_line_bytes)?;
+    let world_opts = WorldOptions {
+        manifest,
+        seed,
+        limits,
+        ..WorldOptions::default()
+    };
+    let catalog = &loaded.catalog;
+    let world = py
+        .detach(|| World::build(catalog, &base, world_opts))
+        .map_err(|e| {
+            let message = format!("failed to pin an epoch for {}: {}", loaded.name, chain(&e));
+            PlangateError::new_err(message)
+        })?;
+    let finished = run_watched(py, &world, catalog, eval_opts, input, max_line_bytes)?;
+    result(py, &world, &finished)
+}
+
+/// An epoch manifest from a dict, JSON text or a file (what `--write-epoch` wrote).
+fn manifest_of(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<EpochManifest> {
+    let (name, bytes) = if value.cast::<pyo3::types::PyDict>().is_ok() {
+        ("<dict>".to_string(), dumps::line(py, value)?)
+    } else {
+        let path: PathBuf = args::path_of(value, "epoch")?;
+        let bytes = std::fs::read(&path).map_err(|e| {
+            PlangateError::new_err(format!(
+                "failed to read epoch manifest {}: {e}",
+                path.display()
+            ))
+        })?;
+        (path.display().to_string(), bytes)
+    };
+    serde_json::from_slice(&bytes)
+        .map_err(|e| PlangateError::new_err(format!("failed to parse epoch manifest {name}: {e}")))
+}
+
+/// What the run thread hands back: the finished run (the lines that were not tasks
+/// in their place), or an error to raise.
+type Ran = Result<Finished, PyErr>;
+
+/// Runs the batch on a thread of its own, checking for Ctrl-C on this one.
+fn run_watched(
+    py: Python<'_>,
+    world: &World,
+    catalog: &Catalog,
+    opts: EvalOptions,
+    input: Input,
+    max: u64,
+) -> PyResult<Finished> {
+    let stop = AtomicBool::new(false);
+    let mut interrupt = None;
+    let ran = std::thread::scope(|s| {
+        let handle = s.spawn(|| run(world, catalog, opts, input, max, &stop));
+        while !handle.is_finished() {
+            py.detach(|| std::thread::sleep(Duration::from_millis(50)));
+            if let Err(e) = py.check_signals() {
+                stop.store(true, Ordering::Relaxed);
+                interrupt.get_or_insert(e);
+            }
+        }
+        handle
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p))
+    });
+    match interrupt {
+        Some(e) => Err(e),
+        None => ran,
+    }
+}
+
+/// Phase one on this thread (tasks fed from the input, a chunk at a time, while the
+/// harness's workers execute them), then phase two.
+fn run(
+    world: &World,
+    catalog: &Catalog,
+    opts: EvalOptions,
+    mut input: Input,
+    max: u64,
+    stop: &AtomicBool,
+) -> Ran {
+    let mut eval = Eval::start(world, catalog, opts);
+    eval.stop_when(stop);
+    let fed: PyResult<()> = eval.execute(&|_, _| None, |feeder| {
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                return Ok(());
+            }
+            let (chunk, ended) = Python::attach(|py| input.read(py, max))?;
+            for (number, at) in &chunk.lines {
+                let read = match at {
+                    Ok(range) => parse_task_line(&chunk.data[range.clone()]),
+                    Err(bytes) => Err(too_long(*bytes, max)),
+                };
+                match read {
+                    Ok(task) => feeder.push(*number, task),
+                    Err(e) => feeder.skip(*number, e),
+                }
+            }
+            if ended {
+                return Ok(());
+            }
+        }
+    });
+    fed?;
+    if eval.stopped() {
+        return Err(pyo3::exceptions::PyKeyboardInterrupt::new_err(
+            "plangate.eval was interrupted",
+        ));
+    }
+    let finished = eval
+        .finish()
+        .map_err(|e| PlangateError::new_err(chain(&e)))?;
+    Ok(finished)
+}
+
+/// The run as Python objects: decisions with the bad lines in their input place, and
+/// the run's tool health, epoch and counts.
+fn result(py: Python<'_>, world: &World, finished: &Finished) -> PyResult<Py<PyAny>> {
+    let mut records = String::from("[");
+    let push = |records: &mut String, text: &str| {
+        if records.len() > 1 {
+            records.push(',');
+        }
+        records.push_str(text);
+    };
+    for line in finished.lines() {
+        let d = match line.map_err(|e| PlangateError::new_err(chain(&e)))? {
+            LineOutcome::Task(d) => d,
+            LineOutcome::Bad(line, e) => {
+                push(&mut records, &bad_line_record(line, &e));
+                continue;
+            }
+        };
+        let record = Record {
+            decision: &d.decision,
+            epoch_id: &finished.epoch_id,
+            history: None,
+        };
+        let text =
+            serde_json::to_string(&record).map_err(|e| PlangateError::new_err(e.to_string()))?;
+        push(&mut records, &text);
+    }
+    records.push(']');
+    let rest = serde_json::json!({
+        "epoch_id": finished.epoch_id,
+        "epoch": world.epoch().manifest(),
+        "tool_health": finished.health,
+        "stats": finished.stats,
+        "quarantined": finished.quarantined(),
+        "live_mounts": finished.live.iter().map(|c| serde_json::json!({
+            "guest": c.guest, "at_start": c.at_start, "at_end": c.now, "changed": c.changed(),
+        })).collect::<Vec<_>>(),
+    });
+    let loads = py.import("json")?.getattr("loads")?;
+    let out = loads.call1((rest.to_string(),))?;
+    out.set_item("decisions", loads.call1((records,))?)?;
+    Ok(out.unbind())
+}

@@ -1,0 +1,47 @@
+//! `plangate._plangate`, the native half of the `plangate` Python package: the gate's
+//! `score` over an iterator of records and the harness's whole `eval` run, called
+//! in-process. The public names, docstrings and stubs are in `python/plangate/`.
+
+use mimalloc::MiMalloc;
+use pyo3::prelude::*;
+
+mod args;
+mod dumps;
+mod eval;
+mod samples;
+mod score;
+
+#[global_allocator]
+static GLOBAL: MiMalloc = MiMalloc;
+
+pyo3::create_exception!(
+    _plangate,
+    PlangateError,
+    pyo3::exceptions::PyException,
+    "A run could not start: the message is the one `plangate` prints."
+);
+pyo3::create_exception!(
+    _plangate,
+    CatalogError,
+    PlangateError,
+    "The catalog could not be read, parsed or accepted."
+);
+
+/// The compact JSON text of `obj`, as `json.dumps(obj, ensure_ascii=False,
+/// separators=(",", ":"))` writes it: how task dicts become samples lines.
+#[pyfunction]
+#[pyo3(name = "dumps")]
+fn dumps_text(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<String> {
+    let bytes = dumps::line(py, obj)?;
+    String::from_utf8(bytes).map_err(|e| PlangateError::new_err(e.to_string()))
+}
+
+#[pymodule]
+fn _plangate(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("PlangateError", m.py().get_type::<PlangateError>())?;
+    m.add("CatalogError", m.py().get_type::<CatalogError>())?;
+    m.add_class::<score::Scores>()?;
+    m.add_function(wrap_pyfunction!(dumps_text, m)?)?;
+    m.add_function(wrap_pyfunction!(eval::eval, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,135 @@
+//! Samples as lines, whatever they come from: a file read through the harness's
+//! [`LineReader`] (numbered, bounded and trimmed as the CLI reads it), or a Python
+//! iterable whose items (task dicts, or JSON lines as `str` or `bytes`) are numbered
+//! from 1 the same way. `score` and `eval` both take their lines from here, a chunk at
+//! a time.
+
+use std::io::BufReader;
+use std::ops::Range;
+
+use plangate_harness::{LineReader, is_blank};
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyIterator, PyString};
+
+use crate::{args, dumps};
+
+/// Lines handed to a worker at a time (the CLI's chunk): the hand-over is cheap, and
+/// the lines in flight stay a few megabytes.
+const CHUNK: usize = 256;
+/// Bytes after which a chunk is handed over whatever its line count.
+const CHUNK_BYTES: usize = 1 << 20;
+
+/// Consecutive lines, in one buffer: (line number, byte range, or the length of a line
+/// over the limit) each.
+#[derive(Default)]
+pub(crate) struct Chunk {
+    pub(crate) data: Vec<u8>,
+    pub(crate) lines: Vec<(usize, Result<Range<usize>, u64>)>,
+}
+
+/// What the lines come from.
+pub(crate) enum Input {
+    File(LineReader<BufReader<std::fs::File>>),
+    /// Items of a Python iterable, numbered from 1 as lines are.
+    Items(Py<PyIterator>, usize),
+}
+
+impl Input {
+    /// The samples a Python value names: a path (`str` or `os.PathLike`) is read as a
+    /// file; anything else is iterated.
+    pub(crate) fn of(samples: &Bound<'_, PyAny>, max_line_bytes: u64) -> PyResult<Input> {
+        if args::is_path(samples) {
+            let path = args::path_of(samples, "samples")?;
+            Ok(Input::File(LineReader::new(
+                args::open_samples(&path)?,
+                max_line_bytes,
+            )))
+        } else {
+            Ok(Input::Items(samples.try_iter()?.unbind(), 0))
+        }
+    }
+
+    /// Up to [`CHUNK`] lines (fewer only at the end); true when the input has ended.
+    /// A file is read with the GIL released.
+    pub(crate) fn read(&mut self, py: Python<'_>, max: u64) -> PyResult<(Chunk, bool)> {
+        let mut chunk = Chunk::default();
+        let ended = match self {
+            Input::File(reader) => py.detach(|| read_lines(reader, &mut chunk))?,
+            Input::Items(items, number) => read_items(py, items.bind(py), number, max, &mut chunk)?,
+        };
+        Ok((chunk, ended))
+    }
+}
+
+/// Reads lines of a file into `chunk`; true at the end of the file.
+fn read_lines(
+    reader: &mut LineReader<BufReader<std::fs::File>>,
+    chunk: &mut Chunk,
+) -> PyResult<bool> {
+    while chunk.lines.len() < CHUNK && chunk.data.len() < CHUNK_BYTES {
+        let next = reader.advance().map_err(|e| {
+            pyo3::exceptions::PyOSError::new_err(format!("failed to read samples: {e}"))
+        })?;
+        let Some(number) = next else {
+            return Ok(true);
+        };
+        let at = reader.line().map(|line| {
+            let start = chunk.data.len();
+            chunk.data.extend_from_slice(line);
+            start..chunk.data.len()
+        });
+        chunk.lines.push((number, at));
+    }
+    Ok(false)
+}
+
+/// Takes items of a Python iterable into `chunk` as lines: a dict is written as JSON,
+/// a `str` or `bytes` is the line itself. True at the end of the iterable.
+fn read_items(
+    py: Python<'_>,
+    items: &Bound<'_, PyIterator>,
+    number: &mut usize,
+    max: u64,
+    chunk: &mut Chunk,
+) -> PyResult<bool> {
+    while chunk.lines.len() < CHUNK && chunk.data.len() < CHUNK_BYTES {
+        let Some(item) = items.clone().next() else {
+            return Ok(true);
+        };
+        let item = item?;
+        *number += 1;
+        let start = chunk.data.len();
+        if let Ok(s) = item.cast::<PyString>() {
+            chunk.data.extend_from_slice(s.to_str()?.as_bytes());
+        } else if let Ok(b) = item.cast::<PyBytes>() {
+            chunk.data.extend_from_slice(b.as_bytes());
+        } else if item.cast::<pyo3::types::PyDict>().is_ok() {
+            chunk.data.extend_from_slice(&dumps::line(py, &item)?);
+        } else {
+            return Err(PyTypeError::new_err(format!(
+                "samples item {}: expected a task dict, or a JSON line (str or bytes), got {}",
+                *number,
+                item.get_type().name()?
+            )));
+        }
+        let line = &chunk.data[start..];
+        let line = line.strip_suffix(b"\n").unwrap_or(line);
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let end = start + line.len();
+        if is_blank(line) {
+            chunk.data.truncate(start);
+            continue;
+        }
+        let at = if (end - start) as u64 > max {
+            chunk.data.truncate(start);
+            // Counted as the line of a JSONL file it would be, with its `\n`.
+            Err((end - start) as u64 + 1)
+        } else {
+            chunk.data.truncate(end);
+            Ok(start..end)
+        };
+        chunk.lines.push((*number, at));
+    }
+    Ok(false)
+}

@@ -1,0 +1,258 @@
+//! `plangate.score`: the gate's [`Scorer`] over a samples file or a Python iterable,
+//! as an iterator of decision records. Lines go to worker threads in chunks (the GIL
+//! released while they score); records come back in input order, a chunk at a time,
+//! turned into dicts by one `json.loads` of the chunk's records.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::mpsc::{Receiver, Sender, SyncSender};
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::Duration;
+
+use plangate_gate::catalog::Catalog;
+use plangate_gate::decide::Options;
+use plangate_gate::score::{Scored, Scorer, bad_line_record};
+use plangate_gate::seed::{self, SeedOptions};
+use plangate_harness::too_long;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyList;
+
+use crate::args::{self, Thresholds};
+use crate::samples::{Chunk, Input};
+
+/// What a worker scores with; one per run, shared by the workers.
+struct Shared {
+    catalog: Catalog,
+    opts: Options,
+    seed_compat: Option<seed::Entry>,
+    max_line_bytes: u64,
+}
+
+/// Decision records, in input order, as dicts equal to the lines `plangate score`
+/// writes; lines that are not tasks come back as `{"line": N, "task_id": ..., "error":
+/// {...}}`. Lazy: at most a few chunks of lines are read ahead of what was taken.
+#[pyclass(module = "plangate._plangate")]
+pub(crate) struct Scores {
+    state: Mutex<State>,
+}
+
+struct State {
+    input: Option<Input>,
+    work: Option<SyncSender<(usize, Chunk)>>,
+    /// Behind a lock only so that waiting on it can release the GIL.
+    done: Mutex<Receiver<(usize, String)>>,
+    waiting: BTreeMap<usize, String>,
+    sent: usize,
+    next: usize,
+    in_flight: usize,
+    ready: VecDeque<Py<PyAny>>,
+    max_line_bytes: u64,
+    loads: Py<PyAny>,
+}
+
+#[pymethods]
+impl Scores {
+    #[new]
+    #[pyo3(signature = (catalog, samples, *, arg_accept=None, arg_reject=None,
+        result_accept=None, result_suspect=None, min_samples=None, seed_compat=None,
+        jobs=None, max_line_bytes=64 << 20))]
+    #[expect(clippy::too_many_arguments, reason = "the CLI's flags, each a keyword")]
+    fn new<'py>(
+        py: Python<'py>,
+        catalog: &Bound<'py, PyAny>,
+        samples: &Bound<'py, PyAny>,
+        arg_accept: Option<Bound<'py, PyAny>>,
+        arg_reject: Option<Bound<'py, PyAny>>,
+        result_accept: Option<Bound<'py, PyAny>>,
+        result_suspect: Option<Bound<'py, PyAny>>,
+        min_samples: Option<usize>,
+        seed_compat: Option<&str>,
+        jobs: Option<usize>,
+        max_line_bytes: u64,
+    ) -> PyResult<Self> {
+        let opts = Thresholds {
+            arg_accept,
+            arg_reject,
+            result_accept,
+            result_suspect,
+            min_samples,
+        }
+        .options()?;
+        let seed_compat = match seed_compat {
+            None => None,
+            Some("gate") => Some(seed::Entry::GateOrRaise),
+            Some("classify") => Some(seed::Entry::ClassifyPlan),
+            Some(other) => {
+                return Err(PyValueError::new_err(format!(
+                    "seed_compat: expected \"gate\" or \"classify\", got {other:?}"
+                )));
+            }
+        };
+        if max_line_bytes == 0 {
+            return Err(PyValueError::new_err("max_line_bytes: at least 1"));
+        }
+        let jobs = args::jobs(jobs)?;
+        let loaded = args::catalog(py, catalog)?;
+        let input = Input::of(samples, max_line_bytes)?;
+        let shared = Arc::new(Shared {
+            catalog: loaded.catalog,
+            opts,
+            seed_compat,
+            max_line_bytes,
+        });
+        let in_flight = 4 * jobs;
+        let (work, work_rx) = mpsc::sync_channel(in_flight);
+        let work_rx = Arc::new(Mutex::new(work_rx));
+        let (done_tx, done) = mpsc::channel();
+        for i in 0..jobs {
+            let (shared, work_rx, done_tx) = (shared.clone(), work_rx.clone(), done_tx.clone());
+            std::thread::Builder::new()
+                .name(format!("plangate-score-{i}"))
+                .spawn(move || score_chunks(&shared, &work_rx, &done_tx))
+                .map_err(|e| PyValueError::new_err(format!("cannot start a thread: {e}")))?;
+        }
+        let loads = py.import("json")?.getattr("loads")?.unbind();
+        Ok(Scores {
+            state: Mutex::new(State {
+                input: Some(input),
+                work: Some(work),
+                done: Mutex::new(done),
+                waiting: BTreeMap::new(),
+                sent: 0,
+                next: 0,
+                in_flight,
+                ready: VecDeque::new(),
+                max_line_bytes,
+                loads,
+            }),
+        })
+    }
+
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        let mut state = self
+            .state
+            .lock()
+            .map_err(|_| PyValueError::new_err("a previous call failed inside plangate"))?;
+        state.next_record(py)
+    }
+}
+
+impl State {
+    fn next_record(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        loop {
+            if let Some(record) = self.ready.pop_front() {
+                return Ok(Some(record));
+            }
+            // Between chunks: Ctrl-C raises KeyboardInterrupt here, and the workers stop
+            // when this iterator is dropped.
+            py.check_signals()?;
+            while self.sent - self.next < self.in_flight && self.input.is_some() {
+                let chunk = self.read_chunk(py)?;
+                if chunk.lines.is_empty() {
+                    continue;
+                }
+                if let Some(work) = &self.work {
+                    work.send((self.sent, chunk))
+                        .map_err(|_| PyValueError::new_err("plangate's scoring threads stopped"))?;
+                }
+                self.sent += 1;
+            }
+            if self.next == self.sent {
+                self.work = None;
+                return Ok(None);
+            }
+            let records = self.wait_for_next(py)?;
+            let list = self.loads.bind(py).call1((records,))?;
+            let list = list.cast::<PyList>()?;
+            self.ready.extend(list.iter().map(Bound::unbind));
+        }
+    }
+
+    /// The next chunk's records (a JSON array), waiting for its worker with the GIL
+    /// released, and checking for Ctrl-C every so often.
+    fn wait_for_next(&mut self, py: Python<'_>) -> PyResult<String> {
+        loop {
+            if let Some(records) = self.waiting.remove(&self.next) {
+                self.next += 1;
+                return Ok(records);
+            }
+            let done = &self.done;
+            let got = py.detach(|| {
+                let rx = done
+                    .lock()
+                    .map_err(|_| mpsc::RecvTimeoutError::Disconnected)?;
+                rx.recv_timeout(Duration::from_millis(100))
+            });
+            match got {
+                Ok((seq, records)) => {
+                    self.waiting.insert(seq, records);
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => py.check_signals()?,
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(PyValueError::new_err("plangate's scoring threads stopped"));
+                }
+            }
+        }
+    }
+
+    /// Up to a chunk of lines from the input; the input is dropped at its end.
+    fn read_chunk(&mut self, py: Python<'_>) -> PyResult<Chunk> {
+        let Some(input) = self.input.as_mut() else {
+            return Ok(Chunk::default());
+        };
+        let (chunk, ended) = input.read(py, self.max_line_bytes)?;
+        if ended {
+            self.input = None;
+        }
+        Ok(chunk)
+    }
+}
+
+/// A worker: scores chunks until there are no more, or no one takes the records.
+fn score_chunks(
+    shared: &Shared,
+    work: &Mutex<Receiver<(usize, Chunk)>>,
+    done: &Sender<(usize, String)>,
+) {
+    let scorer = Scorer {
+        seed_compat: shared
+            .seed_compat
+            .map(|entry| (entry, SeedOptions::from_gate(&shared.opts))),
+        ..Scorer::new(&shared.catalog, shared.opts)
+    };
+    loop {
+        // The lock is held only to take the next chunk, not to score it.
+        let next = work
+            .lock()
+            .map_err(drop)
+            .and_then(|rx| rx.recv().map_err(drop));
+        let Ok((seq, chunk)) = next else { return };
+        let mut records = String::with_capacity(chunk.data.len() / 2 + 2);
+        records.push('[');
+        for (i, (number, at)) in chunk.lines.iter().enumerate() {
+            if i > 0 {
+                records.push(',');
+            }
+            let scored = match at {
+                Ok(range) => scorer.score_guarded(&chunk.data[range.clone()]),
+                Err(bytes) => Scored::Bad(too_long(*bytes, shared.max_line_bytes)),
+            };
+            match scored {
+                Scored::Record(json, ..) => records.push_str(&json),
+                Scored::Bad(e) => records.push_str(&bad_line_record(*number, &e)),
+                // This scorer is never a shard's: it decides every line.
+                Scored::Other | Scored::Kept(_) => {
+                    unreachable!("plangate.score runs no shard")
+                }
+            }
+        }
+        records.push(']');
+        if done.send((seq, records)).is_err() {
+            return;
+        }
+    }
+}

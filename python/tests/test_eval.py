@@ -1,0 +1,60 @@
+# plangate.eval held equal to `plangate eval` on the seed world (examples/seed-world,
+# its tools built by scripts/build-tools): the same records, bad lines in their place,
+# the same tool health, and a replayed epoch deciding alike.
+import json
+
+import pytest
+
+import plangate
+
+CASES = "tests/e2e/cases/eval"
+
+
+@pytest.fixture(scope="session")
+def world(repo):
+    catalog = repo / "examples/seed-world/catalog.json"
+    tool = repo / "sandbox-tools/target/wasm32-wasip1/release/get_user.wasm"
+    if not tool.exists():
+        pytest.fail(f"{tool} is missing: run scripts/build-tools first")
+    return catalog
+
+
+def test_eval_on_the_seed_world_equals_the_cli(repo, cli, world, tmp_path):
+    samples = repo / CASES / "plans.jsonl"
+    health = tmp_path / "health.json"
+    code, want, stderr = cli("eval", "--catalog", world, "--samples", samples,
+                             "--tool-health", health)
+    assert code == 1, stderr
+    run = plangate.eval(world, samples)
+    assert run.decisions == want
+    assert run.tool_health == json.loads(health.read_text())
+    assert run.epoch_id == want[0]["epoch_id"]
+    expect = json.loads((repo / CASES / "plans.expect.json").read_text())
+    got = {d["task_id"]: {"decision": d["decision"], "reasons": d["reasons"]} for d in run.decisions}
+    for task, e in expect.items():
+        assert got[task]["decision"] == e["decision"], task
+    assert run.stats["tasks"] == len(want)
+    assert "search_index" not in run.quarantined or run.tool_health
+
+
+def test_eval_from_dicts_with_bad_lines_and_a_replayed_epoch(repo, cli, world, tmp_path):
+    samples = repo / CASES / "bad-line.jsonl"
+    _, want, _ = cli("eval", "--catalog", world, "--samples", samples)
+    assert any("error" in r for r in want) and any("decision" in r for r in want)
+    lines = samples.read_text().splitlines()
+    run = plangate.eval(str(world), lines, jobs=2)
+    assert run.decisions == want
+    again = plangate.eval(world, lines, epoch=run.epoch)
+    assert again.epoch_id == run.epoch_id and again.decisions == run.decisions
+
+
+def test_eval_setup_errors_raise_the_cli_message(repo, cli, tmp_path):
+    catalog = tmp_path / "catalog.json"
+    catalog.write_text('{"tools": [{"name": "t", "deterministic": false, "module": "missing.wasm"}]}')
+    samples = repo / CASES / "plans.jsonl"
+    code, _, stderr = cli("eval", "--catalog", catalog, "--samples", samples)
+    assert code == 2
+    with pytest.raises(plangate.PlangateError) as e:
+        plangate.eval(catalog, samples)
+    assert str(e.value) == stderr.strip().removeprefix("plangate: error: ")
+    assert "missing.wasm does not exist" in str(e.value)

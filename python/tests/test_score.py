@@ -1,0 +1,219 @@
+# plangate.score held equal to `plangate score`: the README example, generated tasks in
+# every input form, thresholds, seed-compat, bad lines and bad catalogs; and the
+# dict-to-JSON writer held equal to json.dumps.
+import json
+import math
+import random
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import plangate
+
+EXAMPLE = "examples/score"
+
+
+@pytest.fixture(scope="session")
+def generated(repo, tmp_path_factory):
+    """2,000 generated single-call tasks and their catalog, as files."""
+    d = tmp_path_factory.mktemp("gen")
+    catalog, tasks = d / "catalog.json", d / "tasks.jsonl"
+    with open(tasks, "w") as out:
+        subprocess.run(
+            [sys.executable, repo / "scripts/bench.d/gen_tasks.py", "--format", "plangate",
+             "--count", "2000", "--catalog-out", catalog],
+            stdout=out, check=True,
+        )
+    return catalog, tasks
+
+
+def test_readme_example_equals_the_cli(repo, cli):
+    catalog, samples = repo / EXAMPLE / "catalog.json", repo / EXAMPLE / "samples.jsonl"
+    _, want, _ = cli("score", "--catalog", catalog, "--samples", samples)
+    got = plangate.score_list(str(catalog), str(samples))
+    assert len(want) == 5
+    assert got == want
+    assert {r["decision"] for r in got} == {"accept", "reject", "defer"}
+
+
+def test_generated_tasks_in_every_form_equal_the_cli(cli, generated):
+    catalog, tasks = generated
+    code, want, _ = cli("score", "--catalog", catalog, "--samples", tasks)
+    assert code in (0, 1) and len(want) == 2000
+    lines = tasks.read_text().splitlines()
+    dicts = [json.loads(line) for line in lines]
+    assert plangate.score_list(catalog, tasks) == want
+    assert plangate.score_list(str(catalog), iter(dicts), jobs=3) == want
+    assert plangate.score_list(catalog, lines, jobs=1) == want
+    assert plangate.score_list(catalog, (line.encode() for line in lines)) == want
+    cat = json.loads(catalog.read_text())
+    assert plangate.score_list(cat, dicts) == want
+    assert plangate.score_list(json.dumps(cat), dicts) == want
+
+
+def test_thresholds_and_seed_compat_are_the_cli_flags(cli, generated):
+    catalog, tasks = generated
+    flags = {"arg_accept": "0.9", "arg_reject": "0.3", "result_accept": "0.7",
+             "result_suspect": "0.6", "min_samples": "7"}
+    argv = [x for k, v in flags.items() for x in ("--" + k.replace("_", "-"), v)]
+    _, want, _ = cli("score", "--catalog", catalog, "--samples", tasks, *argv)
+    _, default, _ = cli("score", "--catalog", catalog, "--samples", tasks)
+    assert want != default, "the thresholds chosen change no decision"
+    kwargs = {k: (int(v) if k == "min_samples" else float(v)) for k, v in flags.items()}
+    assert plangate.score_list(catalog, tasks, **kwargs) == want
+    for entry in ("gate", "classify"):
+        _, seed, _ = cli("score", "--catalog", catalog, "--samples", tasks, f"--seed-compat={entry}")
+        assert plangate.score_list(catalog, tasks, seed_compat=entry) == seed
+
+
+def test_bad_lines_come_back_as_the_cli_writes_them(repo, cli, tmp_path):
+    good = (repo / EXAMPLE / "samples.jsonl").read_text().splitlines()
+    lines = [
+        good[0],
+        "",
+        "{not json",
+        '{"task_id":"no-result","samples":[{"calls":[{"tool":"get_user","arguments":{}}]}]}',
+        "   ",
+        '{"task_id":"x","samples":"nope"}',
+        good[1],
+        "[1,2]",
+    ]
+    samples = tmp_path / "bad.jsonl"
+    samples.write_text("\n".join(lines) + "\n")
+    catalog = repo / EXAMPLE / "catalog.json"
+    code, want, _ = cli("score", "--catalog", catalog, "--samples", samples)
+    assert code != 0
+    got = plangate.score_list(catalog, lines)
+    assert got == want
+    assert [r.get("line") for r in got] == [None, 3, 4, 6, None, 8]
+    assert got[2]["task_id"] == "no-result" and got[2]["error"]["kind"] == "input"
+    assert plangate.score_list(catalog, samples) == want
+
+
+def test_a_line_over_max_line_bytes_is_a_bad_line(repo, cli):
+    catalog, samples = repo / EXAMPLE / "catalog.json", repo / EXAMPLE / "samples.jsonl"
+    _, want, _ = cli("score", "--catalog", catalog, "--samples", samples, "--max-line-bytes", "700")
+    got = plangate.score_list(catalog, samples, max_line_bytes=700)
+    assert got == want
+    too_long = [r for r in got if "--max-line-bytes" in r.get("error", {}).get("message", "")]
+    assert 0 < len(too_long) < len(got)
+    lines = samples.read_text().splitlines()
+    assert plangate.score_list(catalog, lines, max_line_bytes=700) == want
+
+
+@pytest.mark.parametrize("text", ['{"tools": [', '{"tools": [{"name": 3}]}', '{"a":1,"a":2}'])
+def test_a_bad_catalog_raises_the_cli_message(repo, cli, tmp_path, text):
+    catalog = tmp_path / "catalog.json"
+    catalog.write_text(text)
+    samples = repo / EXAMPLE / "samples.jsonl"
+    code, _, stderr = cli("score", "--catalog", catalog, "--samples", samples)
+    assert code == 2
+    message = stderr.strip().removeprefix("plangate: error: ")
+    with pytest.raises(plangate.CatalogError) as e:
+        plangate.score(str(catalog), samples)
+    assert str(e.value) == message
+    with pytest.raises(plangate.CatalogError, match="catalog <string>"):
+        plangate.score(text, samples)
+
+
+def test_a_missing_catalog_raises_the_cli_message(repo, cli, tmp_path):
+    missing = tmp_path / "nope.json"
+    _, _, stderr = cli("score", "--catalog", missing, "--samples", repo / EXAMPLE / "samples.jsonl")
+    with pytest.raises(plangate.CatalogError) as e:
+        plangate.score(missing, [])
+    assert str(e.value) == stderr.strip().removeprefix("plangate: error: ")
+
+
+def test_bad_arguments_raise(repo):
+    catalog = repo / EXAMPLE / "catalog.json"
+    with pytest.raises(ValueError, match="arg_accept"):
+        plangate.score(catalog, [], arg_accept="1.5")
+    with pytest.raises(ValueError, match="seed_compat"):
+        plangate.score(catalog, [], seed_compat="nope")
+    with pytest.raises(TypeError, match="samples item 2"):
+        plangate.score_list(catalog, [{"task_id": "a", "samples": []}, 42])
+
+
+def test_scores_lazily(repo):
+    """An endless input still yields: only a few chunks are read ahead."""
+    line = (repo / EXAMPLE / "samples.jsonl").read_text().splitlines()[0]
+
+    def endless():
+        while True:
+            yield line
+
+    first = []
+    for record in plangate.score(repo / EXAMPLE / "catalog.json", endless(), jobs=2):
+        first.append(record)
+        if len(first) == 3000:
+            break
+    assert {r["task_id"] for r in first} == {"agree"}
+
+
+def test_ctrl_c_stops_a_long_score(repo):
+    """SIGINT during a long run raises KeyboardInterrupt, and the process exits."""
+    script = textwrap.dedent(f"""
+        import sys, plangate
+        line = open({str(repo / EXAMPLE / "samples.jsonl")!r}).readline()
+        def endless():
+            while True:
+                yield line
+        print("started", flush=True)
+        try:
+            for _ in plangate.score({str(repo / EXAMPLE / "catalog.json")!r}, endless()):
+                pass
+        except KeyboardInterrupt:
+            print("interrupted", flush=True)
+            sys.exit(3)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "started"
+    import signal
+    import time
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 3 and "interrupted" in out
+
+
+def _values(rng, depth=0):
+    kinds = ["int", "float", "str", "bool", "none"] + (["list", "dict"] if depth < 4 else [])
+    kind = rng.choice(kinds)
+    if kind == "int":
+        return rng.choice([0, -1, 7, 2**53 + 1, -(2**70), 10**30])
+    if kind == "float":
+        return rng.choice([
+            0.0, -0.0, 1.5, 1e16, 1e15, 123456789012345678.0, 1e-4, 1e-5, 0.1, 2.5e-300,
+            1.7976931348623157e308, math.nan, math.inf, -math.inf, rng.uniform(-1e6, 1e6),
+            rng.random() * 10 ** rng.randint(-30, 30),
+        ])
+    if kind == "str":
+        return rng.choice(["", "a\"b\\c", "line\nbreak\t\r\b\f", "\x00\x1f\x7f", "é✓𝄞", "u_42"])
+    if kind == "bool":
+        return rng.random() < 0.5
+    if kind == "none":
+        return None
+    if kind == "list":
+        return [_values(rng, depth + 1) for _ in range(rng.randint(0, 4))]
+    return {f"k{i}": _values(rng, depth + 1) for i in range(rng.randint(0, 4))}
+
+
+def test_dumps_writes_what_json_dumps_writes():
+    rng = random.Random(5)
+    compact = {"ensure_ascii": False, "separators": (",", ":")}
+    for _ in range(3000):
+        v = _values(rng)
+        assert plangate.dumps(v) == json.dumps(v, **compact), v
+    # What the walk leaves to json.dumps: subclasses, non-string keys, tuples.
+    import collections
+    import enum
+
+    class Level(enum.IntEnum):
+        HIGH = 3
+
+    for v in [collections.OrderedDict(a=1), {1: "x"}, (1, 2), {"l": Level.HIGH}]:
+        assert plangate.dumps(v) == json.dumps(v, **compact)
+    with pytest.raises(TypeError):
+        plangate.dumps({"s": {1, 2}})
