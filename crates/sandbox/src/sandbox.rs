@@ -251,6 +251,9 @@ pub struct Tool {
 struct ToolInner {
     pre: InstancePre<Ctx>,
     preopens: Vec<(PathBuf, String)>,
+    /// Whether any preopen is a live mount: only there can a guest's open meet a FIFO,
+    /// socket or device (a snapshot holds files, directories and inner links only).
+    live_mounts: bool,
     clock: EpochMode,
     random: EpochMode,
     sha256: String,
@@ -431,13 +434,17 @@ impl Sandbox {
             });
         }
         let mut preopens = Vec::with_capacity(spec.mounts.len());
+        let mut live_mounts = false;
         for (host, guest) in &spec.mounts {
             let found =
                 self.epoch.mounts.iter().find(|m| {
                     &m.record.guest == guest && (m.host == *host || same_dir(&m.host, host))
                 });
             match found {
-                Some(m) => preopens.push((m.served.clone(), guest.clone())),
+                Some(m) => {
+                    live_mounts |= m.record.mode == EpochMode::Live;
+                    preopens.push((m.served.clone(), guest.clone()));
+                }
                 None => {
                     return Err(Error::MountNotInEpoch {
                         host: host.clone(),
@@ -450,6 +457,7 @@ impl Sandbox {
             inner: Arc::new(ToolInner {
                 pre,
                 preopens,
+                live_mounts,
                 clock: spec.clock,
                 random: spec.random,
                 sha256,
@@ -487,7 +495,7 @@ impl Sandbox {
             Ok(built) => built,
             Err(detail) => return host_failure(start, detail),
         };
-        let mut store = match self.store(wasi, time, limits, start) {
+        let mut store = match self.store(wasi, time, t.live_mounts, limits, start) {
             Ok(store) => store,
             Err(detail) => return host_failure(start, detail),
         };
@@ -571,6 +579,7 @@ impl Sandbox {
         &self,
         wasi: WasiP1Ctx,
         time: Option<Arc<VirtualTime>>,
+        live_mounts: bool,
         limits: &Limits,
         start: Instant,
     ) -> std::result::Result<Store<Ctx>, String> {
@@ -587,6 +596,7 @@ impl Sandbox {
             readdir: Vec::new(),
             deadline: start + Duration::from_millis(limits.wall_ms),
             open_files: Default::default(),
+            live_mounts,
         };
         let mut store = Store::new(&self.engine, ctx);
         store.limiter(|c| &mut c.limiter);

@@ -173,8 +173,9 @@ impl OpenArgs {
     }
 }
 
-/// wasmtime-wasi's `path_open`, with a per-call bound on open files and nothing opened
-/// that is not a regular file or a directory (see [`refuse_special`]).
+/// wasmtime-wasi's `path_open`, with a per-call bound on open files and, for a tool with
+/// a live mount, nothing opened that is not a regular file or a directory (see
+/// [`refuse_special`]).
 #[expect(clippy::too_many_arguments, reason = "the preview1 signature")]
 fn path_open(
     mut caller: Caller<'_, Ctx>,
@@ -200,7 +201,12 @@ fn path_open(
     let mut gm = GuestMemory::Unshared(data);
     let dir = types::Fd::from(fd);
     let path = GuestPtr::new((path as u32, path_len as u32));
-    if let Some(refused) = refuse_special(&mut ctx.wasi, &mut gm, dir, args.dirflags, path) {
+    // A stat per open, paid only where a special file can be: a snapshot has none (the
+    // walk refuses an epoch over one), and the stat cost pinned tools a host round trip
+    // of three syscalls per file they read.
+    if ctx.live_mounts
+        && let Some(refused) = refuse_special(&mut ctx.wasi, &mut gm, dir, args.dirflags, path)
+    {
         return Ok(refused as i32);
     }
     let new = in_tokio(WasiSnapshotPreview1::path_open(

@@ -28,6 +28,9 @@ pub(crate) struct Ctx {
     /// The fds the guest opened with `path_open` and has not closed: what the per-call
     /// bound on open files counts (stdio and mounts are not in it).
     pub(crate) open_files: BTreeSet<u32>,
+    /// Whether the tool sees a live mount, where `path_open` must refuse special files
+    /// (see `scrub::refuse_special`); its pinned snapshots hold none.
+    pub(crate) live_mounts: bool,
 }
 
 impl Ctx {

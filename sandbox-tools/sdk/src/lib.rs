@@ -232,16 +232,26 @@ fn render<R: Serialize>(result: Result<R, ToolError>) -> (Vec<u8>, i32) {
 /// `bad_argument` for a directory.
 pub fn read_bytes(path: impl AsRef<Path>) -> Result<Vec<u8>, ToolError> {
     let path = path.as_ref();
-    // Checked up front because WASI reports reading a directory as EBADF, which would
-    // otherwise surface as an opaque `io` error.
-    let meta = std::fs::metadata(path).map_err(|e| ToolError::from_io(path, e))?;
+    let err = |e| ToolError::from_io(path, e);
+    // Open first and stat the open file: `fs::metadata` before `fs::read` looked the
+    // path up twice, and a stat by path costs the host three syscalls (an `O_PATH` open,
+    // `statx`, `close`) where a stat of an open file costs one.
+    let file = std::fs::File::open(path).map_err(err)?;
+    let meta = file.metadata().map_err(err)?;
+    // Checked before reading because WASI reports reading a directory as EBADF, which
+    // would otherwise surface as an opaque `io` error.
     if meta.is_dir() {
         return Err(ToolError::bad_argument(format!(
             "is a directory: {}",
             path.display()
         )));
     }
-    std::fs::read(path).map_err(|e| ToolError::from_io(path, e))
+    // One byte over the size, so the read that finds the end needs no buffer growth
+    // (a live file that grew meanwhile is still read whole). `take` hides `File`'s own
+    // `read_to_end`, which would ask for the size again.
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0).saturating_add(1));
+    file.take(u64::MAX).read_to_end(&mut bytes).map_err(err)?;
+    Ok(bytes)
 }
 
 /// Read and parse a JSON file, mapping failures to typed errors (see [`read_bytes`];
@@ -430,6 +440,23 @@ mod tests {
     fn empty_stdin_reads_as_empty_object() {
         let (out, status) = respond(b"  \n", |v: serde_json::Value| Ok(v));
         assert_eq!((out, status), (b"{}\n".to_vec(), 0));
+    }
+
+    #[test]
+    fn read_bytes_reads_whole_files_and_types_failures() {
+        let dir = std::env::temp_dir().join(format!("plangate-guest-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("f.json");
+        // Larger than one read's buffer, and empty: the size-sized buffer ends either way.
+        let data: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&file, &data).unwrap();
+        assert_eq!(read_bytes(&file).unwrap(), data);
+        std::fs::write(&file, b"").unwrap();
+        assert_eq!(read_bytes(&file).unwrap(), b"");
+        assert_eq!(read_bytes(&dir).unwrap_err().kind(), kind::BAD_ARGUMENT);
+        let missing = read_bytes(dir.join("missing")).unwrap_err();
+        assert_eq!(missing.kind(), kind::NOT_FOUND);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

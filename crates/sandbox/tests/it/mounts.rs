@@ -1,7 +1,8 @@
 //! What a mount can hold that is not plain content, and what changes while it is read:
 //! a snapshot taken while a directory is swapped for a symlink to the host never holds
 //! what the link points at; a FIFO or a socket in a pinned mount is refused by name,
-//! at once; one in a live mount is refused to the guest's open, so the call ends.
+//! at once; one in a live mount is refused to the guest's open, so the call ends,
+//! also when the tool has pinned mounts beside it.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -245,4 +246,46 @@ fn a_fifo_in_a_live_mount_is_refused_to_the_guest_and_the_call_ends() {
         );
     }
     assert_eq!(lines.len(), 4, "{out}");
+}
+
+/// A tool whose mounts are all pinned opens without the stat that refuses special files
+/// (its snapshots can hold none). One live mount among pinned ones keeps every open of
+/// the tool checked: the flag is the tool's, not the first mount's.
+#[test]
+fn a_fifo_in_a_live_mount_beside_a_pinned_one_is_still_refused() {
+    let base = tempfile::tempdir().unwrap();
+    let pinned = base.path().join("pinned");
+    let live = base.path().join("live");
+    write(&pinned.join("data.txt"), b"pinned\n");
+    write(&live.join("data.txt"), b"live\n");
+    mkfifo(&live.join("pipe"));
+    let epoch = Epoch::builder()
+        .mount(EpochMount::pinned(&pinned, "/world"))
+        .mount(EpochMount::live(&live, "/live"))
+        .module(guest("openpath"))
+        .build()
+        .unwrap();
+    let sb = Sandbox::new(test_config(), epoch).unwrap();
+    let spec = ModuleSpec::new(guest("openpath"))
+        .mount(&pinned, "/world")
+        .mount(&live, "/live");
+    let tool = sb.load_tool(&spec).unwrap();
+    let limits = Limits {
+        wall_ms: 3_000,
+        ..Limits::default()
+    };
+    let r = within(Duration::from_secs(30), move || {
+        sb.call(&tool, b"/world/data.txt /live/data.txt /live/pipe", &limits)
+    });
+    let out = String::from_utf8_lossy(&r.stdout);
+    assert_eq!(r.outcome, Outcome::Exit { code: 3 }, "{out} {:?}", r.detail);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines[..2],
+        ["/world/data.txt: ok pinned", "/live/data.txt: ok live"],
+        "{out}"
+    );
+    // 60 is preview1's `nxio`.
+    assert!(lines[2].starts_with("/live/pipe: errno 60 "), "{out}");
+    assert_eq!(lines.len(), 3, "{out}");
 }
