@@ -139,6 +139,24 @@ impl Scores {
             .map_err(|_| PyValueError::new_err("a previous call failed inside plangate"))?;
         state.next_record(py)
     }
+
+    /// The records not yet taken, as a list: `print(plangate.score(...))` shows the
+    /// decisions. Reading them keeps them, so iterating afterwards still yields them;
+    /// only a `repr` holds a whole input in memory.
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        let mut state = self
+            .state
+            .lock()
+            .map_err(|_| PyValueError::new_err("a previous call failed inside plangate"))?;
+        let mut rest = Vec::new();
+        while let Some(record) = state.next_record(py)? {
+            rest.push(record);
+        }
+        let list = PyList::new(py, rest.iter().map(|r| r.clone_ref(py)))?;
+        // Every earlier record was taken above, so these are the rest, in order.
+        state.ready.extend(rest);
+        Ok(list.repr()?.to_string())
+    }
 }
 
 impl State {

@@ -38,6 +38,21 @@ def test_readme_example_equals_the_cli(repo, cli):
     assert {r["decision"] for r in got} == {"accept", "reject", "defer"}
 
 
+def test_printing_a_score_shows_the_cli_decisions_and_keeps_them(repo, cli):
+    # The README's one-liner: print(plangate.score(catalog, samples)).
+    catalog, samples = repo / EXAMPLE / "catalog.json", repo / EXAMPLE / "samples.jsonl"
+    _, want, _ = cli("score", "--catalog", catalog, "--samples", samples)
+    scores = plangate.score(str(catalog), str(samples))
+    first = next(scores)
+    assert first == want[0]
+    shown = repr(scores)
+    assert shown == repr(want[1:])
+    assert str(scores) == shown
+    # What the repr read is still there to iterate, once.
+    assert list(scores) == want[1:]
+    assert list(scores) == []
+
+
 def test_generated_tasks_in_every_form_equal_the_cli(cli, generated):
     catalog, tasks = generated
     code, want, _ = cli("score", "--catalog", catalog, "--samples", tasks)
