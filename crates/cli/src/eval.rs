@@ -460,16 +460,7 @@ fn check_shard(args: &EvalArgs) -> Result<()> {
             args.io.catalog.display()
         );
     }
-    if !args
-        .io
-        .out
-        .as_deref()
-        .is_some_and(|o| matches!(crate::files::replaced(o), Ok(Some(_))))
-    {
-        anyhow::bail!(
-            "--shard {shard} needs --out FILE, a regular file: the evidence merge reads is written beside it"
-        );
-    }
+    crate::shard::check_out(shard, args.io.out.as_deref())?;
     if args.retry_deferred > 0 {
         anyhow::bail!(
             "--shard cannot be used with --retry-deferred: which tasks a retry takes depends on every shard's tool health, which only merge knows"

@@ -212,9 +212,9 @@ fn check_one_batch(shards: &[(PathBuf, Header, u64)]) -> Result<()> {
 /// Every live mount, changed if it changed in any shard or if two shards started from
 /// different contents: one run would have seen a change either way.
 fn union_live(shards: &[(PathBuf, Header, u64)]) -> Vec<LiveCheck> {
-    let mut live = shards[0].1.live_checks();
+    let mut live = shards[0].1.live.clone();
     for (_, h, _) in &shards[1..] {
-        for (mine, theirs) in live.iter_mut().zip(h.live_checks()) {
+        for (mine, theirs) in live.iter_mut().zip(h.live.iter().cloned()) {
             if mine.changed() {
                 continue;
             }

@@ -472,16 +472,7 @@ fn check_shard(args: &ScoreArgs) -> Result<()> {
     let Some(shard) = args.shard else {
         return Ok(());
     };
-    if !args
-        .io
-        .out
-        .as_deref()
-        .is_some_and(|o| matches!(replaced(o), Ok(Some(_))))
-    {
-        bail!(
-            "--shard {shard} needs --out FILE, a regular file: the evidence merge reads is written beside it"
-        );
-    }
+    crate::shard::check_out(shard, args.io.out.as_deref())?;
     if args.seed_compat.is_some() {
         bail!(
             "--shard cannot be used with --seed-compat: merge decides with plangate's rule, not the seed's"

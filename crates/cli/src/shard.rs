@@ -82,6 +82,17 @@ impl Shard {
     }
 }
 
+/// Refuses a shard run whose `--out` is not a regular file: its evidence is written
+/// beside it, and `merge` finds it from there.
+pub(crate) fn check_out(shard: Shard, out: Option<&Path>) -> Result<()> {
+    if !out.is_some_and(|o| matches!(crate::files::replaced(o), Ok(Some(_)))) {
+        bail!(
+            "--shard {shard} needs --out FILE, a regular file: the evidence merge reads is written beside it"
+        );
+    }
+    Ok(())
+}
+
 /// A shard's evidence file: beside its `--out`.
 pub(crate) fn evidence_path(out: &Path) -> PathBuf {
     let mut name = out.as_os_str().to_owned();
@@ -129,22 +140,13 @@ pub(crate) struct Inputs {
     pub(crate) limits: String,
 }
 
-/// A live mount as the evidence records it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct LiveRecord {
-    pub(crate) guest: String,
-    pub(crate) host: PathBuf,
-    pub(crate) at_start: String,
-    pub(crate) at_end: String,
-}
-
 /// What a shard learned besides its tasks: its epoch, every tool's book, the live
 /// checks and its counts.
 pub(crate) struct Learned {
     pub(crate) epoch: Option<EpochManifest>,
     pub(crate) epoch_id: Option<String>,
     pub(crate) books: Vec<ToolBook>,
-    pub(crate) live: Vec<LiveRecord>,
+    pub(crate) live: Vec<LiveCheck>,
     pub(crate) stats: EvalStats,
 }
 
@@ -155,16 +157,7 @@ impl Learned {
             epoch: epoch.cloned(),
             epoch_id: Some(finished.epoch_id.clone()),
             books: finished.books.clone(),
-            live: finished
-                .live
-                .iter()
-                .map(|c| LiveRecord {
-                    guest: c.guest.clone(),
-                    host: c.host.clone(),
-                    at_start: c.at_start.clone(),
-                    at_end: c.now.clone(),
-                })
-                .collect(),
+            live: finished.live.clone(),
             stats: finished.stats.clone(),
         }
     }
@@ -213,7 +206,7 @@ pub(crate) struct Header {
     /// them: they change what a call returns.
     pub(crate) limits: String,
     pub(crate) books: Vec<ToolBook>,
-    pub(crate) live: Vec<LiveRecord>,
+    pub(crate) live: Vec<LiveCheck>,
     pub(crate) stats: EvalStats,
     /// Input lines read and blank lines among them (every shard reads every line).
     pub(crate) lines: usize,
@@ -272,19 +265,6 @@ impl Header {
             min_samples: get("min_samples")?.parse()?,
         }
         .options())
-    }
-
-    /// The live checks, as the sandbox words them.
-    pub(crate) fn live_checks(&self) -> Vec<LiveCheck> {
-        self.live
-            .iter()
-            .map(|l| LiveCheck {
-                guest: l.guest.clone(),
-                host: l.host.clone(),
-                at_start: l.at_start.clone(),
-                now: l.at_end.clone(),
-            })
-            .collect()
     }
 }
 

@@ -741,11 +741,6 @@ impl Finished {
         &self.spilled
     }
 
-    /// The options tasks are classified with.
-    pub fn options(&self) -> decide::Options {
-        self.options
-    }
-
     /// Names of quarantined tools.
     pub fn quarantined(&self) -> Vec<&str> {
         self.health.quarantined().collect()

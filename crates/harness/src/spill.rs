@@ -138,7 +138,6 @@ pub(crate) struct Spill {
     out: Option<BufWriter<File>>,
     next: usize,
     waiting: BTreeMap<usize, String>,
-    entries: usize,
     failed: Option<std::io::Error>,
 }
 
@@ -155,7 +154,6 @@ impl Spill {
             out,
             next: 0,
             waiting: BTreeMap::new(),
-            entries: 0,
             failed,
         }
     }
@@ -176,7 +174,6 @@ impl Spill {
                 self.out = None;
             }
             self.next += 1;
-            self.entries += 1;
         }
     }
 
@@ -205,7 +202,6 @@ impl Spill {
                 path: None,
                 start: 0,
             }],
-            entries: self.entries,
         })
     }
 }
@@ -215,7 +211,6 @@ impl Spill {
 #[derive(Debug)]
 pub struct Spilled {
     parts: Vec<Part>,
-    entries: usize,
 }
 
 /// One file of entries.
@@ -249,7 +244,6 @@ impl Spilled {
                 path: Some(path.to_path_buf()),
                 start,
             }],
-            entries: 0,
         })
     }
 
@@ -258,19 +252,8 @@ impl Spilled {
     /// of them hold is an error when it is read: the shards overlap.
     pub fn merged(parts: Vec<Spilled>) -> Spilled {
         Spilled {
-            entries: parts.iter().map(|p| p.entries).sum(),
             parts: parts.into_iter().flat_map(|p| p.parts).collect(),
         }
-    }
-
-    /// How many entries were written (0 for a file opened with [`Spilled::open`]).
-    pub fn len(&self) -> usize {
-        self.entries
-    }
-
-    /// Whether no entry was written.
-    pub fn is_empty(&self) -> bool {
-        self.entries == 0
     }
 
     /// Copies the entries, as lines, to `out`, file after file.
@@ -426,7 +409,6 @@ mod tests {
             spill.put(i, &bad(i + 10));
         }
         let spilled = spill.finish().unwrap();
-        assert_eq!(spilled.len(), 4);
         let lines =
             |s: &Spilled| -> Vec<usize> { s.entries().map(|e| e.unwrap().line()).collect() };
         let mut both = spilled.entries().zip(spilled.entries());

@@ -204,8 +204,9 @@ pub(crate) struct ServedMount {
     pub(crate) record: MountRecord,
 }
 
-/// A live mount whose digest was taken again (see [`Epoch::recheck_live`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A live mount whose digest was taken again (see [`Epoch::recheck_live`]). A shard's
+/// evidence carries these, so `plangate merge` can tell whether any shard saw a change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LiveCheck {
     /// The mount's guest path.
     pub guest: String,
