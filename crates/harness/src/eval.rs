@@ -356,7 +356,8 @@ impl<'w> Eval<'w> {
             live: live.into_iter().cloned().collect(),
             naive,
         };
-        lock(&self.spill).put(index, &entry);
+        let text = entry.to_line();
+        lock(&self.spill).put(index, text);
     }
 
     /// Executes one sample's calls in order (sample `index` of the task on input line
@@ -581,7 +582,8 @@ impl Feeder<'_, '_> {
     /// Records input line `line` as not a task, to be reported in its place.
     pub fn skip(&mut self, line: usize, error: TaskError) {
         let index = self.eval.pushed.fetch_add(1, Ordering::Relaxed);
-        lock(&self.eval.spill).put(index, &Entry::Bad { line, error });
+        let text = Entry::Bad { line, error }.to_line();
+        lock(&self.eval.spill).put(index, text);
     }
 
     fn probe_on_first_use(&self, task: &Task) {

@@ -158,13 +158,10 @@ impl Spill {
         }
     }
 
-    /// Puts the entry pushed `index`-th (counting from 0) in its place.
-    pub(crate) fn put(&mut self, index: usize, entry: &Entry) {
-        self.put_line(index, entry.to_line());
-    }
-
-    /// [`Spill::put`] for an entry already written as a line.
-    fn put_line(&mut self, index: usize, text: String) {
+    /// Puts the entry pushed `index`-th (counting from 0), written as a line
+    /// ([`Entry::to_line`], done by the caller before it takes the spill's lock, so
+    /// workers serialize their tasks in parallel), in its place.
+    pub(crate) fn put(&mut self, index: usize, text: String) {
         self.waiting.insert(index, text);
         while let Some(text) = self.waiting.remove(&self.next) {
             if let Some(out) = self.out.as_mut()
@@ -406,7 +403,7 @@ mod tests {
     fn entries_come_back_in_input_order_and_read_twice() {
         let mut spill = Spill::new();
         for i in [2, 0, 3, 1] {
-            spill.put(i, &bad(i + 10));
+            spill.put(i, bad(i + 10).to_line());
         }
         let spilled = spill.finish().unwrap();
         let lines =
@@ -422,7 +419,7 @@ mod tests {
         let part = |lines: &[usize]| {
             let mut spill = Spill::new();
             for (i, l) in lines.iter().enumerate() {
-                spill.put(i, &bad(*l));
+                spill.put(i, bad(*l).to_line());
             }
             spill.finish().unwrap()
         };
@@ -438,7 +435,7 @@ mod tests {
     #[test]
     fn an_entry_that_never_came_back_is_an_error() {
         let mut spill = Spill::new();
-        spill.put(1, &bad(1));
+        spill.put(1, bad(1).to_line());
         assert!(spill.finish().is_err());
     }
 
