@@ -273,6 +273,10 @@ fn result(py: Python<'_>, world: &World, finished: &Finished) -> PyResult<Py<PyA
     });
     let loads = py.import("json")?.getattr("loads")?;
     let out = loads.call1((rest.to_string(),))?;
-    out.set_item("decisions", loads.call1((records,))?)?;
+    let decisions = {
+        let _paused = crate::score::GcPause::new(py)?;
+        loads.call1((records,))?
+    };
+    out.set_item("decisions", decisions)?;
     Ok(out.unbind())
 }

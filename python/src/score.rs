@@ -15,7 +15,7 @@ use plangate_gate::seed::{self, SeedOptions};
 use plangate_harness::too_long;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyList;
+use pyo3::types::{PyList, PyModule};
 
 use crate::args::{self, Thresholds};
 use crate::samples::{Chunk, Input};
@@ -184,7 +184,10 @@ impl State {
                 return Ok(None);
             }
             let records = self.wait_for_next(py)?;
-            let list = self.loads.bind(py).call1((records,))?;
+            let list = {
+                let _paused = GcPause::new(py)?;
+                self.loads.bind(py).call1((records,))?
+            };
             let list = list.cast::<PyList>()?;
             self.ready.extend(list.iter().map(Bound::unbind));
         }
@@ -227,6 +230,42 @@ impl State {
             self.input = None;
         }
         Ok(chunk)
+    }
+}
+
+/// Python's cyclic collector paused while one chunk's records are built, and resumed
+/// as it was when this is dropped. The collector starts a pass every 700 container
+/// allocations, and every tenth pass also walks an older generation: a chunk of
+/// records is thousands of dicts and lists, so a caller who keeps many objects alive
+/// (the task dicts it passed in, the records it collected) paid for walking them again
+/// and again, more than for building the records (docs/benchmarks.md, Python). Paused,
+/// the young generation is walked once per chunk; the records stay tracked, so a cycle
+/// a caller makes later is still collected. The GIL is held from pause to resume, so
+/// no other thread runs with the collector off.
+pub(crate) struct GcPause<'py> {
+    gc: Option<Bound<'py, PyModule>>,
+}
+
+impl<'py> GcPause<'py> {
+    pub(crate) fn new(py: Python<'py>) -> PyResult<Self> {
+        let gc = py.import("gc")?;
+        if !gc.call_method0("isenabled")?.is_truthy()? {
+            return Ok(GcPause { gc: None });
+        }
+        gc.call_method0("disable")?;
+        Ok(GcPause { gc: Some(gc) })
+    }
+}
+
+impl Drop for GcPause<'_> {
+    fn drop(&mut self) {
+        if let Some(gc) = &self.gc {
+            // `gc.enable()` cannot fail; were it to, Python sees the error rather than
+            // a destructor losing it.
+            if let Err(e) = gc.call_method0("enable") {
+                e.restore(gc.py());
+            }
+        }
     }
 }
 

@@ -167,6 +167,35 @@ def test_scores_lazily(repo):
     assert {r["task_id"] for r in first} == {"agree"}
 
 
+def test_the_collector_is_left_as_it_was_and_records_stay_collectable(repo, generated):
+    """Building a chunk pauses Python's cyclic collector; afterwards it is on or off as
+    the caller had it, and a cycle a caller makes through a record is still collected."""
+    import gc
+    import weakref
+
+    catalog, tasks = generated
+    assert gc.isenabled()
+    records = plangate.score_list(catalog, tasks)
+    assert gc.isenabled() and len(records) == 2000
+    gc.disable()
+    try:
+        plangate.score_list(catalog, tasks)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+    class Holder:
+        pass
+
+    holder = Holder()
+    record = records[0]
+    record["holder"], holder.record = holder, record
+    alive = weakref.ref(holder)
+    del holder, record, records
+    gc.collect()
+    assert alive() is None
+
+
 def test_ctrl_c_stops_a_long_score(repo):
     """SIGINT during a long run raises KeyboardInterrupt, and the process exits."""
     script = textwrap.dedent(f"""
