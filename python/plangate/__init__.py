@@ -89,6 +89,9 @@ class EvalResult:
     ``decisions`` are the records ``plangate eval`` writes (bad lines in their input
     place); ``tool_health`` is its ``--tool-health`` document; ``epoch`` is the epoch
     manifest (``--write-epoch``), which ``eval(..., epoch=result.epoch)`` replays.
+    ``retry`` is the defer path's report (``--summary-json``'s ``retry``: rounds, tasks
+    retried, calls, and how the deferrals ended by their first reason), or ``None``
+    when ``retry_deferred`` was 0.
     """
 
     decisions: list[dict[str, Any]]
@@ -98,6 +101,7 @@ class EvalResult:
     stats: dict[str, Any]
     quarantined: list[str] = field(default_factory=list)
     live_mounts: list[dict[str, Any]] = field(default_factory=list)
+    retry: dict[str, Any] | None = None
 
 
 def eval(  # noqa: A001 - the CLI's command name
@@ -120,6 +124,7 @@ def eval(  # noqa: A001 - the CLI's command name
     timeout_ms: int | None = None,
     output_bytes: int | None = None,
     max_line_bytes: int = 64 << 20,
+    retry_deferred: int = 0,
 ) -> EvalResult:
     """A whole run, as ``plangate eval`` makes it: pins an epoch (or replays ``epoch``),
     probes the tools declared deterministic, executes every call of every sample in the
@@ -130,7 +135,12 @@ def eval(  # noqa: A001 - the CLI's command name
     directory for a catalog given as text or a dict). ``quarantine`` is an earlier run's
     tool-health file; ``seed``, ``probe_runs``, ``jobs``, the thresholds and the
     per-call limits (``fuel``, ``memory_mb``, ``timeout_ms``, ``output_bytes``) are the
-    CLI's flags. A run that cannot start raises :class:`PlangateError` (or
+    CLI's flags. ``retry_deferred`` is the defer path's rounds at most (the CLI's
+    ``--retry-deferred[=ROUNDS]``; 0, the default, retries nothing): tasks deferred for
+    a reason of the epoch or of their tools' results are executed again, each round in
+    a fresh epoch with every source pinned, and their records keep the first deferral
+    in ``history``; with it on, every task's line is kept in memory for the rounds. A
+    run that cannot start raises :class:`PlangateError` (or
     :class:`CatalogError`) with the CLI's message; Ctrl-C stops the workers and raises
     ``KeyboardInterrupt``.
     """
@@ -153,5 +163,6 @@ def eval(  # noqa: A001 - the CLI's command name
         timeout_ms=timeout_ms,
         output_bytes=output_bytes,
         max_line_bytes=max_line_bytes,
+        retry_deferred=retry_deferred,
     )
     return EvalResult(**run)

@@ -46,4 +46,5 @@ def eval(
     timeout_ms: int | None = ...,
     output_bytes: int | None = ...,
     max_line_bytes: int = ...,
+    retry_deferred: int = ...,
 ) -> dict[str, Any]: ...

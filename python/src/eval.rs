@@ -4,16 +4,18 @@
 //! known. The run happens on a thread of its own while this one, holding the GIL only
 //! briefly, watches for Ctrl-C: a `KeyboardInterrupt` sets the harness's stop flag, the
 //! workers drop the calls still queued, and the exception is raised once they are done.
+//! With `retry_deferred`, the defer path's rounds follow on the same thread.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use plangate_gate::catalog::Catalog;
 use plangate_gate::score::bad_line_record;
 use plangate_gate::task::parse_task_line;
 use plangate_harness::{
-    Eval, EvalOptions, Finished, LineOutcome, Record, World, WorldOptions, too_long,
+    Eval, EvalOptions, Finished, HarnessError, LineOutcome, Record, Retried, RetryPlan,
+    RetryReport, World, WorldOptions, too_long,
 };
 use plangate_sandbox::{EpochManifest, Limits};
 use pyo3::prelude::*;
@@ -55,7 +57,7 @@ impl LimitArgs {
 #[pyo3(signature = (catalog, samples, *, base_dir=None, epoch=None, quarantine=None,
     seed=0, probe_runs=2, jobs=None, arg_accept=None, arg_reject=None, result_accept=None,
     result_suspect=None, min_samples=None, fuel=None, memory_mb=None, timeout_ms=None,
-    output_bytes=None, max_line_bytes=64 << 20))]
+    output_bytes=None, max_line_bytes=64 << 20, retry_deferred=0))]
 #[expect(clippy::too_many_arguments, reason = "the CLI's flags, each a keyword")]
 pub(crate) fn eval<'py>(
     py: Python<'py>,
@@ -77,6 +79,7 @@ pub(crate) fn eval<'py>(
     timeout_ms: Option<u64>,
     output_bytes: Option<usize>,
     max_line_bytes: u64,
+    retry_deferred: usize,
 ) -> PyResult<Py<PyAny>> {
     let decide = Thresholds {
         arg_accept,
@@ -126,14 +129,22 @@ pub(crate) fn eval<'py>(
         ..WorldOptions::default()
     };
     let catalog = &loaded.catalog;
+    let retry = RetryPlan {
+        catalog,
+        base_dir: &base,
+        world: world_opts.clone(),
+        eval: eval_opts.clone(),
+        rounds: retry_deferred,
+        stop: None,
+    };
     let world = py
         .detach(|| World::build(catalog, &base, world_opts))
         .map_err(|e| {
             let message = format!("failed to pin an epoch for {}: {}", loaded.name, chain(&e));
             PlangateError::new_err(message)
         })?;
-    let finished = run_watched(py, &world, catalog, eval_opts, input, max_line_bytes)?;
-    result(py, &world, &finished)
+    let ran = run_watched(py, &world, eval_opts, input, max_line_bytes, retry)?;
+    result(py, &world, &ran)
 }
 
 /// An epoch manifest from a dict, JSON text or a file (what `--write-epoch` wrote).
@@ -154,23 +165,28 @@ fn manifest_of(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<EpochManife
         .map_err(|e| PlangateError::new_err(format!("failed to parse epoch manifest {name}: {e}")))
 }
 
-/// What the run thread hands back: the finished run (the lines that were not tasks
-/// in their place), or an error to raise.
-type Ran = Result<Finished, PyErr>;
+/// A finished run: the first epoch (the lines that were not tasks in their place),
+/// and what the defer path retried, when it ran.
+struct Ran {
+    finished: Finished,
+    retried: BTreeMap<usize, Retried>,
+    report: Option<RetryReport>,
+}
 
-/// Runs the batch on a thread of its own, checking for Ctrl-C on this one.
+/// Runs the batch, then the defer path, on a thread of their own, checking for Ctrl-C
+/// on this one.
 fn run_watched(
     py: Python<'_>,
     world: &World,
-    catalog: &Catalog,
     opts: EvalOptions,
     input: Input,
     max: u64,
-) -> PyResult<Finished> {
+    retry: RetryPlan<'_>,
+) -> PyResult<Ran> {
     let stop = AtomicBool::new(false);
     let mut interrupt = None;
     let ran = std::thread::scope(|s| {
-        let handle = s.spawn(|| run(world, catalog, opts, input, max, &stop));
+        let handle = s.spawn(|| run(world, opts, input, max, &stop, retry));
         while !handle.is_finished() {
             py.detach(|| std::thread::sleep(Duration::from_millis(50)));
             if let Err(e) = py.check_signals() {
@@ -189,16 +205,18 @@ fn run_watched(
 }
 
 /// Phase one on this thread (tasks fed from the input, a chunk at a time, while the
-/// harness's workers execute them), then phase two.
+/// harness's workers execute them), then phase two, then the defer path's rounds.
+/// With the defer path on, each task's line is kept: an iterable cannot be read twice.
 fn run(
     world: &World,
-    catalog: &Catalog,
     opts: EvalOptions,
     mut input: Input,
     max: u64,
     stop: &AtomicBool,
-) -> Ran {
-    let mut eval = Eval::start(world, catalog, opts);
+    retry: RetryPlan<'_>,
+) -> PyResult<Ran> {
+    let mut kept: BTreeMap<usize, Vec<u8>> = BTreeMap::new();
+    let mut eval = Eval::start(world, retry.catalog, opts);
     eval.stop_when(stop);
     let fed: PyResult<()> = eval.execute(&|_, _| None, |feeder| {
         loop {
@@ -208,7 +226,13 @@ fn run(
             let (chunk, ended) = Python::attach(|py| input.read(py, max))?;
             for (number, at) in &chunk.lines {
                 let read = match at {
-                    Ok(range) => parse_task_line(&chunk.data[range.clone()]),
+                    Ok(range) => {
+                        let line = &chunk.data[range.clone()];
+                        if retry.rounds > 0 {
+                            kept.insert(*number, line.to_vec());
+                        }
+                        parse_task_line(line)
+                    }
                     Err(bytes) => Err(too_long(*bytes, max)),
                 };
                 match read {
@@ -223,19 +247,51 @@ fn run(
     });
     fed?;
     if eval.stopped() {
-        return Err(pyo3::exceptions::PyKeyboardInterrupt::new_err(
-            "plangate.eval was interrupted",
-        ));
+        return Err(interrupted());
     }
     let finished = eval
         .finish()
         .map_err(|e| PlangateError::new_err(chain(&e)))?;
-    Ok(finished)
+    if retry.rounds == 0 {
+        return Ok(Ran {
+            finished,
+            retried: BTreeMap::new(),
+            report: None,
+        });
+    }
+    let mut tasks_at = |lines: &BTreeSet<usize>| {
+        lines
+            .iter()
+            .map(|n| {
+                let line = kept.get(n).ok_or(format!("input line {n} was not kept"))?;
+                let task = parse_task_line(line).map_err(|e| format!("input line {n}: {e}"))?;
+                Ok((*n, task))
+            })
+            .collect()
+    };
+    let retry = RetryPlan {
+        stop: Some(stop),
+        ..retry
+    };
+    let (retried, report) = retry.run(&finished, &mut tasks_at).map_err(|e| match e {
+        HarnessError::Interrupted => interrupted(),
+        e => PlangateError::new_err(format!("the defer path failed: {}", chain(&e))),
+    })?;
+    Ok(Ran {
+        finished,
+        retried,
+        report: Some(report),
+    })
+}
+
+fn interrupted() -> PyErr {
+    pyo3::exceptions::PyKeyboardInterrupt::new_err("plangate.eval was interrupted")
 }
 
 /// The run as Python objects: decisions with the bad lines in their input place, and
 /// the run's tool health, epoch and counts.
-fn result(py: Python<'_>, world: &World, finished: &Finished) -> PyResult<Py<PyAny>> {
+fn result(py: Python<'_>, world: &World, ran: &Ran) -> PyResult<Py<PyAny>> {
+    let finished = &ran.finished;
     let mut records = String::from("[");
     let push = |records: &mut String, text: &str| {
         if records.len() > 1 {
@@ -251,10 +307,19 @@ fn result(py: Python<'_>, world: &World, finished: &Finished) -> PyResult<Py<PyA
                 continue;
             }
         };
-        let record = Record {
-            decision: &d.decision,
-            epoch_id: &finished.epoch_id,
-            history: None,
+        // A retried task's record is its last decision, with the earlier ones, as the
+        // CLI writes it.
+        let record = match ran.retried.get(&d.line) {
+            Some(r) => Record {
+                decision: &r.decision,
+                epoch_id: &r.epoch_id,
+                history: Some(&r.history),
+            },
+            None => Record {
+                decision: &d.decision,
+                epoch_id: &finished.epoch_id,
+                history: None,
+            },
         };
         let text =
             serde_json::to_string(&record).map_err(|e| PlangateError::new_err(e.to_string()))?;
@@ -270,6 +335,7 @@ fn result(py: Python<'_>, world: &World, finished: &Finished) -> PyResult<Py<PyA
         "live_mounts": finished.live.iter().map(|c| serde_json::json!({
             "guest": c.guest, "at_start": c.at_start, "at_end": c.now, "changed": c.changed(),
         })).collect::<Vec<_>>(),
+        "retry": ran.report,
     });
     let loads = py.import("json")?.getattr("loads")?;
     let out = loads.call1((rest.to_string(),))?;

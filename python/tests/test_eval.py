@@ -2,6 +2,8 @@
 # its tools built by scripts/build-tools): the same records, bad lines in their place,
 # the same tool health, and a replayed epoch deciding alike.
 import json
+import shutil
+import subprocess
 
 import pytest
 
@@ -58,3 +60,55 @@ def test_eval_setup_errors_raise_the_cli_message(repo, cli, tmp_path):
         plangate.eval(catalog, samples)
     assert str(e.value) == stderr.strip().removeprefix("plangate: error: ")
     assert "missing.wasm does not exist" in str(e.value)
+
+
+def test_the_defer_path_retries_a_changed_live_source_as_the_cli_does(repo, cli, tmp_path):
+    """A live index that changed after the epoch was pinned defers both tasks; with
+    retry_deferred they are executed again in a fully pinned epoch: the agreeing one is
+    accepted, the fabricated one rejected, each keeping its first deferral, as
+    `plangate eval --retry-deferred` records it."""
+    world_dir = repo / "examples/seed-world"
+    live = tmp_path / "live"
+    for sub in ("index", "config", "cache"):
+        shutil.copytree(world_dir / "live" / sub, live / sub)
+    doc = json.loads((world_dir / "catalog.json").read_text())
+    for tool in doc["tools"]:
+        tool["module"] = str(world_dir / tool["module"])
+        for m in tool.get("mounts", []):
+            host = m["host"]
+            m["host"] = str(live / host.removeprefix("live/")) if host.startswith("live/") \
+                else str(world_dir / host)
+    catalog = tmp_path / "catalog.json"
+    catalog.write_text(json.dumps(doc))
+
+    def task(task_id, query):
+        calls = [[{"tool": "search_index", "arguments": {"query": query(i)}}] for i in range(10)]
+        return json.dumps({"task_id": task_id, "samples": [{"calls": c} for c in calls]})
+
+    samples = tmp_path / "samples.jsonl"
+    samples.write_text(task("agree", lambda i: "refund policy") + "\n"
+                       + task("fabricated", lambda i: f"topic {i}") + "\n")
+    epoch = tmp_path / "epoch.json"
+    code, _, stderr = cli("eval", "--catalog", catalog, "--samples", samples,
+                          "--write-epoch", epoch)
+    assert code <= 1, stderr
+    subprocess.run([world_dir / "writer", "append-segment", live], check=True)
+
+    summary = tmp_path / "summary.json"
+    code, want, stderr = cli("eval", "--catalog", catalog, "--samples", samples, "--epoch",
+                             epoch, "--retry-deferred", "--summary-json", summary)
+    assert code == 1, stderr
+    run = plangate.eval(catalog, samples, epoch=epoch, retry_deferred=1)
+    assert run.decisions == want
+    assert [d["decision"] for d in run.decisions] == ["accept", "reject"]
+    for d in run.decisions:
+        assert d["history"][0]["decision"] == "defer"
+        assert "epoch_not_fixed" in d["history"][0]["reasons"]
+        assert d["epoch_id"] != d["history"][0]["epoch_id"]
+    assert run.retry == json.loads(summary.read_text())["retry"]
+    assert run.retry["resolved"] == {"epoch_not_fixed": {"accept": 1, "reject": 1}}
+
+    # Without it, both stay deferred and nothing says otherwise.
+    plain = plangate.eval(catalog, samples.read_text().splitlines(), epoch=epoch)
+    assert [d["decision"] for d in plain.decisions] == ["defer", "defer"]
+    assert plain.retry is None and all("history" not in d for d in plain.decisions)
