@@ -45,6 +45,12 @@ impl Input {
                 args::open_samples(&path)?,
                 max_line_bytes,
             )))
+        } else if samples.cast::<pyo3::types::PyDict>().is_ok() {
+            // Iterating a dict would hand its keys over as lines, one error each.
+            Err(PyTypeError::new_err(
+                "samples: expected a path, or an iterable of task dicts or JSON lines; got one \
+                 dict (to score one task, pass [task])",
+            ))
         } else {
             Ok(Input::Items(samples.try_iter()?.unbind(), 0))
         }

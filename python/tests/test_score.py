@@ -147,6 +147,8 @@ def test_bad_arguments_raise(repo):
         plangate.score(catalog, [], arg_accept="1.5")
     with pytest.raises(ValueError, match="seed_compat"):
         plangate.score(catalog, [], seed_compat="nope")
+    with pytest.raises(TypeError, match=r"got one dict \(to score one task, pass \[task\]\)"):
+        plangate.score_list(catalog, {"task_id": "a", "samples": []})
     with pytest.raises(TypeError, match="samples item 2"):
         plangate.score_list(catalog, [{"task_id": "a", "samples": []}, 42])
 
