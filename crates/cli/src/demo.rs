@@ -25,7 +25,7 @@ use plangate_harness::{
 use crate::args::ThresholdArgs;
 use crate::files::write_file;
 use crate::report::{self, TaskPoint};
-use crate::results::{COLUMNS, Column, DemoReport, table_rows};
+use crate::results::{COLUMNS, Column, DemoReport, RetryPrice, table_rows};
 use crate::scenario::{self, Config, Generated};
 
 #[derive(Debug, Args)]
@@ -149,6 +149,8 @@ struct Ran {
     /// The defer path's last decision for each task it retried, by line.
     retried: BTreeMap<usize, Retried>,
     retry: RetryReport,
+    /// Wall time of the defer path, picking the tasks included.
+    retry_s: f64,
 }
 
 /// Runs the batch through the harness in one pinned epoch, with the world driver
@@ -203,13 +205,16 @@ fn run_batch(args: &DemoArgs, batch: &[Generated]) -> Result<Ran> {
             })
             .collect()
     };
+    let retry_started = Instant::now();
     let (retried, retry) = plan.run(&finished, &mut tasks_at)?;
+    let retry_s = retry_started.elapsed().as_secs_f64();
     Ok(Ran {
         finished,
         naive,
         driver_actions,
         retried,
         retry,
+        retry_s,
     })
 }
 
@@ -355,10 +360,13 @@ fn demo_report(
         mut naive,
         driver_actions,
         retry,
+        retry_s,
         ..
     } = ran;
     naive.close();
-    let calls = finished.stats.calls_executed + finished.stats.probe_calls + retry.calls;
+    let first_calls = finished.stats.calls_executed + finished.stats.probe_calls;
+    let calls = first_calls + retry.calls;
+    let price = RetryPrice::of(first_calls, &retry, elapsed - retry_s, retry_s);
     Ok(DemoReport {
         tasks: batch.len(),
         samples: args.samples,
@@ -370,6 +378,7 @@ fn demo_report(
         gate_one_epoch: one_epoch.column,
         gate: gate.column,
         retry,
+        retry_price: price,
         quarantined: finished
             .quarantined()
             .into_iter()
@@ -545,10 +554,22 @@ fn print_table(r: &DemoReport) {
     );
     println!("epoch:                     {}", r.epoch_id);
     println!(
-        "defer path:                {} tasks executed again in {} fully pinned epoch(s), {} calls",
+        "defer path:                {} tasks executed again in {} fully pinned epoch(s), {} calls executed, {} reused",
         r.retry.tasks_retried,
         r.retry.rounds.len(),
-        r.retry.calls
+        r.retry.calls,
+        r.retry.reused
+    );
+    let p = &r.retry_price;
+    println!(
+        "its price:                 {:.1}% more calls ({} on {}; {:.1}% executed), {:.1}% more wall time ({:.2} s on {:.2} s)",
+        p.calls_share * 100.0,
+        p.retry_calls,
+        p.first_epoch_calls,
+        p.executed_share * 100.0,
+        p.wall_share * 100.0,
+        p.retry_wall_s,
+        p.wall_without_retry_s
     );
     println!(
         "wall time {:.2} s, {} calls, {:.0} calls/s",

@@ -57,6 +57,9 @@ pub struct RetryRound {
     pub tasks: usize,
     /// Calls the round spent: executed calls and probe calls.
     pub calls: usize,
+    /// Calls that took the record of two identical executions of the same task instead
+    /// of running a third time (every source is pinned).
+    pub reused: usize,
     /// Tools quarantined in the round's own epoch (drift with every source pinned).
     pub quarantined: Vec<String>,
 }
@@ -71,6 +74,8 @@ pub struct RetryReport {
     pub tasks_retried: usize,
     /// Calls spent on retries, probes included.
     pub calls: usize,
+    /// Calls the retries reused instead of executing (see [`RetryRound::reused`]).
+    pub reused: usize,
     /// First deferral reason -> final verdict -> tasks.
     pub resolved: BTreeMap<String, BTreeMap<&'static str, usize>>,
 }
@@ -150,11 +155,14 @@ impl RetryPlan<'_> {
             }
             let tasks = tasks_at(&pending).map_err(HarnessError::Retry)?;
             let finished = self.round(round, tasks)?;
-            report.calls += finished.stats.calls_executed + finished.stats.probe_calls;
+            let calls = finished.stats.calls_executed + finished.stats.probe_calls;
+            report.calls += calls;
+            report.reused += finished.stats.calls_reused;
             report.rounds.push(RetryRound {
                 epoch_id: finished.epoch_id.clone(),
                 tasks: pending.len(),
-                calls: finished.stats.calls_executed + finished.stats.probe_calls,
+                calls,
+                reused: finished.stats.calls_reused,
                 quarantined: finished
                     .quarantined()
                     .into_iter()
@@ -199,7 +207,8 @@ impl RetryPlan<'_> {
     }
 
     /// One round: a fresh epoch with every source pinned (its own seed), every tool
-    /// probed again, the tasks executed and decided.
+    /// probed again, the tasks executed (a task's repeated calls reused once two
+    /// executions agree) and decided.
     fn round(&self, round: usize, tasks: Vec<(usize, Task)>) -> Result<Finished, HarnessError> {
         let world = World::build(
             self.catalog,
@@ -212,7 +221,11 @@ impl RetryPlan<'_> {
             },
         )?;
         tracing::info!(epoch_id = world.epoch().id(), round, "retry epoch pinned");
-        let mut eval = Eval::start(&world, self.catalog, self.eval.clone());
+        let opts = EvalOptions {
+            reuse_repeats: true,
+            ..self.eval.clone()
+        };
+        let mut eval = Eval::start(&world, self.catalog, opts);
         if let Some(flag) = self.stop {
             eval.stop_when(flag);
         }
