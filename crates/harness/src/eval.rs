@@ -42,8 +42,8 @@ pub struct EvalOptions {
     /// An earlier run's tool health, and the file it came from: its quarantined tools
     /// start this run quarantined.
     pub quarantine: Option<(String, HealthReport)>,
-    /// Reuse a task's repeated calls to tools whose every source is pinned, once two
-    /// executions answered alike (the defer path's retry epochs; see `repeats`).
+    /// Reuse the record of a call to a tool whose every source is pinned once two
+    /// executions of it answered alike (the defer path's retry epochs; see `repeats`).
     pub reuse_repeats: bool,
 }
 
@@ -142,8 +142,6 @@ struct Shell {
     samples: Mutex<Vec<Option<Sample>>>,
     remaining: AtomicUsize,
     touched: Mutex<BTreeSet<String>>,
-    /// Its calls so far, for reuse when `reuse_repeats` is on.
-    repeats: Repeats,
 }
 
 /// Called with each task as it finishes executing (from a worker), its calls carrying
@@ -180,6 +178,8 @@ pub struct Eval<'w> {
     unprobed: Mutex<BTreeSet<String>>,
     /// Where executed calls are recorded, and an interrupted run's calls replayed.
     journal: Option<&'w Journal>,
+    /// Calls made so far, for reuse when `reuse_repeats` is on.
+    repeats: Repeats,
     /// When set (Ctrl-C), workers drop the calls still queued.
     stop: Option<&'w std::sync::atomic::AtomicBool>,
 }
@@ -247,6 +247,7 @@ impl<'w> Eval<'w> {
             unprobed: Mutex::new(BTreeSet::new()),
             journal: None,
             stop: None,
+            repeats: Repeats::default(),
             opts,
         };
         for t in catalog.tools().iter().filter(|t| t.deterministic) {
@@ -316,8 +317,7 @@ impl<'w> Eval<'w> {
                 // Dropped unexecuted: a stopped run is resumed, not finished.
                 continue;
             }
-            let shell = &job.shell;
-            let touched = self.run_sample(shell.line, job.sample, &mut job.body, &shell.repeats);
+            let touched = self.run_sample(job.shell.line, job.sample, &mut job.body);
             lock(&job.shell.touched).extend(touched);
             lock(&job.shell.samples)[job.sample] = Some(job.body);
             if job.shell.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
@@ -376,13 +376,7 @@ impl<'w> Eval<'w> {
 
     /// Executes one sample's calls in order (sample `index` of the task on input line
     /// `line`); returns the tools it ran.
-    fn run_sample(
-        &self,
-        line: usize,
-        index: usize,
-        sample: &mut Sample,
-        repeats: &Repeats,
-    ) -> BTreeSet<String> {
+    fn run_sample(&self, line: usize, index: usize, sample: &mut Sample) -> BTreeSet<String> {
         let mut touched = BTreeSet::new();
         let mut upstream: Vec<Vec<u8>> = Vec::with_capacity(sample.calls.len());
         let mut results: Vec<Observed> = Vec::with_capacity(sample.calls.len());
@@ -418,7 +412,7 @@ impl<'w> Eval<'w> {
                     ),
                     Ok(args) => {
                         let stdin = jcs::to_string(&args).into_bytes();
-                        let record = self.run_call(at, &call.tool, &upstream, &stdin, repeats);
+                        let record = self.run_call(at, &call.tool, &upstream, &stdin);
                         touched.insert(call.tool.clone());
                         (stdin, observed(&record))
                     }
@@ -434,20 +428,18 @@ impl<'w> Eval<'w> {
         touched
     }
 
-    /// One call with its upstream context: reused from the task's identical earlier
-    /// calls when `reuse_repeats` allows it, else executed, counted and checked for a
-    /// witness.
+    /// One call with its upstream context: the record of identical earlier executions
+    /// when `reuse_repeats` allows it, else executed, counted and checked for a witness.
     fn run_call(
         &self,
         at: CallAt,
         tool: &str,
         upstream: &[Vec<u8>],
         stdin: &[u8],
-        repeats: &Repeats,
     ) -> Arc<plangate_sandbox::CallRecord> {
         let key = witness_key(tool, upstream, stdin);
         let ticket = if self.opts.reuse_repeats && self.world.pinned(tool) {
-            match repeats.take(key) {
+            match self.repeats.take(key) {
                 Take::Reuse(record) => {
                     self.counters.reused.fetch_add(1, Ordering::Relaxed);
                     return record;
@@ -618,7 +610,6 @@ impl Feeder<'_, '_> {
             samples: Mutex::new((0..n).map(|_| None).collect()),
             remaining: AtomicUsize::new(n),
             touched: Mutex::new(BTreeSet::new()),
-            repeats: Repeats::default(),
         });
         for (i, body) in task.samples.into_iter().enumerate() {
             let job = Job {

@@ -1,14 +1,15 @@
 //! Repeated calls in a fully pinned epoch (docs/design.md, "The defer path"): a tool
 //! whose clock, randomness and mounts are all pinned sees nothing but its module, its
-//! stdin and the epoch, so once two executions of one call of a task have answered alike,
-//! the task's later copies of that call take their record instead of running again. A
-//! retry then pays for each distinct call of a task twice, not for every sample's copy.
+//! stdin and the epoch, so once two executions of one call have answered alike, its
+//! later copies take their record instead of running again. A retry then pays for each
+//! distinct call twice, not for every sample's copy of it.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use plangate_sandbox::{CallRecord, Outcome};
 
+use crate::health::WITNESS_KEEP_BYTES;
 use crate::probe::same_output;
 
 /// Executions of one call that must answer alike before its record is reused: as many
@@ -29,9 +30,10 @@ enum State {
     ExecuteAll,
 }
 
-/// One task's calls in a fully pinned epoch, by witness key (tool, upstream stdin,
-/// stdin). Scoped to one task, so what is reused, and how many calls run, does not
-/// depend on which tasks the workers happen to hold at once.
+/// A run's calls by witness key (tool, upstream stdin, stdin). A call is executed
+/// exactly `min(copies, 2)` times when its two runs agree, whichever copies the workers
+/// reach first, so the count is the same in every run of a batch. One entry per distinct
+/// call, holding at most [`WITNESS_KEEP_BYTES`] of output, as the witness book does.
 #[derive(Default)]
 pub(crate) struct Repeats {
     calls: Mutex<HashMap<[u8; 32], State>>,
@@ -59,9 +61,11 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// An ending that a third run would reach again: the guest exited. A timeout depends on
-/// the machine, and a host failure on the host, so neither is reused.
+/// the machine, and a host failure on the host, so neither is reused. A longer output
+/// is executed each time rather than held, so memory stays one small entry per call.
 fn reusable(r: &CallRecord) -> bool {
     matches!(r.outcome, Outcome::Exit { .. })
+        && r.stdout.len() + r.stderr.len() <= WITNESS_KEEP_BYTES
 }
 
 /// Whether two executions answered alike: what the probe compares, and stderr too, which
@@ -73,7 +77,7 @@ fn alike(a: &CallRecord, b: &CallRecord) -> bool {
 impl Repeats {
     /// The call with witness key `key`: executed while fewer than two runs have
     /// started, reused once two answered alike. While both are still running it waits
-    /// for them, so the number of executions is the same in every run of a batch.
+    /// for them (a worker holding a ticket never waits, so this cannot deadlock).
     pub(crate) fn take(&self, key: [u8; 32]) -> Take<'_> {
         let ticket = || {
             Take::Execute(Ticket {
@@ -192,6 +196,11 @@ mod tests {
         assert!(run(&r, t, test_record(Outcome::Timeout, "")).is_some());
         for _ in 0..3 {
             assert!(run(&r, t, test_record(Outcome::Timeout, "")).is_some());
+        }
+        // An output too long to hold is executed each time.
+        let (l, long) = ([4; 32], "x".repeat(WITNESS_KEEP_BYTES + 1));
+        for _ in 0..4 {
+            assert!(run(&r, l, exit0(&long)).is_some());
         }
         // stderr counts: the gate quotes it for a failing exit.
         let u = [3; 32];
