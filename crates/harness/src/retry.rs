@@ -13,7 +13,7 @@ use plangate_gate::task::Task;
 use serde::Serialize;
 
 use crate::error::HarnessError;
-use crate::eval::{Eval, EvalOptions, Finished};
+use crate::eval::{Decided, Eval, EvalOptions, Finished};
 use crate::world::{World, WorldOptions};
 
 /// One decision a task had before its last: its epoch, verdict and reasons.
@@ -120,11 +120,23 @@ impl RetryPlan<'_> {
         first: &Finished,
         tasks_at: &mut TasksAt<'_>,
     ) -> Result<(BTreeMap<usize, Retried>, RetryReport), HarnessError> {
+        self.run_from(&first.epoch_id, first.decisions(), tasks_at)
+    }
+
+    /// [`RetryPlan::run`] from the first epoch's decisions (epoch `first_epoch`) as
+    /// the caller already has them, so a caller that keeps them does not classify every
+    /// task a second time.
+    pub fn run_from(
+        &self,
+        first_epoch: &str,
+        first: impl IntoIterator<Item = Result<Decided, HarnessError>>,
+        tasks_at: &mut TasksAt<'_>,
+    ) -> Result<(BTreeMap<usize, Retried>, RetryReport), HarnessError> {
         let mut retried: BTreeMap<usize, Retried> = BTreeMap::new();
         // The reason each task was first deferred for, which the report counts by.
         let mut first_reason: BTreeMap<usize, String> = BTreeMap::new();
         let mut pending = BTreeSet::new();
-        for d in first.decisions() {
+        for d in first {
             let d = d?;
             if !d.decision.retryable() {
                 continue;
@@ -135,8 +147,8 @@ impl RetryPlan<'_> {
             retried.insert(
                 d.line,
                 Retried {
-                    history: vec![Attempt::of(&d.decision, &first.epoch_id)],
-                    epoch_id: first.epoch_id.clone(),
+                    history: vec![Attempt::of(&d.decision, first_epoch)],
+                    epoch_id: first_epoch.to_string(),
                     decision: d.decision,
                 },
             );
@@ -185,7 +197,7 @@ impl RetryPlan<'_> {
                     pending.insert(d.line);
                 }
                 let before = std::mem::replace(&mut r.decision, d.decision);
-                if r.epoch_id != first.epoch_id {
+                if r.epoch_id != first_epoch {
                     r.history.push(Attempt::of(&before, &r.epoch_id));
                 }
                 r.epoch_id = finished.epoch_id.clone();
@@ -193,7 +205,7 @@ impl RetryPlan<'_> {
         }
         // Tasks whose round never came (no rounds asked for) keep their first decision
         // and are not reported as retried.
-        retried.retain(|_, r| r.epoch_id != first.epoch_id);
+        retried.retain(|_, r| r.epoch_id != first_epoch);
         report.tasks_retried = retried.len();
         for (line, r) in &retried {
             *report
