@@ -57,8 +57,8 @@ pub struct RetryRound {
     pub tasks: usize,
     /// Calls the round spent: executed calls and probe calls.
     pub calls: usize,
-    /// Calls that took the record of two identical executions of the same task instead
-    /// of running a third time (every source is pinned).
+    /// Calls that took the record of two executions that answered alike (same tool,
+    /// stdin and upstream) instead of running again: every source is pinned.
     pub reused: usize,
     /// Tools quarantined in the round's own epoch (drift with every source pinned).
     pub quarantined: Vec<String>,
