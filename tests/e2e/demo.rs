@@ -74,5 +74,23 @@ fn the_gate_is_not_fooled_where_the_naive_scorer_is() {
         "{r}"
     );
     assert!(f("/retry/resolved/epoch_not_fixed/reject") > 0.0, "{r}");
+    // The retry's repeated calls are reused, and its price counts them beside the
+    // executed ones against the first epoch's calls; both wall times are from this run.
+    assert!(f("/retry/reused") > 0.0, "{r}");
+    assert_eq!(
+        f("/retry_price/retry_calls"),
+        f("/retry/calls") + f("/retry/reused"),
+        "{r}"
+    );
+    assert_eq!(
+        f("/retry_price/first_epoch_calls") + f("/retry/calls"),
+        f("/calls"),
+        "{r}"
+    );
+    let share = f("/retry_price/retry_calls") / f("/retry_price/first_epoch_calls");
+    assert!((f("/retry_price/calls_share") - share).abs() < 1e-9, "{r}");
+    let retry_wall = f("/retry_price/retry_wall_s");
+    assert!(retry_wall > 0.0 && retry_wall < f("/elapsed_s"), "{r}");
+    assert!(stdout.contains("its price:"), "{stdout}");
     assert!(stdout.contains("gate + retry"), "{stdout}");
 }

@@ -164,6 +164,13 @@ fn a_changed_live_source_is_retried_in_a_pinned_epoch_and_decided_there() {
     );
     assert_eq!(retry["rounds"].as_array().map(Vec::len), Some(1));
     assert!(retry["calls"].as_u64().expect("calls") >= 30, "{retry}");
+    // In the pinned retry epoch a task's repeated call runs twice and is then reused:
+    // 8 of "agree"'s 10 search_index calls and 8 of the 10 get_user steps; the fabricated
+    // queries and order ids are all distinct, so each runs. The first epoch reuses none.
+    assert_eq!(retry["reused"], 16, "{retry}");
+    assert_eq!(retry["rounds"][0]["reused"], 16, "{retry}");
+    assert_eq!(sum["stats"]["calls_executed"], 40, "{}", sum["stats"]);
+    assert_eq!(sum["stats"]["calls_reused"], 0, "{}", sum["stats"]);
     assert_eq!(sum["lines"]["reject"], 1);
     let xml = std::fs::read_to_string(&junit).expect("junit");
     assert!(
@@ -171,6 +178,10 @@ fn a_changed_live_source_is_retried_in_a_pinned_epoch_and_decided_there() {
         "{xml}"
     );
     assert!(xml.contains("plangate.history.0"), "{xml}");
+    assert!(
+        xml.contains(r#"name="plangate.retry.reused" value="16""#),
+        "{xml}"
+    );
 
     // Without the flag nothing is retried: all three stay deferred, with no history.
     let plain = plangate(&[
@@ -227,4 +238,113 @@ fn samples_that_cannot_be_read_twice_skip_the_retry() {
         run.stderr
     );
     assert_eq!(run.lines()[0]["decision"], "accept", "{}", run.stdout);
+}
+
+/// Reusing a task's repeated calls in the retry epoch changes no decision: each task the
+/// defer path retries is decided exactly as a run that executes every one of its calls in
+/// a fully pinned epoch over the same state decides it.
+#[test]
+fn reused_repeats_decide_as_executing_every_call() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let live = live_copy();
+    let catalog = catalog_over(live.path(), dir.path());
+    let samples = dir.path().join("samples.jsonl");
+    // The demo's generator: every tool, chains with `$from`, agreeing and fabricated
+    // samples, spelling variants.
+    let demo = plangate(&[
+        "demo",
+        "--world",
+        s(&world()),
+        "--tasks",
+        "160",
+        "--seed",
+        "5",
+        "--no-driver",
+        "--retry-deferred",
+        "0",
+        "--write-samples",
+        s(&samples),
+    ]);
+    assert_eq!(demo.code, 0, "{}", demo.stderr);
+
+    // The first epoch as it was; then every live source changes, so every task that read
+    // one is deferred and retried.
+    let manifest = dir.path().join("epoch.json");
+    let first = plangate(&[
+        "eval",
+        "--catalog",
+        s(&catalog),
+        "--samples",
+        s(&samples),
+        "--write-epoch",
+        s(&manifest),
+    ]);
+    assert!(first.code <= 1, "{}", first.stderr);
+    writer(live.path(), &["append-segment"]);
+    writer(live.path(), &["reload-config"]);
+    writer(live.path(), &["refresh-cache", "50"]);
+    let summary = dir.path().join("summary.json");
+    let retried = plangate(&[
+        "eval",
+        "--catalog",
+        s(&catalog),
+        "--samples",
+        s(&samples),
+        "--epoch",
+        s(&manifest),
+        "--retry-deferred",
+        "--summary-json",
+        s(&summary),
+    ]);
+    assert!(retried.code <= 1, "{}", retried.stderr);
+
+    // The same state with every source pinned and the retry epoch's seed (the first
+    // epoch's plus one), every call executed.
+    let mut doc: Value =
+        serde_json::from_slice(&std::fs::read(&catalog).expect("catalog")).expect("JSON");
+    for t in doc["tools"].as_array_mut().expect("tools") {
+        t["clock"] = json!("pinned");
+        t["random"] = json!("pinned");
+        for m in t["mounts"].as_array_mut().into_iter().flatten() {
+            m["mode"] = json!("pinned");
+        }
+    }
+    let pinned_catalog = dir.path().join("pinned.json");
+    std::fs::write(&pinned_catalog, doc.to_string()).expect("write catalog");
+    let pinned = plangate(&[
+        "eval",
+        "--catalog",
+        s(&pinned_catalog),
+        "--samples",
+        s(&samples),
+        "--seed",
+        "1",
+    ]);
+    assert!(pinned.code <= 1, "{}", pinned.stderr);
+
+    let sum: Value =
+        serde_json::from_slice(&std::fs::read(&summary).expect("summary")).expect("JSON");
+    assert!(
+        sum["retry"]["reused"].as_u64() > Some(0),
+        "{}",
+        sum["retry"]
+    );
+    let mut compared = 0;
+    for (mut r, mut p) in retried.lines().into_iter().zip(pinned.lines()) {
+        if r.get("history").is_none() {
+            continue;
+        }
+        for rec in [&mut r, &mut p] {
+            let rec = rec.as_object_mut().expect("a record");
+            rec.remove("epoch_id");
+            rec.remove("history");
+        }
+        assert_eq!(
+            r, p,
+            "a retried task decided otherwise than with every call executed"
+        );
+        compared += 1;
+    }
+    assert_eq!(compared, sum["retry"]["tasks_retried"], "{}", sum["retry"]);
+    assert!(compared > 20, "{compared} tasks retried");
 }

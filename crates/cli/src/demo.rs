@@ -19,13 +19,14 @@ use plangate_gate::decide::{Decision, Options, Rule};
 use plangate_gate::json::{self, Value};
 use plangate_gate::task::{Label, Task, parse_task_line};
 use plangate_harness::{
-    Eval, EvalOptions, Finished, HarnessError, Retried, RetryPlan, RetryReport, World, WorldOptions,
+    Decided, Eval, EvalOptions, Finished, HarnessError, Retried, RetryPlan, RetryReport, World,
+    WorldOptions,
 };
 
 use crate::args::ThresholdArgs;
 use crate::files::write_file;
 use crate::report::{self, TaskPoint};
-use crate::results::{COLUMNS, Column, DemoReport, table_rows};
+use crate::results::{COLUMNS, Column, DemoReport, RetryPrice, table_rows};
 use crate::scenario::{self, Config, Generated};
 
 #[derive(Debug, Args)]
@@ -78,16 +79,13 @@ pub(crate) fn run(args: DemoArgs) -> Result<u8> {
     let batch = generate_batch(&args)?;
     let ran = run_batch(&args, &batch)?;
     let elapsed = started.elapsed().as_secs_f64();
-    let first = ran
-        .finished
-        .decisions()
-        .map(|d| d.map(|d| (d.line, d.decision)));
+    let first = ran.first.iter().map(|d| Ok((d.line, d.decision.clone())));
     let (one_epoch, _) = judge_gate(&batch, first)?;
     let retried = &ran.retried;
-    let last = ran.finished.decisions().map(|d| {
-        d.map(|d| match retried.get(&d.line) {
+    let last = ran.first.iter().map(|d| {
+        Ok(match retried.get(&d.line) {
             Some(r) => (d.line, r.decision.clone()),
-            None => (d.line, d.decision),
+            None => (d.line, d.decision.clone()),
         })
     });
     let (gate, points) = judge_gate(&batch, last)?;
@@ -144,11 +142,17 @@ fn generate_batch(args: &DemoArgs) -> Result<Vec<Generated>> {
 /// (it judges each task as it is executed) and what the world driver did.
 struct Ran {
     finished: Finished,
+    /// The first epoch's decisions, classified once for the retry and both gate
+    /// columns.
+    first: Vec<Decided>,
     naive: Column,
     driver_actions: Vec<String>,
     /// The defer path's last decision for each task it retried, by line.
     retried: BTreeMap<usize, Retried>,
     retry: RetryReport,
+    /// Wall time of the defer path: picking the tasks from the first epoch's decisions,
+    /// then its rounds.
+    retry_s: f64,
 }
 
 /// Runs the batch through the harness in one pinned epoch, with the world driver
@@ -203,13 +207,24 @@ fn run_batch(args: &DemoArgs, batch: &[Generated]) -> Result<Ran> {
             })
             .collect()
     };
-    let (retried, retry) = plan.run(&finished, &mut tasks_at)?;
+    // The demo judges the first epoch whether or not it retries, so that pass is the
+    // first epoch's, not the retry's.
+    let first: Vec<Decided> = finished.decisions().collect::<Result<_, _>>()?;
+    let retry_started = Instant::now();
+    let (retried, retry) = plan.run_from(
+        &finished.epoch_id,
+        first.iter().cloned().map(Ok),
+        &mut tasks_at,
+    )?;
+    let retry_s = retry_started.elapsed().as_secs_f64();
     Ok(Ran {
         finished,
+        first,
         naive,
         driver_actions,
         retried,
         retry,
+        retry_s,
     })
 }
 
@@ -355,10 +370,13 @@ fn demo_report(
         mut naive,
         driver_actions,
         retry,
+        retry_s,
         ..
     } = ran;
     naive.close();
-    let calls = finished.stats.calls_executed + finished.stats.probe_calls + retry.calls;
+    let first_calls = finished.stats.calls_executed + finished.stats.probe_calls;
+    let calls = first_calls + retry.calls;
+    let price = RetryPrice::of(first_calls, &retry, elapsed - retry_s, retry_s);
     Ok(DemoReport {
         tasks: batch.len(),
         samples: args.samples,
@@ -370,6 +388,7 @@ fn demo_report(
         gate_one_epoch: one_epoch.column,
         gate: gate.column,
         retry,
+        retry_price: price,
         quarantined: finished
             .quarantined()
             .into_iter()
@@ -545,10 +564,22 @@ fn print_table(r: &DemoReport) {
     );
     println!("epoch:                     {}", r.epoch_id);
     println!(
-        "defer path:                {} tasks executed again in {} fully pinned epoch(s), {} calls",
+        "defer path:                {} tasks executed again in {} fully pinned epoch(s), {} calls executed, {} reused",
         r.retry.tasks_retried,
         r.retry.rounds.len(),
-        r.retry.calls
+        r.retry.calls,
+        r.retry.reused
+    );
+    let p = &r.retry_price;
+    println!(
+        "its price:                 {:.1}% more calls ({} on {}; {:.1}% executed), {:.1}% more wall time ({:.2} s on {:.2} s)",
+        p.calls_share * 100.0,
+        p.retry_calls,
+        p.first_epoch_calls,
+        p.executed_share * 100.0,
+        p.wall_share * 100.0,
+        p.retry_wall_s,
+        p.wall_without_retry_s
     );
     println!(
         "wall time {:.2} s, {} calls, {:.0} calls/s",

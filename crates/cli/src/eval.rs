@@ -355,11 +355,12 @@ fn human_retry(r: &RetryReport) -> String {
     }
     let epochs: Vec<&str> = r.rounds.iter().map(|x| &x.epoch_id[..12]).collect();
     format!(
-        "defer path: {} deferred tasks executed again in {} fully pinned epoch(s) ({}), {} calls: {} accepted, {} rejected, {} still deferred",
+        "defer path: {} deferred tasks executed again in {} fully pinned epoch(s) ({}), {} calls executed, {} reused: {} accepted, {} rejected, {} still deferred",
         r.tasks_retried,
         r.rounds.len(),
         epochs.join(", "),
         r.calls,
+        r.reused,
         finals.get("accept").unwrap_or(&0),
         finals.get("reject").unwrap_or(&0),
         finals.get("defer").unwrap_or(&0),

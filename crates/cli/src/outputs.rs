@@ -154,6 +154,7 @@ pub(crate) fn write_reports(
                 ("plangate.retry.tasks_retried", r.tasks_retried),
                 ("plangate.retry.rounds", r.rounds.len()),
                 ("plangate.retry.calls", r.calls),
+                ("plangate.retry.reused", r.reused),
             ] {
                 suite.add_property((name, n.to_string().as_str()));
             }

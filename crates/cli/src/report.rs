@@ -279,11 +279,14 @@ fn retry_table(h: &mut String, r: &DemoReport) {
     let x = &r.retry;
     let _ = write!(
         h,
-        "<h2>Defer path</h2>\n<p>{} deferred tasks executed again in {} fresh epoch(s) with every source pinned, for {} more calls.</p>\n\
+        "<h2>Defer path</h2>\n<p>{} deferred tasks executed again in {} fresh epoch(s) with every source pinned, for {} more calls executed and {} reused (repeats of a call that ran twice alike): {:.1}% more calls than the first epoch, for {:.1}% more wall time.</p>\n\
          <table id=\"retry\">\n<thead><tr><th>first deferred for</th><th class=\"n\">accept</th><th class=\"n\">reject</th><th class=\"n\">defer</th></tr></thead>\n<tbody>\n",
         x.tasks_retried,
         x.rounds.len(),
-        x.calls
+        x.calls,
+        x.reused,
+        r.retry_price.calls_share * 100.0,
+        r.retry_price.wall_share * 100.0,
     );
     for (reason, verdicts) in &x.resolved {
         let _ = write!(h, "<tr><th><code>{}</code></th>", escape(reason));
@@ -771,6 +774,7 @@ mod tests {
                 ..Column::default()
             },
             retry: plangate_harness::RetryReport::default(),
+            retry_price: crate::results::RetryPrice::default(),
             gate: Column {
                 rejected: 2,
                 rejected_correct: 0,

@@ -96,6 +96,8 @@ pub(crate) struct DemoReport {
     pub(crate) gate: Column,
     /// The defer path: rounds, tasks retried, calls spent, how deferrals ended by reason.
     pub(crate) retry: plangate_harness::RetryReport,
+    /// What the defer path added to the run, in calls and in wall time.
+    pub(crate) retry_price: RetryPrice,
     pub(crate) quarantined: Vec<String>,
     /// Each quarantined tool's evidence (probe drift, witnesses), as tool-health.json has it.
     pub(crate) quarantine_evidence: BTreeMap<String, serde_json::Value>,
@@ -109,6 +111,49 @@ pub(crate) struct DemoReport {
     pub(crate) gate_reasons: BTreeMap<String, usize>,
     /// Gate verdicts per tool the plans were drawn for (`a>b` for a two-step chain).
     pub(crate) gate_by_tool: BTreeMap<String, BTreeMap<&'static str, usize>>,
+}
+
+/// The defer path's price beside the run without it, both sides measured in one run:
+/// the calls it added (executed or reused) and the wall time it took, each as a share of
+/// what the run spent without it.
+#[derive(Debug, Default, Serialize)]
+pub(crate) struct RetryPrice {
+    /// The first epoch's calls: executed and probes.
+    pub(crate) first_epoch_calls: usize,
+    /// Calls the retry decided on: executed (probes included) and reused.
+    pub(crate) retry_calls: usize,
+    /// `retry_calls / first_epoch_calls`.
+    pub(crate) calls_share: f64,
+    /// The executed part alone, over `first_epoch_calls`.
+    pub(crate) executed_share: f64,
+    /// The run's wall time less the defer path's.
+    pub(crate) wall_without_retry_s: f64,
+    /// The defer path's wall time (choosing the tasks, pinning, probing, executing,
+    /// deciding).
+    pub(crate) retry_wall_s: f64,
+    /// `retry_wall_s / wall_without_retry_s`.
+    pub(crate) wall_share: f64,
+}
+
+impl RetryPrice {
+    pub(crate) fn of(
+        first_epoch_calls: usize,
+        retry: &plangate_harness::RetryReport,
+        wall_without_retry_s: f64,
+        retry_wall_s: f64,
+    ) -> RetryPrice {
+        let share = |part: f64, whole: f64| if whole > 0.0 { part / whole } else { 0.0 };
+        let retry_calls = retry.calls + retry.reused;
+        RetryPrice {
+            first_epoch_calls,
+            retry_calls,
+            calls_share: share(retry_calls as f64, first_epoch_calls as f64),
+            executed_share: share(retry.calls as f64, first_epoch_calls as f64),
+            wall_without_retry_s,
+            retry_wall_s,
+            wall_share: share(retry_wall_s, wall_without_retry_s),
+        }
+    }
 }
 
 fn pct(x: f64) -> String {

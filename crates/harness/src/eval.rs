@@ -22,6 +22,7 @@ use crate::journal::{CallAt, Journal};
 use crate::observe::observed;
 use crate::probe::{ProbeRun, probe_arguments};
 use crate::refs::substitute;
+use crate::repeats::{Repeats, Take};
 use crate::resolver::{SandboxResolver, TaskResolver};
 use crate::spill::{Entry, Spill, Spilled};
 use crate::world::World;
@@ -41,6 +42,9 @@ pub struct EvalOptions {
     /// An earlier run's tool health, and the file it came from: its quarantined tools
     /// start this run quarantined.
     pub quarantine: Option<(String, HealthReport)>,
+    /// Reuse the record of a call to a tool whose every source is pinned once two
+    /// executions of it answered alike (the defer path's retry epochs; see `repeats`).
+    pub reuse_repeats: bool,
 }
 
 impl Default for EvalOptions {
@@ -50,6 +54,7 @@ impl Default for EvalOptions {
             jobs: std::thread::available_parallelism().map_or(2, |n| n.get()),
             decide: decide::Options::default(),
             quarantine: None,
+            reuse_repeats: false,
         }
     }
 }
@@ -63,6 +68,10 @@ pub struct EvalStats {
     pub samples: usize,
     /// Tool calls executed in the sandbox (probes and resolver look-ups excluded).
     pub calls_executed: usize,
+    /// Tool calls that took the record of identical earlier executions instead of
+    /// running (with [`EvalOptions::reuse_repeats`]).
+    #[serde(default)]
+    pub calls_reused: usize,
     /// Calls not executed: unknown tool, malformed arguments, unresolved `$from`.
     pub calls_not_executed: usize,
     /// Probe calls.
@@ -81,6 +90,7 @@ impl EvalStats {
         self.tasks += other.tasks;
         self.samples += other.samples;
         self.calls_executed += other.calls_executed;
+        self.calls_reused += other.calls_reused;
         self.calls_not_executed += other.calls_not_executed;
         self.probe_calls += other.probe_calls;
         self.witnesses += other.witnesses;
@@ -108,6 +118,7 @@ struct Counters {
     tasks: AtomicUsize,
     samples: AtomicUsize,
     executed: AtomicUsize,
+    reused: AtomicUsize,
     not_executed: AtomicUsize,
     probe_calls: AtomicUsize,
     outcomes: Mutex<BTreeMap<String, BTreeMap<String, usize>>>,
@@ -167,6 +178,8 @@ pub struct Eval<'w> {
     unprobed: Mutex<BTreeSet<String>>,
     /// Where executed calls are recorded, and an interrupted run's calls replayed.
     journal: Option<&'w Journal>,
+    /// Calls made so far, for reuse when `reuse_repeats` is on.
+    repeats: Repeats,
     /// When set (Ctrl-C), workers drop the calls still queued.
     stop: Option<&'w std::sync::atomic::AtomicBool>,
 }
@@ -234,6 +247,7 @@ impl<'w> Eval<'w> {
             unprobed: Mutex::new(BTreeSet::new()),
             journal: None,
             stop: None,
+            repeats: Repeats::default(),
             opts,
         };
         for t in catalog.tools().iter().filter(|t| t.deterministic) {
@@ -398,15 +412,8 @@ impl<'w> Eval<'w> {
                     ),
                     Ok(args) => {
                         let stdin = jcs::to_string(&args).into_bytes();
-                        let record = self.call(at, &call.tool, &stdin);
-                        self.counters.executed.fetch_add(1, Ordering::Relaxed);
-                        *lock(&self.counters.outcomes)
-                            .entry(call.tool.clone())
-                            .or_default()
-                            .entry(outcome_name(&record.outcome))
-                            .or_default() += 1;
+                        let record = self.run_call(at, &call.tool, &upstream, &stdin);
                         touched.insert(call.tool.clone());
-                        self.witness(&call.tool, &upstream, &stdin, &record);
                         (stdin, observed(&record))
                     }
                 },
@@ -419,6 +426,41 @@ impl<'w> Eval<'w> {
             call.observed = obs;
         }
         touched
+    }
+
+    /// One call with its upstream context: the record of identical earlier executions
+    /// when `reuse_repeats` allows it, else executed, counted and checked for a witness.
+    fn run_call(
+        &self,
+        at: CallAt,
+        tool: &str,
+        upstream: &[Vec<u8>],
+        stdin: &[u8],
+    ) -> Arc<plangate_sandbox::CallRecord> {
+        let key = witness_key(tool, upstream, stdin);
+        let ticket = if self.opts.reuse_repeats && self.world.pinned(tool) {
+            match self.repeats.take(key) {
+                Take::Reuse(record) => {
+                    self.counters.reused.fetch_add(1, Ordering::Relaxed);
+                    return record;
+                }
+                Take::Execute(ticket) => Some(ticket),
+            }
+        } else {
+            None
+        };
+        let record = self.call(at, tool, stdin);
+        if let Some(ticket) = ticket {
+            ticket.done(&record);
+        }
+        self.counters.executed.fetch_add(1, Ordering::Relaxed);
+        *lock(&self.counters.outcomes)
+            .entry(tool.to_string())
+            .or_default()
+            .entry(outcome_name(&record.outcome))
+            .or_default() += 1;
+        self.witness(tool, key, upstream.len(), stdin, &record);
+        Arc::new(record)
     }
 
     /// One call: replayed from an interrupted run's journal when it made it, else
@@ -457,10 +499,13 @@ impl<'w> Eval<'w> {
         self.stop.is_some_and(|f| f.load(Ordering::Relaxed))
     }
 
+    /// Records an execution under its witness key (`steps` earlier steps in its
+    /// sample): a different answer than the key's first is a determinism witness.
     fn witness(
         &self,
         tool: &str,
-        upstream: &[Vec<u8>],
+        key: [u8; 32],
+        steps: usize,
         stdin: &[u8],
         record: &plangate_sandbox::CallRecord,
     ) {
@@ -468,7 +513,6 @@ impl<'w> Eval<'w> {
         if record.outcome == Outcome::Timeout {
             return;
         }
-        let key = witness_key(tool, upstream, stdin);
         let mut h = lock(&self.health);
         let declared = h.tools.get(tool).is_some_and(|b| b.declared);
         if !declared {
@@ -480,7 +524,7 @@ impl<'w> Eval<'w> {
             book.witnesses += 1;
             if book.witnesses <= MAX_WITNESS_EVIDENCE {
                 book.evidence.push(Evidence::pair(
-                    PairKind::Witness(upstream.len()),
+                    PairKind::Witness(steps),
                     stdin,
                     &first,
                     &later,
@@ -513,6 +557,7 @@ impl<'w> Eval<'w> {
             tasks: c.tasks.load(Ordering::Relaxed),
             samples: c.samples.load(Ordering::Relaxed),
             calls_executed: c.executed.load(Ordering::Relaxed),
+            calls_reused: c.reused.load(Ordering::Relaxed),
             calls_not_executed: c.not_executed.load(Ordering::Relaxed),
             probe_calls: c.probe_calls.load(Ordering::Relaxed),
             witnesses: books.iter().map(|b| b.witnesses).sum(),

@@ -25,6 +25,7 @@ mod observe;
 mod probe;
 mod record;
 mod refs;
+mod repeats;
 mod resolver;
 mod retry;
 mod spill;

@@ -13,7 +13,7 @@ use plangate_gate::task::Task;
 use serde::Serialize;
 
 use crate::error::HarnessError;
-use crate::eval::{Eval, EvalOptions, Finished};
+use crate::eval::{Decided, Eval, EvalOptions, Finished};
 use crate::world::{World, WorldOptions};
 
 /// One decision a task had before its last: its epoch, verdict and reasons.
@@ -57,6 +57,9 @@ pub struct RetryRound {
     pub tasks: usize,
     /// Calls the round spent: executed calls and probe calls.
     pub calls: usize,
+    /// Calls that took the record of two executions that answered alike (same tool,
+    /// stdin and upstream) instead of running again: every source is pinned.
+    pub reused: usize,
     /// Tools quarantined in the round's own epoch (drift with every source pinned).
     pub quarantined: Vec<String>,
 }
@@ -71,6 +74,8 @@ pub struct RetryReport {
     pub tasks_retried: usize,
     /// Calls spent on retries, probes included.
     pub calls: usize,
+    /// Calls the retries reused instead of executing (see [`RetryRound::reused`]).
+    pub reused: usize,
     /// First deferral reason -> final verdict -> tasks.
     pub resolved: BTreeMap<String, BTreeMap<&'static str, usize>>,
 }
@@ -115,11 +120,23 @@ impl RetryPlan<'_> {
         first: &Finished,
         tasks_at: &mut TasksAt<'_>,
     ) -> Result<(BTreeMap<usize, Retried>, RetryReport), HarnessError> {
+        self.run_from(&first.epoch_id, first.decisions(), tasks_at)
+    }
+
+    /// [`RetryPlan::run`] from the first epoch's decisions (epoch `first_epoch`) as
+    /// the caller already has them, so a caller that keeps them does not classify every
+    /// task a second time.
+    pub fn run_from(
+        &self,
+        first_epoch: &str,
+        first: impl IntoIterator<Item = Result<Decided, HarnessError>>,
+        tasks_at: &mut TasksAt<'_>,
+    ) -> Result<(BTreeMap<usize, Retried>, RetryReport), HarnessError> {
         let mut retried: BTreeMap<usize, Retried> = BTreeMap::new();
         // The reason each task was first deferred for, which the report counts by.
         let mut first_reason: BTreeMap<usize, String> = BTreeMap::new();
         let mut pending = BTreeSet::new();
-        for d in first.decisions() {
+        for d in first {
             let d = d?;
             if !d.decision.retryable() {
                 continue;
@@ -130,8 +147,8 @@ impl RetryPlan<'_> {
             retried.insert(
                 d.line,
                 Retried {
-                    history: vec![Attempt::of(&d.decision, &first.epoch_id)],
-                    epoch_id: first.epoch_id.clone(),
+                    history: vec![Attempt::of(&d.decision, first_epoch)],
+                    epoch_id: first_epoch.to_string(),
                     decision: d.decision,
                 },
             );
@@ -150,11 +167,14 @@ impl RetryPlan<'_> {
             }
             let tasks = tasks_at(&pending).map_err(HarnessError::Retry)?;
             let finished = self.round(round, tasks)?;
-            report.calls += finished.stats.calls_executed + finished.stats.probe_calls;
+            let calls = finished.stats.calls_executed + finished.stats.probe_calls;
+            report.calls += calls;
+            report.reused += finished.stats.calls_reused;
             report.rounds.push(RetryRound {
                 epoch_id: finished.epoch_id.clone(),
                 tasks: pending.len(),
-                calls: finished.stats.calls_executed + finished.stats.probe_calls,
+                calls,
+                reused: finished.stats.calls_reused,
                 quarantined: finished
                     .quarantined()
                     .into_iter()
@@ -177,7 +197,7 @@ impl RetryPlan<'_> {
                     pending.insert(d.line);
                 }
                 let before = std::mem::replace(&mut r.decision, d.decision);
-                if r.epoch_id != first.epoch_id {
+                if r.epoch_id != first_epoch {
                     r.history.push(Attempt::of(&before, &r.epoch_id));
                 }
                 r.epoch_id = finished.epoch_id.clone();
@@ -185,7 +205,7 @@ impl RetryPlan<'_> {
         }
         // Tasks whose round never came (no rounds asked for) keep their first decision
         // and are not reported as retried.
-        retried.retain(|_, r| r.epoch_id != first.epoch_id);
+        retried.retain(|_, r| r.epoch_id != first_epoch);
         report.tasks_retried = retried.len();
         for (line, r) in &retried {
             *report
@@ -199,7 +219,8 @@ impl RetryPlan<'_> {
     }
 
     /// One round: a fresh epoch with every source pinned (its own seed), every tool
-    /// probed again, the tasks executed and decided.
+    /// probed again, the tasks executed (a task's repeated calls reused once two
+    /// executions agree) and decided.
     fn round(&self, round: usize, tasks: Vec<(usize, Task)>) -> Result<Finished, HarnessError> {
         let world = World::build(
             self.catalog,
@@ -212,7 +233,11 @@ impl RetryPlan<'_> {
             },
         )?;
         tracing::info!(epoch_id = world.epoch().id(), round, "retry epoch pinned");
-        let mut eval = Eval::start(&world, self.catalog, self.eval.clone());
+        let opts = EvalOptions {
+            reuse_repeats: true,
+            ..self.eval.clone()
+        };
+        let mut eval = Eval::start(&world, self.catalog, opts);
         if let Some(flag) = self.stop {
             eval.stop_when(flag);
         }

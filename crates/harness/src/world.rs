@@ -36,6 +36,9 @@ struct Loaded {
     tool: Tool,
     /// Guest paths of the tool's live mounts: a changed one unfixes the epoch for it.
     live: Vec<String>,
+    /// Its clock, randomness and mounts are all pinned: a call is a function of the
+    /// module, its stdin and the epoch.
+    pinned: bool,
 }
 
 /// A catalog's tools loaded into one sandbox under one epoch. `Sync`: share it with
@@ -179,13 +182,16 @@ impl World {
                     tool: t.name.clone(),
                     source,
                 })?;
-            let live = t
+            let live: Vec<String> = t
                 .mounts
                 .iter()
                 .filter(|m| m.mode == SourceMode::Live && !opts.pin_all)
                 .map(|m| m.guest.clone())
                 .collect();
-            tools.insert(t.name.clone(), Loaded { tool, live });
+            let pinned = live.is_empty()
+                && spec.clock == EpochMode::Pinned
+                && spec.random == EpochMode::Pinned;
+            tools.insert(t.name.clone(), Loaded { tool, live, pinned });
         }
         Ok(World {
             sandbox,
@@ -209,6 +215,12 @@ impl World {
     pub fn call(&self, tool: &str, stdin: &[u8]) -> Option<CallRecord> {
         let t = self.tools.get(tool)?;
         Some(self.sandbox.call(&t.tool, stdin, &self.limits))
+    }
+
+    /// Whether every source `tool` reads (clock, randomness, mounts) is pinned in this
+    /// epoch.
+    pub fn pinned(&self, tool: &str) -> bool {
+        self.tools.get(tool).is_some_and(|t| t.pinned)
     }
 
     /// Guest paths of `tool`'s live mounts.
