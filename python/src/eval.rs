@@ -21,6 +21,7 @@ use plangate_sandbox::{EpochManifest, Limits};
 use pyo3::prelude::*;
 
 use crate::args::{self, Thresholds, chain};
+use crate::pickled::{Encoded, Loads};
 use crate::samples::Input;
 use crate::{PlangateError, dumps};
 
@@ -292,18 +293,12 @@ fn interrupted() -> PyErr {
 /// the run's tool health, epoch and counts.
 fn result(py: Python<'_>, world: &World, ran: &Ran) -> PyResult<Py<PyAny>> {
     let finished = &ran.finished;
-    let mut records = String::from("[");
-    let push = |records: &mut String, text: &str| {
-        if records.len() > 1 {
-            records.push(',');
-        }
-        records.push_str(text);
-    };
+    let mut records = Vec::new();
     for line in finished.lines() {
         let d = match line.map_err(|e| PlangateError::new_err(chain(&e)))? {
             LineOutcome::Task(d) => d,
             LineOutcome::Bad(line, e) => {
-                push(&mut records, &bad_line_record(line, &e));
+                records.push(bad_line_record(line, &e));
                 continue;
             }
         };
@@ -323,9 +318,8 @@ fn result(py: Python<'_>, world: &World, ran: &Ran) -> PyResult<Py<PyAny>> {
         };
         let text =
             serde_json::to_string(&record).map_err(|e| PlangateError::new_err(e.to_string()))?;
-        push(&mut records, &text);
+        records.push(text);
     }
-    records.push(']');
     let rest = serde_json::json!({
         "epoch_id": finished.epoch_id,
         "epoch": world.epoch().manifest(),
@@ -341,7 +335,7 @@ fn result(py: Python<'_>, world: &World, ran: &Ran) -> PyResult<Py<PyAny>> {
     let out = loads.call1((rest.to_string(),))?;
     let decisions = {
         let _paused = crate::score::GcPause::new(py)?;
-        loads.call1((records,))?
+        Encoded::of(&records).load(py, &Loads::new(py)?)?
     };
     out.set_item("decisions", decisions)?;
     Ok(out.unbind())

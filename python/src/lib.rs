@@ -8,6 +8,7 @@ use pyo3::prelude::*;
 mod args;
 mod dumps;
 mod eval;
+mod pickled;
 mod samples;
 mod score;
 
@@ -36,12 +37,23 @@ fn dumps_text(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<String> {
     String::from_utf8(bytes).map_err(|e| PlangateError::new_err(e.to_string()))
 }
 
+/// Decision records given as JSON texts, read back the way `score` reads its workers'
+/// records (pickled, or by `json.loads` when pickling refuses): for tests that hold
+/// that path equal to `json.loads` on values no generated task reaches.
+#[pyfunction]
+#[pyo3(name = "_load_records")]
+fn load_records<'py>(py: Python<'py>, texts: Vec<String>) -> PyResult<Bound<'py, PyAny>> {
+    let loads = pickled::Loads::new(py)?;
+    Ok(pickled::Encoded::of(&texts).load(py, &loads)?.into_any())
+}
+
 #[pymodule]
 fn _plangate(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("PlangateError", m.py().get_type::<PlangateError>())?;
     m.add("CatalogError", m.py().get_type::<CatalogError>())?;
     m.add_class::<score::Scores>()?;
     m.add_function(wrap_pyfunction!(dumps_text, m)?)?;
+    m.add_function(wrap_pyfunction!(load_records, m)?)?;
     m.add_function(wrap_pyfunction!(eval::eval, m)?)?;
     Ok(())
 }

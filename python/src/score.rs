@@ -1,7 +1,7 @@
 //! `plangate.score`: the gate's [`Scorer`] over a samples file or a Python iterable,
 //! as an iterator of decision records. Lines go to worker threads in chunks (the GIL
-//! released while they score); records come back in input order, a chunk at a time,
-//! turned into dicts by one `json.loads` of the chunk's records.
+//! released while they score, and pickle the chunk's records); records come back in
+//! input order, a chunk at a time, turned into dicts by one `pickle.loads` each.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::mpsc::{Receiver, Sender, SyncSender};
@@ -18,6 +18,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyList, PyModule};
 
 use crate::args::{self, Thresholds};
+use crate::pickled::{Encoded, Loads};
 use crate::samples::{Chunk, Input};
 
 /// What a worker scores with; one per run, shared by the workers.
@@ -40,14 +41,14 @@ struct State {
     input: Option<Input>,
     work: Option<SyncSender<(usize, Chunk)>>,
     /// Behind a lock only so that waiting on it can release the GIL.
-    done: Mutex<Receiver<(usize, String)>>,
-    waiting: BTreeMap<usize, String>,
+    done: Mutex<Receiver<(usize, Encoded)>>,
+    waiting: BTreeMap<usize, Encoded>,
     sent: usize,
     next: usize,
     in_flight: usize,
     ready: VecDeque<Py<PyAny>>,
     max_line_bytes: u64,
-    loads: Py<PyAny>,
+    loads: Loads,
 }
 
 #[pymethods]
@@ -111,7 +112,7 @@ impl Scores {
                 .spawn(move || score_chunks(&shared, &work_rx, &done_tx))
                 .map_err(|e| PyValueError::new_err(format!("cannot start a thread: {e}")))?;
         }
-        let loads = py.import("json")?.getattr("loads")?.unbind();
+        let loads = Loads::new(py)?;
         Ok(Scores {
             state: Mutex::new(State {
                 input: Some(input),
@@ -186,16 +187,15 @@ impl State {
             let records = self.wait_for_next(py)?;
             let list = {
                 let _paused = GcPause::new(py)?;
-                self.loads.bind(py).call1((records,))?
+                records.load(py, &self.loads)?
             };
-            let list = list.cast::<PyList>()?;
             self.ready.extend(list.iter().map(Bound::unbind));
         }
     }
 
-    /// The next chunk's records (a JSON array), waiting for its worker with the GIL
-    /// released, and checking for Ctrl-C every so often.
-    fn wait_for_next(&mut self, py: Python<'_>) -> PyResult<String> {
+    /// The next chunk's records, waiting for its worker with the GIL released, and
+    /// checking for Ctrl-C every so often.
+    fn wait_for_next(&mut self, py: Python<'_>) -> PyResult<Encoded> {
         loop {
             if let Some(records) = self.waiting.remove(&self.next) {
                 self.next += 1;
@@ -273,7 +273,7 @@ impl Drop for GcPause<'_> {
 fn score_chunks(
     shared: &Shared,
     work: &Mutex<Receiver<(usize, Chunk)>>,
-    done: &Sender<(usize, String)>,
+    done: &Sender<(usize, Encoded)>,
 ) {
     let scorer = Scorer {
         seed_compat: shared
@@ -288,27 +288,22 @@ fn score_chunks(
             .map_err(drop)
             .and_then(|rx| rx.recv().map_err(drop));
         let Ok((seq, chunk)) = next else { return };
-        let mut records = String::with_capacity(chunk.data.len() / 2 + 2);
-        records.push('[');
-        for (i, (number, at)) in chunk.lines.iter().enumerate() {
-            if i > 0 {
-                records.push(',');
-            }
+        let mut records = Vec::with_capacity(chunk.lines.len());
+        for (number, at) in &chunk.lines {
             let scored = match at {
                 Ok(range) => scorer.score_guarded(&chunk.data[range.clone()]),
                 Err(bytes) => Scored::Bad(too_long(*bytes, shared.max_line_bytes)),
             };
-            match scored {
-                Scored::Record(json, ..) => records.push_str(&json),
-                Scored::Bad(e) => records.push_str(&bad_line_record(*number, &e)),
+            records.push(match scored {
+                Scored::Record(json, ..) => json,
+                Scored::Bad(e) => bad_line_record(*number, &e),
                 // This scorer is never a shard's: it decides every line.
                 Scored::Other | Scored::Kept(_) => {
                     unreachable!("plangate.score runs no shard")
                 }
-            }
+            });
         }
-        records.push(']');
-        if done.send((seq, records)).is_err() {
+        if done.send((seq, Encoded::of(&records))).is_err() {
             return;
         }
     }
