@@ -114,8 +114,7 @@ impl Verdict {
 }
 
 /// Why a verdict was reached. Codes are stable: scripts match on them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Reason {
     /// Arguments agree at or above `arg_accept`.
     ArgumentsAgree,
@@ -160,7 +159,37 @@ pub enum Reason {
     ReferentialMiss,
 }
 
+impl Serialize for Reason {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
 impl Reason {
+    /// The code as outputs write it (the one place it is spelled: serde writes this too).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::ArgumentsAgree => "arguments_agree",
+            Reason::ResultsAgree => "results_agree",
+            Reason::NoDeterministicStep => "no_deterministic_step",
+            Reason::FabricatedArguments => "fabricated_arguments",
+            Reason::UnknownTool => "unknown_tool",
+            Reason::NoSamples => "no_samples",
+            Reason::InsufficientSamples => "insufficient_samples",
+            Reason::EpochNotFixed => "epoch_not_fixed",
+            Reason::ToolNotDeterministic => "tool_not_deterministic",
+            Reason::ToolUnverified => "tool_unverified",
+            Reason::ToolQuarantined => "tool_quarantined",
+            Reason::TaintedByUpstream => "tainted_by_upstream",
+            Reason::ToolSuspect => "tool_suspect",
+            Reason::ResultInconclusive => "result_inconclusive",
+            Reason::AmbiguousArguments => "ambiguous_arguments",
+            Reason::DiffuseArguments => "diffuse_arguments",
+            Reason::SchemaMismatch => "schema_mismatch",
+            Reason::ReferentialMiss => "referential_miss",
+        }
+    }
+
     /// Whether a fresh epoch with every source pinned can change a deferral for this
     /// reason (docs/design.md, "The defer path"): it is about the epoch or the tools'
     /// results, never about the samples, which a retry does not change.

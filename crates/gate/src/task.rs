@@ -17,6 +17,16 @@ pub enum Label {
     Hallucinated,
 }
 
+impl Label {
+    /// The label as serde writes it (held equal by `tests/records.rs`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Label::Correct => "correct",
+            Label::Hallucinated => "hallucinated",
+        }
+    }
+}
+
 /// One task: N samples of a plan.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Task {
