@@ -68,7 +68,9 @@ pub fn naive(task: &Task, threshold: Ratio) -> NaiveDecision {
                     };
                     let result = match &c.observed {
                         Observed::Result(p) => dumps.payload(p),
-                        other => dumps.id(NaiveForm.of_value(&other.as_value())),
+                        // No float in what is not a result: its `json.dumps` is its
+                        // RFC 8785 form, tagged as `of_value` would tag it.
+                        other => dumps.id(format!("j{}", other.printed())),
                     };
                     (c.tool.as_str(), args, result)
                 })

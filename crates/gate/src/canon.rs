@@ -124,7 +124,8 @@ pub fn canonicalize_arguments(
     let instance = to_serde(args);
     // Valid arguments are the rule: asking only whether they are is cheaper than
     // walking for errors, and the errors are the same empty list.
-    let errors = (!tool.validator.is_valid(&instance)).then(|| tool.validator.iter_errors(&instance));
+    let errors =
+        (!tool.validator.is_valid(&instance)).then(|| tool.validator.iter_errors(&instance));
     let mut violations = Vec::new();
     for e in errors.into_iter().flatten() {
         let at = e.instance_path().as_str().to_string();

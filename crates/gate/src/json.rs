@@ -930,6 +930,13 @@ impl<'a> Cursor<'a> {
         self.eat(b':').then_some(k)
     }
 
+    /// The next value when it is a string, decoded; borrowed from the input unless it
+    /// has escapes. None for any other value.
+    pub(crate) fn string_value(&mut self) -> Option<Cow<'a, str>> {
+        self.0.ws();
+        self.string()
+    }
+
     /// A string at the cursor (no whitespace before it), decoded; borrowed from the input
     /// unless it has escapes.
     fn string(&mut self) -> Option<Cow<'a, str>> {

@@ -288,7 +288,7 @@ fn task_agreements(task: &Task) -> (f64, f64) {
         };
         let r = match &call.observed {
             Observed::Result(p) => results.payload(p),
-            other => results.id(dumps_key(&other.as_value())),
+            other => results.id(other.printed()),
         };
         keys.push((a, r));
     }
