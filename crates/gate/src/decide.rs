@@ -90,6 +90,37 @@ impl ToolStates for BTreeMap<String, ToolState> {
     }
 }
 
+/// The states of a task's tools, each looked up once: the rules ask for them step by
+/// step, sample by sample, and a lookup by name in the batch's states was ~2k
+/// instructions of a task. Other names go to the batch's states.
+struct Looked<'a> {
+    states: Vec<(&'a str, Option<ToolState>)>,
+    batch: &'a dyn ToolStates,
+}
+
+impl<'a> Looked<'a> {
+    fn up(p: &'a Prepared, batch: &'a dyn ToolStates) -> Self {
+        let mut states: Vec<(&str, Option<ToolState>)> = Vec::new();
+        for st in p.samples.iter().flat_map(|s| &s.steps) {
+            // A handful is the rule; a task of thousands of tools is asked of the batch,
+            // so a lookup here stays a few comparisons.
+            if states.len() < 8 && !states.iter().any(|(t, _)| *t == st.tool) {
+                states.push((&st.tool, batch.state(&st.tool)));
+            }
+        }
+        Looked { states, batch }
+    }
+}
+
+impl ToolStates for Looked<'_> {
+    fn state(&self, tool: &str) -> Option<ToolState> {
+        match self.states.iter().find(|(t, _)| *t == tool) {
+            Some((_, state)) => *state,
+            None => self.batch.state(tool),
+        }
+    }
+}
+
 /// accept, reject or defer: a value, never an error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -935,6 +966,7 @@ pub(crate) fn modal<K: Ord>(keys: impl Iterator<Item = K>) -> Option<(usize, usi
 
 /// Applies docs/design.md, "Decision" to a prepared task.
 pub fn classify(p: &Prepared, tools: &dyn ToolStates, opts: &Options) -> Decision {
+    let tools = &Looked::up(p, tools);
     let mut d = analyse(p, tools);
     if d.n > 0 && !opts.arg_reject.missed_by(1, d.n) {
         d.warnings.push(format!(
