@@ -29,11 +29,15 @@ struct NaiveForm;
 
 impl Form for NaiveForm {
     fn of_value(&self, v: &Value) -> String {
+        let mut key = String::with_capacity(64);
         if has_float(v) {
-            format!("d{}", dumps_key(v))
+            key.push('d');
+            key.push_str(&dumps_key(v));
         } else {
-            format!("j{}", crate::jcs::to_string(v))
+            key.push('j');
+            crate::jcs::write(v, &mut key);
         }
+        key
     }
     fn of_payload(&self, p: &Payload) -> String {
         match p.canonical() {

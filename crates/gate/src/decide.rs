@@ -908,7 +908,8 @@ fn canonical_call(
     calls: &mut Keys<'_, Jcs>,
 ) -> Canonical {
     let key_of = |v: &Value, violates: bool| {
-        let mut key = String::from("{\"arguments\":");
+        let mut key = String::with_capacity(96);
+        key.push_str("{\"arguments\":");
         jcs::write(v, &mut key);
         key.push_str(",\"tool\":");
         jcs::write_string(tool, &mut key);

@@ -8,7 +8,9 @@ use crate::json::{Cursor, Decimal, MAX_DEPTH, Number, Token, Value, decimal_of, 
 
 /// The canonical form of `value`.
 pub fn to_string(value: &Value) -> String {
-    let mut out = String::new();
+    // Most forms are short; starting with room for one spares the string's first
+    // reallocations, which cost more than printing it.
+    let mut out = String::with_capacity(64);
     write(value, &mut out);
     out
 }

@@ -346,7 +346,7 @@ fn shares<K: Ord>(
 /// `json.dumps(v, sort_keys=True, separators=(",", ":"))` prints them the same: ints
 /// exact, floats by their double (so `1` != `1.0`, `-0.0` != `0.0`), keys sorted.
 pub fn dumps_key(v: &Value) -> String {
-    let mut out = String::new();
+    let mut out = String::with_capacity(64);
     dumps(v, &mut out);
     out
 }

@@ -1223,7 +1223,7 @@ impl Observed {
 /// `{"error":{"kind":..,"message":..}}` as RFC 8785 and `json.dumps` both print
 /// [`Observed::as_value`] of an error (its keys are in order either way).
 fn error_form(kind: &str, message: &str) -> String {
-    let mut out = String::with_capacity(kind.len() + message.len() + 32);
+    let mut out = String::with_capacity(kind.len() + message.len() + 40);
     out.push_str("{\"error\":{\"kind\":");
     crate::jcs::write_string(kind, &mut out);
     out.push_str(",\"message\":");
