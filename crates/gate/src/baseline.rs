@@ -72,9 +72,12 @@ pub fn naive(task: &Task, threshold: Ratio) -> NaiveDecision {
                     };
                     let result = match &c.observed {
                         Observed::Result(p) => dumps.payload(p),
-                        // No float in what is not a result: its `json.dumps` is its
-                        // RFC 8785 form, tagged as `of_value` would tag it.
-                        other => dumps.id(format!("j{}", other.printed())),
+                        // An error holds no float: its `json.dumps` is its RFC 8785
+                        // form, tagged as `of_value` would tag it.
+                        other => dumps.id(match other.error_form() {
+                            Some(form) => format!("j{form}"),
+                            None => NaiveForm.of_value(&other.as_value()),
+                        }),
                     };
                     (c.tool.as_str(), args, result)
                 })

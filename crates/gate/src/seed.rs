@@ -288,7 +288,9 @@ fn task_agreements(task: &Task) -> (f64, f64) {
         };
         let r = match &call.observed {
             Observed::Result(p) => results.payload(p),
-            other => results.id(other.printed()),
+            other => results.id(other
+                .error_form()
+                .unwrap_or_else(|| dumps_key(&other.as_value()))),
         };
         keys.push((a, r));
     }
@@ -477,6 +479,21 @@ mod tests {
 
     fn k(s: &str) -> String {
         dumps_key(&parse(s).unwrap())
+    }
+
+    /// An error's key, printed without building it, is its `json.dumps` form.
+    #[test]
+    fn errors_dump_as_their_value() {
+        for (kind, message) in [
+            ("not_found", "no user 'u_1'"),
+            ("k\"\\\n\u{1}", "\u{e9}\u{1F600}"),
+        ] {
+            let e = Observed::Error {
+                kind: kind.into(),
+                message: message.into(),
+            };
+            assert_eq!(e.error_form(), Some(dumps_key(&e.as_value())));
+        }
     }
 
     #[test]

@@ -1202,12 +1202,12 @@ impl Observed {
         }
     }
 
-    /// The form the seed's `json.dumps` gives [`Observed::as_value`], which is also its
-    /// RFC 8785 form when it holds no float; without building the value.
-    pub(crate) fn printed(&self) -> String {
+    /// For an error, the form both RFC 8785 and the seed's `json.dumps` give
+    /// [`Observed::as_value`], printed without building the value; None otherwise.
+    pub(crate) fn error_form(&self) -> Option<String> {
         match self {
-            Observed::Error { kind, message } => error_form(kind, message),
-            other => crate::seed::dumps_key(&other.as_value()),
+            Observed::Error { kind, message } => Some(error_form(kind, message)),
+            _ => None,
         }
     }
 
@@ -1247,7 +1247,7 @@ mod tests {
                 message: message.into(),
             };
             assert_eq!(e.key(), Some(crate::jcs::to_string(&e.as_value())));
-            assert_eq!(e.printed(), crate::seed::dumps_key(&e.as_value()));
+            assert_eq!(e.error_form(), e.key());
         }
     }
 
