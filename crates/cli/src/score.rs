@@ -195,7 +195,7 @@ impl Writer<'_> {
                     if let Some((naive, label)) = compared {
                         tally.baseline.count(d.decision, naive, label);
                     }
-                    let json = serde_json::to_string(&d).context("failed to write the decision")?;
+                    let json = plangate_gate::record::decision(&d);
                     writeln!(self.out, "{json}").context("failed to write decisions")?;
                     let entry = Entry::Task {
                         line: number,

@@ -29,11 +29,15 @@ struct NaiveForm;
 
 impl Form for NaiveForm {
     fn of_value(&self, v: &Value) -> String {
+        let mut key = String::with_capacity(64);
         if has_float(v) {
-            format!("d{}", dumps_key(v))
+            key.push('d');
+            key.push_str(&dumps_key(v));
         } else {
-            format!("j{}", crate::jcs::to_string(v))
+            key.push('j');
+            crate::jcs::write(v, &mut key);
         }
+        key
     }
     fn of_payload(&self, p: &Payload) -> String {
         match p.canonical() {
@@ -68,7 +72,12 @@ pub fn naive(task: &Task, threshold: Ratio) -> NaiveDecision {
                     };
                     let result = match &c.observed {
                         Observed::Result(p) => dumps.payload(p),
-                        other => dumps.id(NaiveForm.of_value(&other.as_value())),
+                        // An error holds no float: its `json.dumps` is its RFC 8785
+                        // form, tagged as `of_value` would tag it.
+                        other => dumps.id(match other.error_form() {
+                            Some(form) => format!("j{form}"),
+                            None => NaiveForm.of_value(&other.as_value()),
+                        }),
                     };
                     (c.tool.as_str(), args, result)
                 })

@@ -114,13 +114,20 @@ pub fn canonicalize_arguments(
     };
     let mut problems = Vec::new();
     let mut refs = Vec::new();
-    scan(args, step, &mut String::new(), &mut refs, &mut problems);
+    // Scanning names each place it passes; most arguments hold nothing it looks for.
+    if !plain(args) {
+        scan(args, step, &mut String::new(), &mut refs, &mut problems);
+    }
     if !problems.is_empty() {
         return Err(Invalid::Unreadable(problems));
     }
     let instance = to_serde(args);
+    // Valid arguments are the rule: asking only whether they are is cheaper than
+    // walking for errors, and the errors are the same empty list.
+    let errors =
+        (!tool.validator.is_valid(&instance)).then(|| tool.validator.iter_errors(&instance));
     let mut violations = Vec::new();
-    for e in tool.validator.iter_errors(&instance) {
+    for e in errors.into_iter().flatten() {
         let at = e.instance_path().as_str().to_string();
         // A reference stands for a value the schema would check at run time; its
         // placeholder object is not a violation.
@@ -146,6 +153,20 @@ pub fn canonicalize_arguments(
     }
     let mut resolver = resolver;
     Ok(apply(&tool.hints, args, &mut resolver))
+}
+
+/// Whether `v` holds no `$from` reference and no duplicate key, so [`scan`] would find
+/// nothing.
+fn plain(v: &Value) -> bool {
+    match v {
+        Value::Object(o) => {
+            o.duplicate_key().is_none()
+                && as_from_ref(v).is_none()
+                && o.iter().all(|(_, x)| plain(x))
+        }
+        Value::Array(items) => items.iter().all(plain),
+        _ => true,
+    }
 }
 
 /// Finds `$from` references (checking each) and duplicate keys, recording where.

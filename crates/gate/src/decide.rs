@@ -90,6 +90,37 @@ impl ToolStates for BTreeMap<String, ToolState> {
     }
 }
 
+/// The states of a task's tools, each looked up once: the rules ask for them step by
+/// step, sample by sample, and a lookup by name in the batch's states was ~2k
+/// instructions of a task. Other names go to the batch's states.
+struct Looked<'a> {
+    states: Vec<(&'a str, Option<ToolState>)>,
+    batch: &'a dyn ToolStates,
+}
+
+impl<'a> Looked<'a> {
+    fn up(p: &'a Prepared, batch: &'a dyn ToolStates) -> Self {
+        let mut states: Vec<(&str, Option<ToolState>)> = Vec::new();
+        for st in p.samples.iter().flat_map(|s| &s.steps) {
+            // A handful is the rule; a task of thousands of tools is asked of the batch,
+            // so a lookup here stays a few comparisons.
+            if states.len() < 8 && !states.iter().any(|(t, _)| *t == st.tool) {
+                states.push((&st.tool, batch.state(&st.tool)));
+            }
+        }
+        Looked { states, batch }
+    }
+}
+
+impl ToolStates for Looked<'_> {
+    fn state(&self, tool: &str) -> Option<ToolState> {
+        match self.states.iter().find(|(t, _)| *t == tool) {
+            Some((_, state)) => *state,
+            None => self.batch.state(tool),
+        }
+    }
+}
+
 /// accept, reject or defer: a value, never an error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -114,8 +145,7 @@ impl Verdict {
 }
 
 /// Why a verdict was reached. Codes are stable: scripts match on them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Reason {
     /// Arguments agree at or above `arg_accept`.
     ArgumentsAgree,
@@ -160,7 +190,37 @@ pub enum Reason {
     ReferentialMiss,
 }
 
+impl Serialize for Reason {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
 impl Reason {
+    /// The code as outputs write it (the one place it is spelled: serde writes this too).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::ArgumentsAgree => "arguments_agree",
+            Reason::ResultsAgree => "results_agree",
+            Reason::NoDeterministicStep => "no_deterministic_step",
+            Reason::FabricatedArguments => "fabricated_arguments",
+            Reason::UnknownTool => "unknown_tool",
+            Reason::NoSamples => "no_samples",
+            Reason::InsufficientSamples => "insufficient_samples",
+            Reason::EpochNotFixed => "epoch_not_fixed",
+            Reason::ToolNotDeterministic => "tool_not_deterministic",
+            Reason::ToolUnverified => "tool_unverified",
+            Reason::ToolQuarantined => "tool_quarantined",
+            Reason::TaintedByUpstream => "tainted_by_upstream",
+            Reason::ToolSuspect => "tool_suspect",
+            Reason::ResultInconclusive => "result_inconclusive",
+            Reason::AmbiguousArguments => "ambiguous_arguments",
+            Reason::DiffuseArguments => "diffuse_arguments",
+            Reason::SchemaMismatch => "schema_mismatch",
+            Reason::ReferentialMiss => "referential_miss",
+        }
+    }
+
     /// Whether a fresh epoch with every source pinned can change a deferral for this
     /// reason (docs/design.md, "The defer path"): it is about the epoch or the tools'
     /// results, never about the samples, which a retry does not change.
@@ -848,7 +908,8 @@ fn canonical_call(
     calls: &mut Keys<'_, Jcs>,
 ) -> Canonical {
     let key_of = |v: &Value, violates: bool| {
-        let mut key = String::from("{\"arguments\":");
+        let mut key = String::with_capacity(96);
+        key.push_str("{\"arguments\":");
         jcs::write(v, &mut key);
         key.push_str(",\"tool\":");
         jcs::write_string(tool, &mut key);
@@ -906,6 +967,7 @@ pub(crate) fn modal<K: Ord>(keys: impl Iterator<Item = K>) -> Option<(usize, usi
 
 /// Applies docs/design.md, "Decision" to a prepared task.
 pub fn classify(p: &Prepared, tools: &dyn ToolStates, opts: &Options) -> Decision {
+    let tools = &Looked::up(p, tools);
     let mut d = analyse(p, tools);
     if d.n > 0 && !opts.arg_reject.missed_by(1, d.n) {
         d.warnings.push(format!(

@@ -8,7 +8,9 @@ use crate::json::{Cursor, Decimal, MAX_DEPTH, Number, Token, Value, decimal_of, 
 
 /// The canonical form of `value`.
 pub fn to_string(value: &Value) -> String {
-    let mut out = String::new();
+    // Most forms are short; starting with room for one spares the string's first
+    // reallocations, which cost more than printing it.
+    let mut out = String::with_capacity(64);
     write(value, &mut out);
     out
 }
@@ -51,12 +53,17 @@ pub fn write(value: &Value, out: &mut String) {
 /// Orders strings by their UTF-16 code units, as RFC 8785 section 3.2.3 requires (this
 /// differs from byte or code point order for keys above U+FFFF).
 pub fn utf16_cmp(a: &str, b: &str) -> std::cmp::Ordering {
-    // Keys are nearly always ASCII, where UTF-16 order is byte order; transcoding every
-    // comparison was a measurable share of canonicalizing a task.
-    if a.is_ascii() && b.is_ascii() {
-        return a.as_bytes().cmp(b.as_bytes());
+    // UTF-16 order is byte order up to the first byte that differs, and from there on
+    // too unless that byte is part of a multi-byte character (only U+E000..U+FFFF
+    // against a supplementary character order differently). Keys are nearly always
+    // ASCII: transcoding, or even checking both keys whole, was a measurable share of
+    // canonicalizing a task.
+    let (x, y) = (a.as_bytes(), b.as_bytes());
+    match x.iter().zip(y).position(|(p, q)| p != q) {
+        None => x.len().cmp(&y.len()),
+        Some(i) if x[i].is_ascii() && y[i].is_ascii() => x[i].cmp(&y[i]),
+        Some(_) => a.encode_utf16().cmp(b.encode_utf16()),
     }
-    a.encode_utf16().cmp(b.encode_utf16())
 }
 
 /// Appends a string with RFC 8785's minimal escapes.
@@ -111,17 +118,13 @@ pub fn write_number(n: &Number, out: &mut String) {
 
 /// [`write_number`] of a lexeme the JSON grammar accepted.
 fn write_lexeme(lex: &str, out: &mut String) {
-    // The common case without allocating: an integer of at most 15 digits is an exact
-    // double, and its ECMAScript form is the digits as the JSON grammar wrote them
-    // (no leading zeros); `-0` takes the general path.
-    let digits = lex.strip_prefix('-').unwrap_or(lex);
-    if (1..=15).contains(&digits.len())
-        && digits.bytes().all(|b| b.is_ascii_digit())
-        && !digits.starts_with('0')
-    {
-        out.push_str(lex);
-        return;
+    if !write_short(lex, out) {
+        write_general(lex, out);
     }
+}
+
+/// [`write_lexeme`] of any lexeme, through the exact value and the nearest double.
+fn write_general(lex: &str, out: &mut String) {
     let exact = Number::decimal_of_lexeme(lex);
     if exact.is_zero() {
         out.push('0');
@@ -137,6 +140,97 @@ fn write_lexeme(lex: &str, out: &mut String) {
         }
     }
     write_exact(&exact, out);
+}
+
+/// Significant digits a decimal may have for [`write_short`]: a double keeps every
+/// decimal of at most 15 (DBL_DIG), so two such decimals are never one double, and the
+/// shortest digits that read back as the double are the decimal's own.
+const SHORT_DIGITS: usize = 15;
+
+/// The common number without parsing a double or formatting one: a nonzero decimal of
+/// at most [`SHORT_DIGITS`] significant digits whose ECMAScript form has no exponent
+/// (1e-6 <= |x| < 1e21). Its form is then its own digits, placed as ECMAScript places
+/// them (Number::toString, steps 6-8). False, writing nothing, for any other lexeme.
+fn write_short(lex: &str, out: &mut String) -> bool {
+    let b = lex.as_bytes();
+    let negative = b.first() == Some(&b'-');
+    let mut i = usize::from(negative);
+    // The significant digits (at most SHORT_DIGITS, zeros after the last nonzero one
+    // counted in `zeros` until a nonzero digit follows), and the decimal point's
+    // position among them.
+    let mut digits = [0u8; SHORT_DIGITS];
+    let (mut len, mut zeros, mut point) = (0usize, 0usize, 0i64);
+    let mut in_fraction = false;
+    while let Some(&c) = b.get(i) {
+        match c {
+            b'0'..=b'9' => {
+                if c == b'0' && len == 0 {
+                    // A leading zero: before the point it is not a digit at all; after
+                    // it, it moves the point.
+                    point -= i64::from(in_fraction);
+                } else if c == b'0' {
+                    zeros += 1;
+                    point += i64::from(!in_fraction);
+                } else {
+                    if len + zeros >= SHORT_DIGITS {
+                        return false;
+                    }
+                    len += zeros;
+                    zeros = 0;
+                    digits[len] = c;
+                    len += 1;
+                    point += i64::from(!in_fraction);
+                }
+            }
+            b'.' => in_fraction = true,
+            _ => break,
+        }
+        i += 1;
+    }
+    if len == 0 {
+        return false;
+    }
+    if let Some(b'e' | b'E') = b.get(i) {
+        let exp = &lex[i + 1..];
+        let (sign, exp) = match exp.as_bytes().first() {
+            Some(b'-') => (-1, &exp[1..]),
+            Some(b'+') => (1, &exp[1..]),
+            _ => (1, exp),
+        };
+        // A longer exponent is out of the range below whatever the digits.
+        if exp.len() > 4 {
+            return false;
+        }
+        point += sign * exp.parse::<i64>().unwrap_or(i64::MAX / 2);
+    }
+    // Zeros between digits were filled in as they were met; the ones never followed
+    // by a nonzero digit are not significant.
+    for d in digits.iter_mut().take(len) {
+        if *d == 0 {
+            *d = b'0';
+        }
+    }
+    if !(-5..=21).contains(&point) {
+        return false;
+    }
+    let digits = std::str::from_utf8(&digits[..len]).unwrap_or("0");
+    if negative {
+        out.push('-');
+    }
+    let n = point;
+    if n <= 0 {
+        out.push_str("0.");
+        out.extend(std::iter::repeat_n('0', n.unsigned_abs() as usize));
+        out.push_str(digits);
+    } else if n as usize >= len {
+        out.push_str(digits);
+        out.extend(std::iter::repeat_n('0', n as usize - len));
+    } else {
+        out.push_str(&digits[..n as usize]);
+        out.push('.');
+        out.push_str(&digits[n as usize..]);
+    }
+    true
 }
 
 fn write_exact(d: &Decimal, out: &mut String) {
@@ -211,14 +305,7 @@ impl TextPrinter<'_> {
                 self.floats |= Number::float_lexeme(lex);
                 (self.style.number)(lex, out);
             }
-            // Text without escapes has nothing to escape either.
-            Token::String(Cow::Borrowed(s)) => {
-                out.reserve(s.len() + 2);
-                out.push('"');
-                out.push_str(s);
-                out.push('"');
-            }
-            Token::String(s) => write_string(&s, out),
+            Token::String(s) => quoted(&s, matches!(s, Cow::Borrowed(_)), out),
             Token::Array => self.array(c, depth)?,
             Token::Object => self.object(c, depth)?,
         }
@@ -275,12 +362,25 @@ impl TextPrinter<'_> {
                 out.push(',');
             }
             first = false;
-            write_string(key, out);
+            quoted(key, matches!(key, Cow::Borrowed(_)), out);
             out.push(':');
             out.push_str(&values[range.clone()]);
         }
         out.push('}');
         Some(())
+    }
+}
+
+/// A string read from text as [`write_string`] writes it: text the reader borrowed had
+/// no escapes, so it has nothing to escape either and is copied between quotes.
+fn quoted(s: &str, borrowed: bool, out: &mut String) {
+    if borrowed {
+        out.reserve(s.len() + 2);
+        out.push('"');
+        out.push_str(s);
+        out.push('"');
+    } else {
+        write_string(s, out);
     }
 }
 
@@ -347,6 +447,98 @@ mod tests {
             canon("{\"\u{E000}\":2,\"\u{1F600}\":1,\"a\":3}"),
             "{\"a\":3,\"\u{1F600}\":1,\"\u{E000}\":2}"
         );
+    }
+
+    /// Every pair of short keys over characters of each UTF-8 length (and the two ranges
+    /// whose UTF-16 order is not their code point order) compares as their code units.
+    #[test]
+    fn key_order_is_utf16_order() {
+        let chars = [
+            'a',
+            'z',
+            '\u{e9}',
+            '\u{7ff}',
+            '\u{E000}',
+            '\u{FFFF}',
+            '\u{1F600}',
+            '\u{10000}',
+        ];
+        let mut keys = vec![String::new()];
+        for _ in 0..3 {
+            let longer: Vec<String> = keys
+                .iter()
+                .flat_map(|k| chars.iter().map(move |c| format!("{k}{c}")))
+                .collect();
+            keys.extend(longer);
+        }
+        keys.sort();
+        keys.dedup();
+        for a in &keys {
+            for b in &keys {
+                assert_eq!(
+                    utf16_cmp(a, b),
+                    a.encode_utf16().cmp(b.encode_utf16()),
+                    "{a:?} {b:?}"
+                );
+            }
+        }
+    }
+
+    /// The short path prints what the general one prints, on lexemes of every shape:
+    /// leading, inner and trailing zeros, fractions, exponents, signs, every length
+    /// around the 15-digit bound and every point position around the fixed range.
+    #[test]
+    fn short_numbers_print_as_the_general_path() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let mut short = 0;
+        for _ in 0..200_000 {
+            let mut lex = String::new();
+            if next(2) == 0 {
+                lex.push('-');
+            }
+            let int_len = 1 + next(18) as usize;
+            for k in 0..int_len {
+                let d = if k == 0 && int_len > 1 {
+                    1 + next(9)
+                } else {
+                    next(10)
+                };
+                // Zeros are common in real numbers: give them a fair share.
+                lex.push(char::from(b'0' + if next(3) == 0 { 0 } else { d as u8 }));
+            }
+            if lex.trim_start_matches('-').starts_with('0') && int_len > 1 {
+                lex = lex.replacen('0', "1", 1);
+            }
+            if next(2) == 0 {
+                lex.push('.');
+                for _ in 0..1 + next(18) {
+                    lex.push(char::from(
+                        b'0' + if next(3) == 0 { 0 } else { next(10) as u8 },
+                    ));
+                }
+            }
+            if next(3) == 0 {
+                lex.push(['e', 'E'][next(2) as usize]);
+                lex.push_str(["", "+", "-"][next(3) as usize]);
+                lex.push_str(&next(30).to_string());
+            }
+            assert!(parse(&lex).is_ok(), "{lex}");
+            let (mut a, mut b) = (String::new(), String::new());
+            if write_short(&lex, &mut a) {
+                short += 1;
+                write_general(&lex, &mut b);
+                assert_eq!(a, b, "{lex}");
+            } else {
+                assert!(a.is_empty(), "{lex}");
+            }
+        }
+        assert!(short > 50_000, "only {short} lexemes took the short path");
     }
 
     #[test]

@@ -759,9 +759,25 @@ impl<'a> Parser<'a> {
     }
 
     fn string(&mut self) -> PResult<String> {
+        if let Some(run) = self.plain_string() {
+            return Ok(run.to_string());
+        }
         let mut out = String::new();
         self.string_into(&mut out)?;
         Ok(out)
+    }
+
+    /// The string at the cursor (its opening quote) when it has no escape, moving past
+    /// it; most strings are such a run, found in one scan instead of `string_into`'s loop.
+    fn plain_string(&mut self) -> Option<&'a str> {
+        let start = self.i + 1;
+        let end = start + plain_len(self.s.get(start..)?);
+        if self.s.get(end) != Some(&b'"') {
+            return None;
+        }
+        self.i = end + 1;
+        // The run stops on an ASCII byte, so both ends are character boundaries.
+        self.t.get(start..end)
     }
 
     /// Reads a string into `out`; with [`Discard`] it only checks it, allocating nothing.
@@ -914,11 +930,21 @@ impl<'a> Cursor<'a> {
         self.eat(b':').then_some(k)
     }
 
+    /// The next value when it is a string, decoded; borrowed from the input unless it
+    /// has escapes. None for any other value.
+    pub(crate) fn string_value(&mut self) -> Option<Cow<'a, str>> {
+        self.0.ws();
+        self.string()
+    }
+
     /// A string at the cursor (no whitespace before it), decoded; borrowed from the input
     /// unless it has escapes.
     fn string(&mut self) -> Option<Cow<'a, str>> {
         if self.0.s.get(self.0.i) != Some(&b'"') {
             return None;
+        }
+        if let Some(run) = self.0.plain_string() {
+            return Some(Cow::Borrowed(run));
         }
         let start = self.0.i + 1;
         let mut escaped = Escaped::default();

@@ -33,6 +33,7 @@ pub mod decide;
 pub mod hints;
 pub mod jcs;
 pub mod json;
+pub mod record;
 pub mod score;
 pub mod seed;
 pub mod stats;

@@ -10,7 +10,7 @@ use serde_json::json;
 use crate::baseline::naive;
 use crate::catalog::Catalog;
 use crate::decide::{self, Options, Verdict};
-use crate::seed::{self, SeedOptions, SeedOutcome};
+use crate::seed::{self, SeedOptions};
 use crate::task::{Label, Observed, Task, TaskError, parse_task_line};
 
 /// What scoring one line produced.
@@ -93,7 +93,7 @@ impl<'a> Scorer<'a> {
         }
         if let Some((entry, seed_opts)) = self.seed_compat {
             let outcome = seed::judge(&task, self.catalog, entry, &seed_opts);
-            let record = seed_record(&task, &outcome);
+            let record = crate::record::seed(&task.task_id, &outcome);
             return Scored::Record(record, outcome.verdict(), None, task.task_id);
         }
         if let Some(bad) = missing_result(&task) {
@@ -112,15 +112,8 @@ impl<'a> Scorer<'a> {
         if self.shard.is_some() {
             return Scored::Kept(Box::new((d, prepared, compared)));
         }
-        match serde_json::to_string(&d) {
-            Ok(json) => Scored::Record(json, Some(d.decision), compared, task.task_id),
-            // A decision always serializes; if it ever did not, say so for that line.
-            Err(e) => Scored::Bad(TaskError {
-                field: String::new(),
-                message: format!("failed to write the decision: {e}"),
-                task_id: Some(task.task_id),
-            }),
-        }
+        let json = crate::record::decision(&d);
+        Scored::Record(json, Some(d.decision), compared, task.task_id)
     }
 
     /// [`Scorer::score`], with a panic (a bug in plangate) reported as that line's
@@ -170,25 +163,4 @@ fn missing_result(task: &Task) -> Option<String> {
         }
     }
     None
-}
-
-/// The `--seed-compat` record of a task: the seed's verdict and agreements, or its
-/// refusal. Written as the differential test and `scripts/bench` expect it, key for key.
-fn seed_record(task: &Task, outcome: &SeedOutcome) -> String {
-    let record = match outcome {
-        SeedOutcome::Decided { decision, samples } => json!({
-            "task_id": task.task_id,
-            "mode": "seed_compat",
-            "decision": decision.decision,
-            "arg_agreement": decision.arg_agreement,
-            "result_agreement": decision.res_agreement,
-            "n": samples,
-        }),
-        SeedOutcome::Refused { kind, message } => json!({
-            "task_id": task.task_id,
-            "mode": "seed_compat",
-            "error": {"kind": kind.as_str(), "message": message},
-        }),
-    };
-    record.to_string()
 }

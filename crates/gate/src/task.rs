@@ -17,6 +17,16 @@ pub enum Label {
     Hallucinated,
 }
 
+impl Label {
+    /// The label as serde writes it (held equal by `tests/records.rs`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Label::Correct => "correct",
+            Label::Hallucinated => "hallucinated",
+        }
+    }
+}
+
 /// One task: N samples of a plan.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Task {
@@ -553,12 +563,46 @@ fn native_call(c: &mut Cursor<'_>, seen: &mut SeenResults) -> Option<Call> {
             "tool" if tool.is_none() => tool = Some(c.value(5)?),
             "arguments" if arguments.is_none() => arguments = Some(c.value(5)?),
             "result" if result.is_none() => result = Some(Observed::Result(seen.read(c)?)),
-            "error" if error.is_none() => error = Some(c.value(5)?),
+            "error" if error.is_none() => error = Some(native_error(c)?),
             _ => return None,
         }
         Some(())
     })?;
-    call_of(tool, arguments, result, error.as_ref(), "").ok()
+    let observed = match (result, error) {
+        (Some(_), Some(_)) => return None,
+        (r, e) => r.or(e),
+    };
+    call_of(tool, arguments, observed, None, "").ok()
+}
+
+/// A call's `error` as [`parse_error`] reads it, without building the object: a string
+/// `kind`, a string `message` or none, other members passed over. None for anything
+/// `parse_error` refuses (a repeated key among them), so the general reader says why.
+fn native_error(c: &mut Cursor<'_>) -> Option<Observed> {
+    let (mut kind, mut message) = (None, None);
+    let mut others: Vec<String> = Vec::new();
+    members(c, |c, key| {
+        let slot = match key {
+            "kind" => &mut kind,
+            "message" => &mut message,
+            _ => {
+                if others.iter().any(|k| *k == key) {
+                    return None;
+                }
+                others.push(key.to_string());
+                return c.raw(6).map(drop);
+            }
+        };
+        if slot.is_some() {
+            return None;
+        }
+        *slot = Some(c.string_value()?.into_owned());
+        Some(())
+    })?;
+    Some(Observed::Error {
+        kind: kind?,
+        message: message.unwrap_or_default(),
+    })
 }
 
 /// A result's text, checked but not built; None for a result that may be an MCP error
@@ -1153,8 +1197,17 @@ impl Observed {
             Observed::Missing => None,
             // Not through `as_value`: that deep-copies every result only to print it.
             Observed::Result(p) => Some(p.canonical().0),
-            Observed::Error { .. } => Some(crate::jcs::to_string(&self.as_value())),
+            Observed::Error { kind, message } => Some(error_form(kind, message)),
             Observed::Bytes(b) => Some(format!("bytes:{:x}", sha2::Sha256::digest(b))),
+        }
+    }
+
+    /// For an error, the form both RFC 8785 and the seed's `json.dumps` give
+    /// [`Observed::as_value`], printed without building the value; None otherwise.
+    pub(crate) fn error_form(&self) -> Option<String> {
+        match self {
+            Observed::Error { kind, message } => Some(error_form(kind, message)),
+            _ => None,
         }
     }
 
@@ -1167,9 +1220,36 @@ impl Observed {
     }
 }
 
+/// `{"error":{"kind":..,"message":..}}` as RFC 8785 and `json.dumps` both print
+/// [`Observed::as_value`] of an error (its keys are in order either way).
+fn error_form(kind: &str, message: &str) -> String {
+    let mut out = String::with_capacity(kind.len() + message.len() + 40);
+    out.push_str("{\"error\":{\"kind\":");
+    crate::jcs::write_string(kind, &mut out);
+    out.push_str(",\"message\":");
+    crate::jcs::write_string(message, &mut out);
+    out.push_str("}}");
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn errors_print_as_their_value() {
+        for (kind, message) in [
+            ("not_found", "no user 'u_1'"),
+            ("k\"\\\n\u{1}", "\u{e9}\u{1F600}"),
+        ] {
+            let e = Observed::Error {
+                kind: kind.into(),
+                message: message.into(),
+            };
+            assert_eq!(e.key(), Some(crate::jcs::to_string(&e.as_value())));
+            assert_eq!(e.error_form(), e.key());
+        }
+    }
 
     #[test]
     fn reads_a_native_line() {
@@ -1365,6 +1445,29 @@ mod tests {
             r#"{"task_id":"t","samples":[{"calls":[{"arguments":{},"result":1}]}]}"#.to_string(),
         ] {
             same_either_way(line.as_bytes());
+        }
+        // Errors, which the one-pass reader reads member by member.
+        for error in [
+            r#"{"kind":"x","message":"m"}"#,
+            r#" { "message" : "m\n" , "kind" : "x\u00e9" } "#,
+            r#"{"kind":"x"}"#,
+            r#"{"kind":"x","kind":"y"}"#,
+            r#"{"kind":"x","message":"m","message":"n"}"#,
+            r#"{"kind":"x","extra":[1,{"a":2}],"more":null}"#,
+            r#"{"kind":"x","extra":1,"extra":2}"#,
+            r#"{"kind":"x","message":7}"#,
+            r#"{"message":"m"}"#,
+            r#"{}"#,
+            r#"["x"]"#,
+            r#""x""#,
+            r#"{"kind":"x","message":"m",}"#,
+        ] {
+            let line = format!(
+                r#"{{"task_id":"t","samples":[{{"calls":[{{{call},"error":{error}}}]}}]}}"#
+            );
+            same_either_way(line.as_bytes());
+            let valid = parse_task_line_general(line.as_bytes()).is_ok();
+            assert_eq!(read_native(line.as_bytes()).is_some(), valid, "{line}");
         }
         assert!(
             read_native(deep.as_bytes()).is_some(),

@@ -80,6 +80,13 @@ fn run_case(path: &Path) -> Result<(), String> {
             path.display()
         ));
     }
+    // `plangate score` writes the record by hand: byte for byte serde's.
+    if plangate_gate::record::decision(&d) != serde_json::to_string(&d).unwrap() {
+        return Err(format!(
+            "{}: the hand-written record differs from serde's",
+            path.display()
+        ));
+    }
     let got = serde_json::to_value(&d).unwrap();
     let expect_file = dir.join("expect").join(path.file_name().unwrap());
     if std::env::var_os("PLANGATE_UPDATE_CASES").is_some() {

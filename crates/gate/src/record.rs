@@ -1,0 +1,225 @@
+//! The records `plangate score` writes (a [`Decision`], a `--seed-compat` outcome),
+//! written by hand: serde's generic serializer cost about 14k instructions of a task's
+//! 180k (docs/benchmarks.md). The output is byte-equal to `serde_json::to_string` of
+//! the same record: strings escaped as serde_json escapes them, floats through the
+//! formatter serde_json uses, fields in declaration order (`tests/records.rs` holds
+//! them equal over every gate case file and generated tasks).
+
+use crate::decide::{
+    Agreement, Decision, DivergentPath, MalformedSample, PlanStep, SchemaViolation, StepAgreement,
+};
+use crate::jcs::write_string;
+use crate::seed::SeedOutcome;
+
+/// `serde_json::to_string(d)`, written without serde.
+pub fn decision(d: &Decision) -> String {
+    let mut out = String::with_capacity(1024);
+    let o = &mut out;
+    o.push_str("{\"task_id\":");
+    write_string(&d.task_id, o);
+    o.push_str(",\"decision\":\"");
+    o.push_str(d.decision.as_str());
+    o.push_str("\",\"reasons\":");
+    list(o, &d.reasons, |o, r| {
+        o.push('"');
+        o.push_str(r.as_str());
+        o.push('"');
+    });
+    o.push_str(",\"explanation\":");
+    strings(o, &d.explanation);
+    o.push_str(",\"n\":");
+    usize_(o, d.n);
+    o.push_str(",\"arg_agreement\":");
+    agreement(o, &d.arg_agreement);
+    o.push_str(",\"result_agreement\":");
+    match &d.result_agreement {
+        Some(a) => agreement(o, a),
+        None => o.push_str("null"),
+    }
+    o.push_str(",\"modal_plan\":");
+    match &d.modal_plan {
+        Some(plan) => list(o, plan, plan_step),
+        None => o.push_str("null"),
+    }
+    o.push_str(",\"divergent_paths\":");
+    list(o, &d.divergent_paths, divergent_path);
+    o.push_str(",\"steps\":");
+    list(o, &d.steps, step_agreement);
+    o.push_str(",\"first_divergent_step\":");
+    opt_usize(o, d.first_divergent_step);
+    o.push_str(",\"tools\":");
+    strings(o, &d.tools);
+    o.push_str(",\"suspect_tools\":");
+    strings(o, &d.suspect_tools);
+    o.push_str(",\"malformed\":");
+    list(o, &d.malformed, malformed);
+    o.push_str(",\"schema_violations\":");
+    list(o, &d.schema_violations, violation);
+    o.push_str(",\"warnings\":");
+    strings(o, &d.warnings);
+    o.push_str(",\"label\":");
+    match d.label {
+        Some(l) => {
+            o.push('"');
+            o.push_str(l.as_str());
+            o.push('"');
+        }
+        None => o.push_str("null"),
+    }
+    o.push('}');
+    out
+}
+
+/// The `--seed-compat` record of task `task_id`: the seed's verdict and agreements, or
+/// its refusal, with serde_json's key order (sorted: its maps are ordered by key).
+pub fn seed(task_id: &str, outcome: &SeedOutcome) -> String {
+    let mut out = String::with_capacity(160);
+    let o = &mut out;
+    match outcome {
+        SeedOutcome::Decided { decision, samples } => {
+            o.push_str("{\"arg_agreement\":");
+            f64_(o, decision.arg_agreement);
+            o.push_str(",\"decision\":\"");
+            o.push_str(decision.decision.as_str());
+            o.push_str("\",\"mode\":\"seed_compat\",\"n\":");
+            usize_(o, *samples);
+            o.push_str(",\"result_agreement\":");
+            f64_(o, decision.res_agreement);
+        }
+        SeedOutcome::Refused { kind, message } => {
+            o.push_str("{\"error\":{\"kind\":");
+            write_string(kind.as_str(), o);
+            o.push_str(",\"message\":");
+            write_string(message, o);
+            o.push_str("},\"mode\":\"seed_compat\"");
+        }
+    }
+    o.push_str(",\"task_id\":");
+    write_string(task_id, o);
+    o.push('}');
+    out
+}
+
+fn list<T>(o: &mut String, items: &[T], mut item: impl FnMut(&mut String, &T)) {
+    o.push('[');
+    for (i, x) in items.iter().enumerate() {
+        if i > 0 {
+            o.push(',');
+        }
+        item(o, x);
+    }
+    o.push(']');
+}
+
+fn strings(o: &mut String, items: &[String]) {
+    list(o, items, |o, s| write_string(s, o));
+}
+
+fn usize_(o: &mut String, n: usize) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    let mut n = n;
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    // Only ASCII digits were written.
+    o.push_str(std::str::from_utf8(&buf[i..]).unwrap_or("0"));
+}
+
+fn opt_usize(o: &mut String, n: Option<usize>) {
+    match n {
+        Some(n) => usize_(o, n),
+        None => o.push_str("null"),
+    }
+}
+
+/// A float as serde_json writes one: its shortest form by the same formatter, `null`
+/// when it is not finite.
+fn f64_(o: &mut String, f: f64) {
+    if f.is_finite() {
+        o.push_str(zmij::Buffer::new().format_finite(f));
+    } else {
+        o.push_str("null");
+    }
+}
+
+fn agreement(o: &mut String, a: &Agreement) {
+    o.push_str("{\"count\":");
+    usize_(o, a.count);
+    o.push_str(",\"n\":");
+    usize_(o, a.n);
+    o.push_str(",\"value\":");
+    f64_(o, a.value);
+    o.push_str(",\"interval\":[");
+    f64_(o, a.interval.0);
+    o.push(',');
+    f64_(o, a.interval.1);
+    o.push_str("]}");
+}
+
+fn plan_step(o: &mut String, s: &PlanStep) {
+    o.push_str("{\"tool\":");
+    write_string(&s.tool, o);
+    o.push_str(",\"arguments\":");
+    o.push_str(s.arguments.get());
+    o.push('}');
+}
+
+fn divergent_path(o: &mut String, p: &DivergentPath) {
+    o.push_str("{\"path\":");
+    write_string(&p.path, o);
+    o.push_str(",\"distinct\":");
+    usize_(o, p.distinct);
+    o.push_str(",\"agreement\":");
+    agreement(o, &p.agreement);
+    o.push('}');
+}
+
+fn step_agreement(o: &mut String, s: &StepAgreement) {
+    o.push_str("{\"step\":");
+    usize_(o, s.step);
+    o.push_str(",\"tool\":");
+    match &s.tool {
+        Some(t) => write_string(t, o),
+        None => o.push_str("null"),
+    }
+    o.push_str(",\"agreement\":");
+    agreement(o, &s.agreement);
+    o.push('}');
+}
+
+fn malformed(o: &mut String, m: &MalformedSample) {
+    o.push_str("{\"sample\":");
+    usize_(o, m.sample);
+    o.push_str(",\"step\":");
+    opt_usize(o, m.step);
+    o.push_str(",\"place\":");
+    match &m.place {
+        Some(p) => write_string(p, o),
+        None => o.push_str("null"),
+    }
+    o.push_str(",\"problems\":");
+    strings(o, &m.problems);
+    o.push('}');
+}
+
+fn violation(o: &mut String, v: &SchemaViolation) {
+    o.push_str("{\"step\":");
+    usize_(o, v.step);
+    o.push_str(",\"tool\":");
+    write_string(&v.tool, o);
+    o.push_str(",\"path\":");
+    write_string(&v.path, o);
+    o.push_str(",\"keyword\":");
+    write_string(&v.keyword, o);
+    o.push_str(",\"message\":");
+    write_string(&v.message, o);
+    o.push_str(",\"samples\":");
+    list(o, &v.samples, |o, s| usize_(o, *s));
+    o.push('}');
+}
