@@ -302,20 +302,7 @@ fn result(py: Python<'_>, world: &World, ran: &Ran) -> PyResult<Py<PyAny>> {
                 continue;
             }
         };
-        // A retried task's record is its last decision, with the earlier ones, as the
-        // CLI writes it.
-        let record = match ran.retried.get(&d.line) {
-            Some(r) => Record {
-                decision: &r.decision,
-                epoch_id: &r.epoch_id,
-                history: Some(&r.history),
-            },
-            None => Record {
-                decision: &d.decision,
-                epoch_id: &finished.epoch_id,
-                history: None,
-            },
-        };
+        let record = Record::of(&d, &finished.epoch_id, &ran.retried);
         let text =
             serde_json::to_string(&record).map_err(|e| PlangateError::new_err(e.to_string()))?;
         records.push(text);

@@ -77,18 +77,7 @@ impl<'a> Outputs<'a> {
                     continue;
                 }
             };
-            let record = match retried.get(&d.line) {
-                Some(r) => Record {
-                    decision: &r.decision,
-                    epoch_id: &r.epoch_id,
-                    history: Some(&r.history),
-                },
-                None => Record {
-                    decision: &d.decision,
-                    epoch_id: &finished.epoch_id,
-                    history: None,
-                },
-            };
+            let record = Record::of(&d, &finished.epoch_id, retried);
             self.decided(&record, d.naive, tally)?;
         }
         Ok(())
