@@ -32,21 +32,17 @@ pub fn decision(d: &Decision) -> String {
     o.push_str(",\"arg_agreement\":");
     agreement(o, &d.arg_agreement);
     o.push_str(",\"result_agreement\":");
-    match &d.result_agreement {
-        Some(a) => agreement(o, a),
-        None => o.push_str("null"),
-    }
+    opt(o, d.result_agreement.as_ref(), agreement);
     o.push_str(",\"modal_plan\":");
-    match &d.modal_plan {
-        Some(plan) => list(o, plan, plan_step),
-        None => o.push_str("null"),
-    }
+    opt(o, d.modal_plan.as_deref(), |o, plan| {
+        list(o, plan, plan_step)
+    });
     o.push_str(",\"divergent_paths\":");
     list(o, &d.divergent_paths, divergent_path);
     o.push_str(",\"steps\":");
     list(o, &d.steps, step_agreement);
     o.push_str(",\"first_divergent_step\":");
-    opt_usize(o, d.first_divergent_step);
+    opt(o, d.first_divergent_step, usize_);
     o.push_str(",\"tools\":");
     strings(o, &d.tools);
     o.push_str(",\"suspect_tools\":");
@@ -58,14 +54,11 @@ pub fn decision(d: &Decision) -> String {
     o.push_str(",\"warnings\":");
     strings(o, &d.warnings);
     o.push_str(",\"label\":");
-    match d.label {
-        Some(l) => {
-            o.push('"');
-            o.push_str(l.as_str());
-            o.push('"');
-        }
-        None => o.push_str("null"),
-    }
+    opt(o, d.label, |o, l| {
+        o.push('"');
+        o.push_str(l.as_str());
+        o.push('"');
+    });
     o.push('}');
     out
 }
@@ -131,9 +124,10 @@ fn usize_(o: &mut String, n: usize) {
     o.push_str(std::str::from_utf8(&buf[i..]).unwrap_or("0"));
 }
 
-fn opt_usize(o: &mut String, n: Option<usize>) {
-    match n {
-        Some(n) => usize_(o, n),
+/// An optional field: its value, or `null` (serde_json writes `None` so).
+fn opt<T>(o: &mut String, v: Option<T>, write: impl FnOnce(&mut String, T)) {
+    match v {
+        Some(v) => write(o, v),
         None => o.push_str("null"),
     }
 }
@@ -184,10 +178,7 @@ fn step_agreement(o: &mut String, s: &StepAgreement) {
     o.push_str("{\"step\":");
     usize_(o, s.step);
     o.push_str(",\"tool\":");
-    match &s.tool {
-        Some(t) => write_string(t, o),
-        None => o.push_str("null"),
-    }
+    opt(o, s.tool.as_deref(), |o, t| write_string(t, o));
     o.push_str(",\"agreement\":");
     agreement(o, &s.agreement);
     o.push('}');
@@ -197,12 +188,9 @@ fn malformed(o: &mut String, m: &MalformedSample) {
     o.push_str("{\"sample\":");
     usize_(o, m.sample);
     o.push_str(",\"step\":");
-    opt_usize(o, m.step);
+    opt(o, m.step, usize_);
     o.push_str(",\"place\":");
-    match &m.place {
-        Some(p) => write_string(p, o),
-        None => o.push_str("null"),
-    }
+    opt(o, m.place.as_deref(), |o, p| write_string(p, o));
     o.push_str(",\"problems\":");
     strings(o, &m.problems);
     o.push('}');
