@@ -21,7 +21,7 @@ use plangate_sandbox::{EpochManifest, Limits};
 use pyo3::prelude::*;
 
 use crate::args::{self, Thresholds, chain};
-use crate::pickled::{Encoded, Loads};
+use crate::pickled::{self, Encoded, Loads};
 use crate::samples::Input;
 use crate::{PlangateError, dumps};
 
@@ -298,14 +298,14 @@ fn result(py: Python<'_>, world: &World, ran: &Ran) -> PyResult<Py<PyAny>> {
         let d = match line.map_err(|e| PlangateError::new_err(chain(&e)))? {
             LineOutcome::Task(d) => d,
             LineOutcome::Bad(line, e) => {
-                records.push(bad_line_record(line, &e));
+                records.push(pickled::Record::Text(bad_line_record(line, &e)));
                 continue;
             }
         };
         let record = Record::of(&d, &finished.epoch_id, &ran.retried);
         let text =
             serde_json::to_string(&record).map_err(|e| PlangateError::new_err(e.to_string()))?;
-        records.push(text);
+        records.push(pickled::Record::Text(text));
     }
     let rest = serde_json::json!({
         "epoch_id": finished.epoch_id,

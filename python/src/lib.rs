@@ -44,7 +44,8 @@ fn dumps_text(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<String> {
 #[pyo3(name = "_load_records")]
 fn load_records<'py>(py: Python<'py>, texts: Vec<String>) -> PyResult<Bound<'py, PyAny>> {
     let loads = pickled::Loads::new(py)?;
-    Ok(pickled::Encoded::of(&texts).load(py, &loads)?.into_any())
+    let records: Vec<_> = texts.into_iter().map(pickled::Record::Text).collect();
+    Ok(pickled::Encoded::of(&records).load(py, &loads)?.into_any())
 }
 
 #[pymodule]

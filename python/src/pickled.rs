@@ -1,11 +1,15 @@
 //! A chunk of decision records as pickle bytes, written by a worker off the GIL, so that
 //! the one step holding the GIL is `pickle.loads`, which builds the same dicts about
 //! twice as fast as `json.loads` reads their text (docs/benchmarks.md, the Python
-//! section). Pickle protocol 4 is documented and every later Python reads it; only
+//! section). A gate decision is pickled from the [`Decision`] itself, field by field as
+//! `gate::record::decision` writes it; any other record from its JSON text. Pickle protocol 4 is documented and every later Python reads it; only
 //! plain data opcodes are written (no globals, nothing to call), and a short string
 //! seen before in the chunk (every key, most verdicts and reasons) is one memo
 //! reference, so the records share those `str` objects as `json.loads` shares keys.
 
+use plangate_gate::decide::{
+    Agreement, Decision, DivergentPath, MalformedSample, PlanStep, SchemaViolation, StepAgreement,
+};
 use plangate_gate::json::{self, Duplicates, Value};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
@@ -34,6 +38,24 @@ const LONG_BINGET: u8 = b'j';
 /// names repeat from record to record; longer text rarely does.
 const MEMO_MAX_LEN: usize = 40;
 
+/// One record as a worker has it.
+pub(crate) enum Record {
+    /// The gate's decision on a task.
+    Decision(Box<Decision>),
+    /// Any other record (a `--seed-compat` one, a line's error), as JSON text.
+    Text(String),
+}
+
+impl Record {
+    /// The JSON text `plangate score` writes for this record.
+    fn text(&self) -> String {
+        match self {
+            Record::Decision(d) => plangate_gate::record::decision(d),
+            Record::Text(text) => text.clone(),
+        }
+    }
+}
+
 /// One chunk's records as a worker hands them over.
 pub(crate) enum Encoded {
     /// One pickled list of the records.
@@ -45,11 +67,18 @@ pub(crate) enum Encoded {
 }
 
 impl Encoded {
-    /// The records of one chunk, given as the JSON texts `plangate score` writes.
-    pub(crate) fn of(texts: &[String]) -> Encoded {
-        match pickled(texts) {
+    /// The records of one chunk.
+    pub(crate) fn of(records: &[Record]) -> Encoded {
+        match pickled(records) {
             Some(bytes) => Encoded::Pickle(bytes),
-            None => Encoded::Json(format!("[{}]", texts.join(","))),
+            None => Encoded::Json(format!(
+                "[{}]",
+                records
+                    .iter()
+                    .map(Record::text)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            )),
         }
     }
 
@@ -78,51 +107,43 @@ impl Loads {
     }
 }
 
-fn pickled(texts: &[String]) -> Option<Vec<u8>> {
-    let values = texts
-        .iter()
-        .map(|text| json::parse_str_with(text, Duplicates::LastWins).ok())
-        .collect::<Option<Vec<Value>>>()?;
+fn pickled(records: &[Record]) -> Option<Vec<u8>> {
     let mut w = Writer {
-        out: Vec::with_capacity(texts.iter().map(String::len).sum::<usize>() + 16),
+        out: Vec::with_capacity(records.len() * 1024 + 16),
         memo: FxHashMap::default(),
     };
     w.out.extend_from_slice(&[PROTO, 4, EMPTY_LIST, MARK]);
-    for value in &values {
-        w.value(value)?;
+    for record in records {
+        match record {
+            Record::Decision(d) => w.decision(d)?,
+            Record::Text(text) => {
+                w.value(&json::parse_str_with(text, Duplicates::LastWins).ok()?)?
+            }
+        }
     }
     w.out.extend_from_slice(&[APPENDS, STOP]);
     Some(w.out)
 }
 
-struct Writer<'v> {
+struct Writer {
     out: Vec<u8>,
     /// Short strings already written, by their memo index.
-    memo: FxHashMap<&'v str, u32>,
+    memo: FxHashMap<Box<str>, u32>,
 }
 
-impl<'v> Writer<'v> {
-    fn value(&mut self, v: &'v Value) -> Option<()> {
+impl Writer {
+    fn value(&mut self, v: &Value) -> Option<()> {
         match v {
             Value::Null => self.out.push(NONE),
             Value::Bool(b) => self.out.push(if *b { NEWTRUE } else { NEWFALSE }),
             // `json.loads` gives a float for a lexeme with a fraction or exponent, and
             // Python's float parsing rounds correctly, as Rust's does.
-            Value::Number(n) if n.written_as_float() => {
-                self.out.push(BINFLOAT);
-                self.out.extend_from_slice(&n.as_f64().to_be_bytes());
-            }
+            // `1e400` reads as `inf`, so here every double is written, finite or not.
+            Value::Number(n) if n.written_as_float() => self.double(n.as_f64()),
             Value::Number(n) => self.int(n.lexeme().parse::<i128>().ok()?),
             Value::String(s) => self.string(s)?,
             Value::Array(items) => {
-                self.out.push(EMPTY_LIST);
-                if !items.is_empty() {
-                    self.out.push(MARK);
-                    for item in items {
-                        self.value(item)?;
-                    }
-                    self.out.push(APPENDS);
-                }
+                self.list(items, |w, item| w.value(item))?;
             }
             Value::Object(members) => {
                 self.out.push(EMPTY_DICT);
@@ -137,6 +158,190 @@ impl<'v> Writer<'v> {
             }
         }
         Some(())
+    }
+
+    /// A dict whose keys are written here and whose values `fields` writes, in order.
+    fn dict(&mut self, fields: impl FnOnce(&mut Self) -> Option<()>) -> Option<()> {
+        self.out.extend_from_slice(&[EMPTY_DICT, MARK]);
+        fields(self)?;
+        self.out.push(SETITEMS);
+        Some(())
+    }
+
+    fn list<T>(
+        &mut self,
+        items: &[T],
+        mut item: impl FnMut(&mut Self, &T) -> Option<()>,
+    ) -> Option<()> {
+        self.out.push(EMPTY_LIST);
+        if !items.is_empty() {
+            self.out.push(MARK);
+            for x in items {
+                item(self, x)?;
+            }
+            self.out.push(APPENDS);
+        }
+        Some(())
+    }
+
+    fn strings(&mut self, items: &[String]) -> Option<()> {
+        self.list(items, |w, s| w.string(s))
+    }
+
+    fn opt<T>(
+        &mut self,
+        v: Option<T>,
+        write: impl FnOnce(&mut Self, T) -> Option<()>,
+    ) -> Option<()> {
+        match v {
+            Some(v) => write(self, v),
+            None => {
+                self.out.push(NONE);
+                Some(())
+            }
+        }
+    }
+
+    fn usize(&mut self, n: usize) -> Option<()> {
+        self.int(i128::try_from(n).ok()?);
+        Some(())
+    }
+
+    /// A float as `json.loads` reads what `gate::record` writes: the same double (its
+    /// shortest form reads back exactly), `None` for the `null` of one not finite.
+    fn float(&mut self, f: f64) {
+        if f.is_finite() {
+            self.double(f);
+        } else {
+            self.out.push(NONE);
+        }
+    }
+
+    fn double(&mut self, f: f64) {
+        self.out.push(BINFLOAT);
+        self.out.extend_from_slice(&f.to_be_bytes());
+    }
+
+    /// A decision, as `json.loads` reads `gate::record::decision`'s text: the same keys
+    /// in the same order (`records_equal_the_clis` in python/tests holds them equal).
+    fn decision(&mut self, d: &Decision) -> Option<()> {
+        self.dict(|w| {
+            w.string("task_id")?;
+            w.string(&d.task_id)?;
+            w.string("decision")?;
+            w.string(d.decision.as_str())?;
+            w.string("reasons")?;
+            w.list(&d.reasons, |w, r| w.string(r.as_str()))?;
+            w.string("explanation")?;
+            w.strings(&d.explanation)?;
+            w.string("n")?;
+            w.usize(d.n)?;
+            w.string("arg_agreement")?;
+            w.agreement(&d.arg_agreement)?;
+            w.string("result_agreement")?;
+            w.opt(d.result_agreement.as_ref(), Self::agreement)?;
+            w.string("modal_plan")?;
+            w.opt(d.modal_plan.as_deref(), |w, plan| {
+                w.list(plan, Self::plan_step)
+            })?;
+            w.string("divergent_paths")?;
+            w.list(&d.divergent_paths, Self::divergent_path)?;
+            w.string("steps")?;
+            w.list(&d.steps, Self::step_agreement)?;
+            w.string("first_divergent_step")?;
+            w.opt(d.first_divergent_step, Self::usize)?;
+            w.string("tools")?;
+            w.strings(&d.tools)?;
+            w.string("suspect_tools")?;
+            w.strings(&d.suspect_tools)?;
+            w.string("malformed")?;
+            w.list(&d.malformed, Self::malformed)?;
+            w.string("schema_violations")?;
+            w.list(&d.schema_violations, Self::violation)?;
+            w.string("warnings")?;
+            w.strings(&d.warnings)?;
+            w.string("label")?;
+            w.opt(d.label, |w, l| w.string(l.as_str()))
+        })
+    }
+
+    fn agreement(&mut self, a: &Agreement) -> Option<()> {
+        self.dict(|w| {
+            w.string("count")?;
+            w.usize(a.count)?;
+            w.string("n")?;
+            w.usize(a.n)?;
+            w.string("value")?;
+            w.float(a.value);
+            w.string("interval")?;
+            w.out.extend_from_slice(&[EMPTY_LIST, MARK]);
+            w.float(a.interval.0);
+            w.float(a.interval.1);
+            w.out.push(APPENDS);
+            Some(())
+        })
+    }
+
+    fn plan_step(&mut self, s: &PlanStep) -> Option<()> {
+        self.dict(|w| {
+            w.string("tool")?;
+            w.string(&s.tool)?;
+            w.string("arguments")?;
+            // The canonical arguments are JSON text in the decision, as in its record.
+            w.value(&json::parse_str_with(s.arguments.get(), Duplicates::LastWins).ok()?)
+        })
+    }
+
+    fn divergent_path(&mut self, p: &DivergentPath) -> Option<()> {
+        self.dict(|w| {
+            w.string("path")?;
+            w.string(&p.path)?;
+            w.string("distinct")?;
+            w.usize(p.distinct)?;
+            w.string("agreement")?;
+            w.agreement(&p.agreement)
+        })
+    }
+
+    fn step_agreement(&mut self, s: &StepAgreement) -> Option<()> {
+        self.dict(|w| {
+            w.string("step")?;
+            w.usize(s.step)?;
+            w.string("tool")?;
+            w.opt(s.tool.as_deref(), Self::string)?;
+            w.string("agreement")?;
+            w.agreement(&s.agreement)
+        })
+    }
+
+    fn malformed(&mut self, m: &MalformedSample) -> Option<()> {
+        self.dict(|w| {
+            w.string("sample")?;
+            w.usize(m.sample)?;
+            w.string("step")?;
+            w.opt(m.step, Self::usize)?;
+            w.string("place")?;
+            w.opt(m.place.as_deref(), Self::string)?;
+            w.string("problems")?;
+            w.strings(&m.problems)
+        })
+    }
+
+    fn violation(&mut self, v: &SchemaViolation) -> Option<()> {
+        self.dict(|w| {
+            w.string("step")?;
+            w.usize(v.step)?;
+            w.string("tool")?;
+            w.string(&v.tool)?;
+            w.string("path")?;
+            w.string(&v.path)?;
+            w.string("keyword")?;
+            w.string(&v.keyword)?;
+            w.string("message")?;
+            w.string(&v.message)?;
+            w.string("samples")?;
+            w.list(&v.samples, |w, s| w.usize(*s))
+        })
     }
 
     fn int(&mut self, i: i128) {
@@ -161,7 +366,7 @@ impl<'v> Writer<'v> {
         self.out.extend_from_slice(&bytes[..len]);
     }
 
-    fn string(&mut self, s: &'v str) -> Option<()> {
+    fn string(&mut self, s: &str) -> Option<()> {
         if let Some(&at) = self.memo.get(s) {
             match u8::try_from(at) {
                 Ok(at) => self.out.extend_from_slice(&[BINGET, at]),
@@ -183,7 +388,7 @@ impl<'v> Writer<'v> {
         self.out.extend_from_slice(s.as_bytes());
         if s.len() <= MEMO_MAX_LEN {
             let at = u32::try_from(self.memo.len()).ok()?;
-            self.memo.insert(s, at);
+            self.memo.insert(s.into(), at);
             self.out.push(MEMOIZE);
         }
         Some(())

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use plangate_gate::catalog::Catalog;
 use plangate_gate::decide::Options;
-use plangate_gate::score::{Scored, Scorer, bad_line_record};
+use plangate_gate::score::{Decided, Scored, Scorer, bad_line_record};
 use plangate_gate::seed::{self, SeedOptions};
 use plangate_harness::too_long;
 use pyo3::exceptions::PyValueError;
@@ -18,7 +18,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyList, PyModule};
 
 use crate::args::{self, Thresholds};
-use crate::pickled::{Encoded, Loads};
+use crate::pickled::{Encoded, Loads, Record};
 use crate::samples::{Chunk, Input};
 
 /// What a worker scores with; one per run, shared by the workers.
@@ -290,15 +290,16 @@ fn score_chunks(
         let Ok((seq, chunk)) = next else { return };
         let mut records = Vec::with_capacity(chunk.lines.len());
         for (number, at) in &chunk.lines {
-            let scored = match at {
-                Ok(range) => scorer.score_guarded(&chunk.data[range.clone()]),
-                Err(bytes) => Scored::Bad(too_long(*bytes, shared.max_line_bytes)),
+            let decided = match at {
+                Ok(range) => scorer.decide_guarded(&chunk.data[range.clone()]),
+                Err(bytes) => Decided::Scored(Scored::Bad(too_long(*bytes, shared.max_line_bytes))),
             };
-            records.push(match scored {
-                Scored::Record(json, ..) => json,
-                Scored::Bad(e) => bad_line_record(*number, &e),
+            records.push(match decided {
+                Decided::Gate(d, _) => Record::Decision(d),
+                Decided::Scored(Scored::Record(json, ..)) => Record::Text(json),
+                Decided::Scored(Scored::Bad(e)) => Record::Text(bad_line_record(*number, &e)),
                 // This scorer is never a shard's: it decides every line.
-                Scored::Other | Scored::Kept(_) => {
+                Decided::Scored(Scored::Other | Scored::Kept(_)) => {
                     unreachable!("plangate.score runs no shard")
                 }
             });

@@ -84,58 +84,96 @@ impl<'a> Scorer<'a> {
 
     /// Scores one line (without its line ending).
     pub fn score(&self, line: &[u8]) -> Scored {
+        match self.decide(line) {
+            Decided::Gate(d, task) => {
+                let compared = compares_baseline(self.baseline, &task)
+                    .then(|| (naive(&task, self.opts.arg_accept).decision, task.label));
+                let json = crate::record::decision(&d);
+                Scored::Record(json, Some(d.decision), compared, task.task_id)
+            }
+            Decided::Scored(scored) => scored,
+        }
+    }
+
+    /// Decides one line as [`Scorer::score`] does, but hands the gate's decision over
+    /// as it is, with its task, instead of its record: the Python package builds its
+    /// records from the decision itself, and reads no naive comparison. A
+    /// `--seed-compat` record, a shard's work and a line that is not a task come back
+    /// as `score` gives them.
+    pub fn decide(&self, line: &[u8]) -> Decided {
         let task = match parse_task_line(line) {
             Ok(t) => t,
-            Err(e) => return Scored::Bad(e),
+            Err(e) => return Decided::Scored(Scored::Bad(e)),
         };
         if self.shard.is_some_and(|owns| !owns(&task.task_id)) {
-            return Scored::Other;
+            return Decided::Scored(Scored::Other);
         }
         if let Some((entry, seed_opts)) = self.seed_compat {
             let outcome = seed::judge(&task, self.catalog, entry, &seed_opts);
             let record = crate::record::seed(&task.task_id, &outcome);
-            return Scored::Record(record, outcome.verdict(), None, task.task_id);
+            return Decided::Scored(Scored::Record(
+                record,
+                outcome.verdict(),
+                None,
+                task.task_id,
+            ));
         }
         if let Some(bad) = missing_result(&task) {
-            return Scored::Bad(TaskError {
+            return Decided::Scored(Scored::Bad(TaskError {
                 field: bad,
                 message: "no result or error: plangate score decides observed results; \
                           use plangate eval to execute calls"
                     .into(),
                 task_id: Some(task.task_id.clone()),
-            });
+            }));
         }
         let prepared = decide::prepare(&task, self.catalog, None);
         let d = decide::classify(&prepared, &self.states, &self.opts);
-        let compared = compares_baseline(self.baseline, &task)
-            .then(|| (naive(&task, self.opts.arg_accept).decision, task.label));
         if self.shard.is_some() {
-            return Scored::Kept(Box::new((d, prepared, compared)));
+            let compared = compares_baseline(self.baseline, &task)
+                .then(|| (naive(&task, self.opts.arg_accept).decision, task.label));
+            return Decided::Scored(Scored::Kept(Box::new((d, prepared, compared))));
         }
-        let json = crate::record::decision(&d);
-        Scored::Record(json, Some(d.decision), compared, task.task_id)
+        drop(prepared);
+        Decided::Gate(Box::new(d), Box::new(task))
     }
 
     /// [`Scorer::score`], with a panic (a bug in plangate) reported as that line's
     /// failure: the rest of the run is still decided, and the summary counts the line.
     pub fn score_guarded(&self, line: &[u8]) -> Scored {
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.score(line))).unwrap_or_else(
-            |panic| {
-                let what = panic
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_default();
-                Scored::Bad(TaskError {
-                    field: String::new(),
-                    message: format!(
-                        "internal error while deciding this line ({what}); please report it"
-                    ),
-                    task_id: None,
-                })
-            },
-        )
+        guarded(|| self.score(line), Scored::Bad)
     }
+
+    /// [`Scorer::decide`], guarded as [`Scorer::score_guarded`] is.
+    pub fn decide_guarded(&self, line: &[u8]) -> Decided {
+        guarded(|| self.decide(line), |e| Decided::Scored(Scored::Bad(e)))
+    }
+}
+
+/// What [`Scorer::decide`] made of a line: the gate's decision with its task, or what
+/// [`Scorer::score`] hands over for it.
+#[derive(Debug)]
+pub enum Decided {
+    /// The gate decided the task.
+    Gate(Box<decide::Decision>, Box<Task>),
+    /// Anything else, as `score` gives it.
+    Scored(Scored),
+}
+
+/// `f()`, or a panic inside it as the line's error.
+fn guarded<T>(f: impl FnOnce() -> T, bad: impl FnOnce(TaskError) -> T) -> T {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|panic| {
+        let what = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        bad(TaskError {
+            field: String::new(),
+            message: format!("internal error while deciding this line ({what}); please report it"),
+            task_id: None,
+        })
+    })
 }
 
 /// Whether a task is also scored the naive way: when asked for, and always for a
