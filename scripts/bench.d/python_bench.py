@@ -14,6 +14,7 @@ Run with a Python that has the package installed (release build):
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -42,17 +43,33 @@ def main():
         dicts = [json.loads(line) for line in f]
 
     cli_times, py_times = [], []
+    # CPU seconds beside the wall times: the CLI's whole process, and this process
+    # while plangate.score ran, with the share of the thread that holds the GIL.
+    cli_cpu, py_cpu, gil_cpu = [], [], []
     records = None
+
+    def cpu(who):
+        r = resource.getrusage(who)
+        return r.ru_utime + r.ru_stime
+
     # Alternating runs, median of three each, so a neighbour's burst hits both sides.
     for _ in range(3):
+        c0 = cpu(resource.RUSAGE_CHILDREN)
         t = time.perf_counter()
         done = subprocess.run([a.plangate, "score", "--catalog", catalog, "--samples", tasks,
                                "--out", out], stderr=subprocess.DEVNULL)
         cli_times.append(time.perf_counter() - t)
+        cli_cpu.append(cpu(resource.RUSAGE_CHILDREN) - c0)
         assert done.returncode in (0, 1), done.returncode
+        # The previous run's records are freed here, off the clock: freeing them is not
+        # scoring (the CLI's side never frees the records it wrote).
+        records = None
+        c0, g0 = cpu(resource.RUSAGE_SELF), time.thread_time()
         t = time.perf_counter()
         records = plangate.score_list(catalog, dicts)
         py_times.append(time.perf_counter() - t)
+        py_cpu.append(cpu(resource.RUSAGE_SELF) - c0)
+        gil_cpu.append(time.thread_time() - g0)
 
     with open(out) as f:
         want = [json.loads(line) for line in f]
@@ -62,6 +79,10 @@ def main():
     verdict = "met" if ratio <= GOAL else "NOT MET"
     print(f"plangate.score on {a.count} task dicts: {py:.2f} s; plangate score on the same "
           f"tasks as a file: {cli:.2f} s; ratio {ratio:.2f}x (goal: within {GOAL:g}x): {verdict}")
+    med = statistics.median
+    print(f"CPU seconds: plangate score {med(cli_cpu):.2f}; plangate.score {med(py_cpu):.2f}, "
+          f"of which the thread holding the GIL {med(gil_cpu):.2f}; load average "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"python_bench: all {len(want)} records equal", file=sys.stderr)
     return 0
 
