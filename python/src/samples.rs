@@ -111,7 +111,7 @@ fn read_items(
         } else if let Ok(b) = item.cast::<PyBytes>() {
             chunk.data.extend_from_slice(b.as_bytes());
         } else if item.cast::<pyo3::types::PyDict>().is_ok() {
-            chunk.data.extend_from_slice(&dumps::line(py, &item)?);
+            dumps::line_into(py, &item, &mut chunk.data)?;
         } else {
             return Err(PyTypeError::new_err(format!(
                 "samples item {}: expected a task dict, or a JSON line (str or bytes), got {}",

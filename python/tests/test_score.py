@@ -279,6 +279,13 @@ def test_dumps_writes_what_json_dumps_writes():
     for _ in range(3000):
         v = _values(rng)
         assert plangate.dumps(v) == json.dumps(v, **compact), v
+    # Every kind of double, from random bits: subnormals, NaNs, both zeros, and the
+    # layouts Python's repr switches between at 1e-4 and 1e16.
+    import struct
+    doubles = [struct.unpack("<d", struct.pack("<Q", rng.getrandbits(64)))[0]
+               for _ in range(20000)]
+    doubles += [rng.randint(1, 10**17) / 10**rng.randint(0, 22) for _ in range(20000)]
+    assert plangate.dumps(doubles) == json.dumps(doubles, **compact)
     # What the walk leaves to json.dumps: subclasses, non-string keys, tuples.
     import collections
     import enum

@@ -453,7 +453,7 @@ fn first_special(word: u64) -> Option<usize> {
 
 /// The length of the run of plain string text `s` starts with (up to a quote, a
 /// backslash or a control character: what a JSON string escapes), eight bytes at a time.
-pub(crate) fn plain_len(s: &[u8]) -> usize {
+pub fn plain_len(s: &[u8]) -> usize {
     let mut i = 0;
     while let Some(w) = s.get(i..i + 8) {
         let word = u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
