@@ -98,18 +98,7 @@ unsafe fn write(obj: *mut ffi::PyObject, out: &mut Vec<u8>, depth: usize) -> Res
             }
             out.push(b'}');
         } else if ffi::PyList_CheckExact(obj) != 0 {
-            out.push(b'[');
-            // The length is read again each round: nothing runs that could change it,
-            // but a stale length must never index past the end.
-            let mut i = 0;
-            while i < ffi::PyList_Size(obj) {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write(ffi::PyList_GetItem(obj, i), out, depth + 1)?;
-                i += 1;
-            }
-            out.push(b']');
+            write_items(obj, out, depth, ffi::PyList_Size, ffi::PyList_GetItem)?;
         } else if obj == ffi::Py_None() {
             out.extend_from_slice(b"null");
         } else if obj == ffi::Py_True() {
@@ -136,20 +125,37 @@ unsafe fn write(obj: *mut ffi::PyObject, out: &mut Vec<u8>, depth: usize) -> Res
         } else if ffi::PyFloat_CheckExact(obj) != 0 {
             write_float(ffi::PyFloat_AsDouble(obj), out);
         } else if ffi::PyTuple_CheckExact(obj) != 0 {
-            out.push(b'[');
-            let mut i = 0;
-            while i < ffi::PyTuple_Size(obj) {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write(ffi::PyTuple_GetItem(obj, i), out, depth + 1)?;
-                i += 1;
-            }
-            out.push(b']');
+            write_items(obj, out, depth, ffi::PyTuple_Size, ffi::PyTuple_GetItem)?;
         } else {
             return Err(Fallback);
         }
     }
+    Ok(())
+}
+
+/// A list's or a tuple's items as a JSON array, read by `len` and `item` (borrowed).
+///
+/// # Safety
+/// `obj` is a live object of the type `len` and `item` read, and the GIL is held.
+unsafe fn write_items(
+    obj: *mut ffi::PyObject,
+    out: &mut Vec<u8>,
+    depth: usize,
+    len: unsafe extern "C" fn(*mut ffi::PyObject) -> ffi::Py_ssize_t,
+    item: unsafe extern "C" fn(*mut ffi::PyObject, ffi::Py_ssize_t) -> *mut ffi::PyObject,
+) -> Result<(), Fallback> {
+    out.push(b'[');
+    // The length is read again each round: nothing runs that could change it, but a
+    // stale length must never index past the end.
+    let mut i = 0;
+    while i < unsafe { len(obj) } {
+        if i > 0 {
+            out.push(b',');
+        }
+        unsafe { write(item(obj, i), out, depth + 1)? };
+        i += 1;
+    }
+    out.push(b']');
     Ok(())
 }
 
