@@ -1216,6 +1216,27 @@ mod tests {
     }
 
     #[test]
+    fn plain_len_stops_at_the_first_byte_to_escape() {
+        // Every length across two words and a tail, with each special byte (and the
+        // bytes beside them: space, DEL, a UTF-8 lead) at every place.
+        for len in 0..20 {
+            for at in 0..=len {
+                for b in [b'"', b'\\', 0x00, 0x1f, b'\n', b' ', 0x7f, 0xc3] {
+                    let mut s = vec![b'a'; len];
+                    if at < len {
+                        s[at] = b;
+                    }
+                    let want = s
+                        .iter()
+                        .position(|&c| c == b'"' || c == b'\\' || c < 0x20)
+                        .unwrap_or(len);
+                    assert_eq!(plain_len(&s), want, "{s:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn malformed_numbers() {
         for s in [
             "01", "1.", ".1", "-", "1e", "1e+", "+1", "0x1", "1.e3", "Infinity", "NaN",
