@@ -2,6 +2,7 @@
 //! tool calls with what each call returned. Parsing a samples line lives here, pure, so
 //! `score` and `eval` read lines identically and report bad ones the same way.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 
@@ -134,16 +135,26 @@ impl Payload {
     /// printed from the text, once, when there is text. Both agreement and the naive
     /// scorer's `json.dumps` equality key by it (see `baseline`).
     pub(crate) fn canonical(&self) -> (String, bool) {
+        let (form, float) = self.canonical_ref();
+        (form.into_owned(), float)
+    }
+
+    /// [`Payload::canonical`], borrowed from the payload when it keeps its text: the
+    /// naive scorer compares by it without copying it.
+    pub(crate) fn canonical_ref(&self) -> (Cow<'_, str>, bool) {
         let of_value = |v: &Value| (crate::jcs::to_string(v), has_float(v));
         match &self.0 {
-            PayloadRepr::Value(v) => of_value(v),
-            PayloadRepr::Text(t) => t
-                .canonical
-                .get_or_init(|| {
+            PayloadRepr::Value(v) => {
+                let (form, float) = of_value(v);
+                (Cow::Owned(form), float)
+            }
+            PayloadRepr::Text(t) => {
+                let (form, float) = t.canonical.get_or_init(|| {
                     crate::jcs::print_text(&t.text, &crate::jcs::JCS)
                         .unwrap_or_else(|| of_value(self.value()))
-                })
-                .clone(),
+                });
+                (Cow::Borrowed(form), *float)
+            }
         }
     }
 
