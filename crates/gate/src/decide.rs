@@ -1570,27 +1570,33 @@ const PATH_WALK_LIMIT: usize = 10_000;
 fn path_agreements(p: &Prepared, max_steps: usize) -> Vec<DivergentPath> {
     let n = p.samples.len();
     let mut out = Vec::new();
-    let push_counted = |path: String, counts: BTreeMap<String, usize>, out: &mut Vec<_>| {
+    // The path is spelled only where samples differ: most tasks agree on every step.
+    fn push_counted<K>(
+        path: impl FnOnce() -> String,
+        counts: BTreeMap<K, usize>,
+        n: usize,
+        out: &mut Vec<DivergentPath>,
+    ) {
         if counts.len() > 1 {
             out.push(DivergentPath {
-                path,
+                path: path(),
                 distinct: counts.len(),
                 agreement: Agreement::new(counts.values().copied().max().unwrap_or(0), n),
             });
         }
-    };
+    }
     let mut lens = BTreeMap::new();
     for s in &p.samples {
-        *lens.entry(s.steps.len().to_string()).or_insert(0) += 1;
+        *lens.entry(s.steps.len()).or_insert(0) += 1;
     }
-    push_counted("$.steps".into(), lens, &mut out);
+    push_counted(|| "$.steps".into(), lens, n, &mut out);
     for j in 0..max_steps {
         let mut tools = BTreeMap::new();
         for s in &p.samples {
             let t = s.steps.get(j).map_or("\u{0}", |st| &*st.tool);
-            *tools.entry(t.to_string()).or_insert(0) += 1;
+            *tools.entry(t).or_insert(0) += 1;
         }
-        push_counted(format!("$.steps[{j}].tool"), tools, &mut out);
+        push_counted(|| format!("$.steps[{j}].tool"), tools, n, &mut out);
         // Arguments are compared among readable samples; unreadable ones are listed in
         // the decision on their own. When every sample has this step and the readable
         // ones share one (tool, arguments) key, their arguments print the same and
