@@ -57,6 +57,8 @@ impl Form for NaiveForm {
 /// to tell two of them apart: it is printed once a task holds a second distinct text
 /// with a float, which results copied byte for byte across samples never make.
 struct NaiveResults<'a> {
+    /// The first result keyed, unprinted while it is the only one (as in `Keys`).
+    waiting: Option<&'a Payload>,
     plain: BTreeMap<Cow<'a, str>, u32>,
     floats: Option<FloatResults<'a>>,
     texts: Recent<&'a str, u32>,
@@ -73,6 +75,7 @@ struct FloatResults<'a> {
 impl<'a> NaiveResults<'a> {
     fn new() -> Self {
         NaiveResults {
+            waiting: None,
             plain: BTreeMap::new(),
             floats: None,
             texts: Recent::new(),
@@ -98,6 +101,11 @@ impl<'a> NaiveResults<'a> {
     }
 
     fn keyed(&mut self, p: &'a Payload) -> u32 {
+        if self.next == 0 {
+            self.waiting = Some(p);
+            return Self::fresh(&mut self.next);
+        }
+        self.settle();
         let (form, float) = p.canonical_ref();
         if !float {
             return self.plain_id(form);
@@ -123,8 +131,24 @@ impl<'a> NaiveResults<'a> {
 
     /// The id of a float-free RFC 8785 form (an error's, `null`'s for a missing result).
     fn plain_id(&mut self, form: Cow<'a, str>) -> u32 {
+        self.settle();
         let next = &mut self.next;
         *self.plain.entry(form).or_insert_with(|| Self::fresh(next))
+    }
+
+    /// Keys the waiting first result (id 0) before another is compared with it.
+    fn settle(&mut self) {
+        if let Some(first) = self.waiting.take() {
+            let (form, float) = first.canonical_ref();
+            if float {
+                self.floats = Some(FloatResults {
+                    first: (first, 0),
+                    dumps: BTreeMap::new(),
+                });
+            } else {
+                self.plain.insert(form, 0);
+            }
+        }
     }
 
     fn observed(&mut self, o: &'a Observed) -> u32 {

@@ -245,48 +245,76 @@ impl<K: PartialEq, V: Clone> Recent<K, V> {
 /// reads the text without building it; comparing ids is cheaper than comparing printed
 /// results of hundreds of bytes.
 pub(crate) struct Keys<'a, F> {
-    ids: BTreeMap<String, u32>,
+    table: Table<'a, F>,
     texts: Recent<&'a str, u32>,
     values: Recent<&'a Value, u32>,
+}
+
+/// The ids of [`Keys`] by printed form. The first payload keyed waits unprinted while
+/// it is the only key: a task whose samples all returned one text never needs its form
+/// (its copies are found by text), and most tasks are such. It is printed, as id 0,
+/// before any other key is compared with it.
+struct Table<'a, F> {
+    ids: BTreeMap<String, u32>,
+    waiting: Option<&'a Payload>,
     form: F,
+}
+
+impl<'a, F: Form> Table<'a, F> {
+    fn id(&mut self, key: String) -> u32 {
+        if let Some(first) = self.waiting.take() {
+            self.ids.insert(self.form.of_payload(first), 0);
+        }
+        let next = u32::try_from(self.ids.len()).unwrap_or(u32::MAX);
+        *self.ids.entry(key).or_insert(next)
+    }
+
+    fn payload(&mut self, p: &'a Payload) -> u32 {
+        if self.ids.is_empty() && self.waiting.is_none() {
+            self.waiting = Some(p);
+            return 0;
+        }
+        let key = self.form.of_payload(p);
+        self.id(key)
+    }
 }
 
 impl<'a, F: Form> Keys<'a, F> {
     /// Ids of keys; values and payloads are keyed by their `form`.
     pub(crate) fn new(form: F) -> Self {
         Keys {
-            ids: BTreeMap::new(),
+            table: Table {
+                ids: BTreeMap::new(),
+                waiting: None,
+                form,
+            },
             texts: Recent::new(),
             values: Recent::new(),
-            form,
         }
     }
 
     /// The id of `key`.
     pub(crate) fn id(&mut self, key: String) -> u32 {
-        Self::id_in(&mut self.ids, key)
+        self.table.id(key)
     }
 
     /// The id of `v`'s key, from an earlier equal value when there is one (values
     /// equal as trees have equal keys).
     pub(crate) fn value(&mut self, v: &'a Value) -> u32 {
-        let (ids, form) = (&mut self.ids, &self.form);
-        self.values.get_or(v, || Self::id_in(ids, form.of_value(v)))
+        let table = &mut self.table;
+        self.values.get_or(v, || {
+            let key = table.form.of_value(v);
+            table.id(key)
+        })
     }
 
     /// The id of `p`'s key, from an earlier copy of its text when there is one.
     pub(crate) fn payload(&mut self, p: &'a Payload) -> u32 {
         let Some(text) = p.text() else {
-            return self.id(self.form.of_payload(p));
+            return self.table.payload(p);
         };
-        let (ids, form) = (&mut self.ids, &self.form);
-        self.texts
-            .get_or(text, || Self::id_in(ids, form.of_payload(p)))
-    }
-
-    fn id_in(ids: &mut BTreeMap<String, u32>, key: String) -> u32 {
-        let next = u32::try_from(ids.len()).unwrap_or(u32::MAX);
-        *ids.entry(key).or_insert(next)
+        let table = &mut self.table;
+        self.texts.get_or(text, || table.payload(p))
     }
 }
 
@@ -1246,6 +1274,34 @@ fn error_form(kind: &str, message: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The first result waits unprinted; whatever comes next is still compared with
+    /// its printed form: an error that prints the same, a text that reads the same.
+    #[test]
+    fn the_first_result_keys_as_if_printed() {
+        let line = br#"{"task_id":"t","samples":[
+            {"calls":[{"tool":"x","arguments":{},"result":{"error":{"message":"m","kind":"k"}}}]},
+            {"calls":[{"tool":"x","arguments":{},"result":{"error":{"message":"m","kind":"k"}}}]},
+            {"calls":[{"tool":"x","arguments":{},"error":{"kind":"k","message":"m"}}]},
+            {"calls":[{"tool":"x","arguments":{},"result":{"error": {"kind":"k","message":"m"}}}]},
+            {"calls":[{"tool":"x","arguments":{},"result":{"error":{"kind":"k","message":"n"}}}]},
+            {"calls":[{"tool":"x","arguments":{}}]}]}"#;
+        let task = parse_task_line(line).unwrap();
+        let observed: Vec<&Observed> = task.samples.iter().map(|s| &s.calls[0].observed).collect();
+        for first in 0..observed.len() {
+            // Every order of arrival, each result first once.
+            let order: Vec<usize> = (first..observed.len()).chain(0..first).collect();
+            let mut keys = Keys::new(Jcs);
+            let mut ids = vec![None; observed.len()];
+            for &i in &order {
+                ids[i] = observed[i].key_id(&mut keys);
+            }
+            let same = Some(ids[0].unwrap());
+            assert_eq!(&ids[..4], &[same; 4], "first {first}");
+            assert!(ids[4].is_some() && ids[4] != same, "first {first}");
+            assert_eq!(ids[5], None);
+        }
+    }
 
     #[test]
     fn errors_print_as_their_value() {
