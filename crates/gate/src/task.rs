@@ -250,31 +250,43 @@ pub(crate) struct Keys<'a, F> {
     values: Recent<&'a Value, u32>,
 }
 
-/// The ids of [`Keys`] by printed form. The first payload keyed waits unprinted while
-/// it is the only key: a task whose samples all returned one text never needs its form
-/// (its copies are found by text), and most tasks are such. It is printed, as id 0,
-/// before any other key is compared with it.
+/// The ids of [`Keys`] by printed form. The first value or payload keyed waits
+/// unprinted while it is the only key: a task whose samples all returned one text, or
+/// wrote one value, never needs its form (its copies are found by text or as equal
+/// trees), and most tasks are such. It is printed, as id 0, before any other key is
+/// compared with it.
 struct Table<'a, F> {
     ids: BTreeMap<String, u32>,
-    waiting: Option<&'a Payload>,
+    waiting: Option<Waiting<'a>>,
     form: F,
+}
+
+/// What [`Table`] keyed first, not printed yet.
+enum Waiting<'a> {
+    Value(&'a Value),
+    Payload(&'a Payload),
 }
 
 impl<'a, F: Form> Table<'a, F> {
     fn id(&mut self, key: String) -> u32 {
         if let Some(first) = self.waiting.take() {
-            self.ids.insert(self.form.of_payload(first), 0);
+            let form = match first {
+                Waiting::Value(v) => self.form.of_value(v),
+                Waiting::Payload(p) => self.form.of_payload(p),
+            };
+            self.ids.insert(form, 0);
         }
         let next = u32::try_from(self.ids.len()).unwrap_or(u32::MAX);
         *self.ids.entry(key).or_insert(next)
     }
 
-    fn payload(&mut self, p: &'a Payload) -> u32 {
+    /// The id of the key `print` gives `first`, which waits when nothing was keyed yet.
+    fn first_or(&mut self, first: Waiting<'a>, print: impl FnOnce(&F) -> String) -> u32 {
         if self.ids.is_empty() && self.waiting.is_none() {
-            self.waiting = Some(p);
+            self.waiting = Some(first);
             return 0;
         }
-        let key = self.form.of_payload(p);
+        let key = print(&self.form);
         self.id(key)
     }
 }
@@ -302,19 +314,19 @@ impl<'a, F: Form> Keys<'a, F> {
     /// equal as trees have equal keys).
     pub(crate) fn value(&mut self, v: &'a Value) -> u32 {
         let table = &mut self.table;
-        self.values.get_or(v, || {
-            let key = table.form.of_value(v);
-            table.id(key)
-        })
+        self.values
+            .get_or(v, || table.first_or(Waiting::Value(v), |f| f.of_value(v)))
     }
 
     /// The id of `p`'s key, from an earlier copy of its text when there is one.
     pub(crate) fn payload(&mut self, p: &'a Payload) -> u32 {
+        let first =
+            |table: &mut Table<'a, F>| table.first_or(Waiting::Payload(p), |f| f.of_payload(p));
         let Some(text) = p.text() else {
-            return self.table.payload(p);
+            return first(&mut self.table);
         };
         let table = &mut self.table;
-        self.texts.get_or(text, || table.payload(p))
+        self.texts.get_or(text, || first(table))
     }
 }
 
@@ -1300,6 +1312,24 @@ mod tests {
             assert_eq!(&ids[..4], &[same; 4], "first {first}");
             assert!(ids[4].is_some() && ids[4] != same, "first {first}");
             assert_eq!(ids[5], None);
+        }
+    }
+
+    /// So does the first value: `1` and `1.0` are two trees with one RFC 8785 form.
+    #[test]
+    fn the_first_value_keys_as_if_printed() {
+        let values: Vec<Value> = [r#"{"a":1}"#, r#"{"a":1.0}"#, r#"{"a":2}"#]
+            .iter()
+            .map(|t| crate::json::parse(t).unwrap())
+            .collect();
+        for first in 0..values.len() {
+            let mut keys = Keys::new(Jcs);
+            let mut ids = [0; 3];
+            for i in (first..values.len()).chain(0..first) {
+                ids[i] = keys.value(&values[i]);
+            }
+            assert_eq!(ids[0], ids[1], "first {first}");
+            assert_ne!(ids[0], ids[2], "first {first}");
         }
     }
 
