@@ -522,28 +522,13 @@ pub fn prepare(
     for (i, sample) in task.samples.iter().enumerate() {
         let mut steps: Vec<PreparedStep> = Vec::with_capacity(sample.calls.len());
         let mut bad = sample.malformed.is_some();
-        if let Some(why) = &sample.malformed {
-            malformed.push(MalformedSample {
-                sample: i,
-                step: None,
-                place: None,
-                problems: vec![why.clone()],
-            });
-        }
-        // A native sample (every call its own turn) has no turn to split or sort, and
-        // its one-call turns are not collected.
-        let split = (!sample.turns.is_empty()).then(|| split_turns(sample));
-        let (mut listed, mut singles);
-        let ranges: &mut dyn Iterator<Item = std::ops::Range<usize>> = match &split {
-            Some(turns) => {
-                listed = turns.iter().cloned();
-                &mut listed
-            }
-            None => {
-                singles = (0..sample.calls.len()).map(|j| j..j + 1);
-                &mut singles
-            }
-        };
+        malformed.extend(sample.malformed.iter().map(|why| MalformedSample {
+            sample: i,
+            step: None,
+            place: None,
+            problems: vec![why.clone()],
+        }));
+        let (ranges, turns) = Turns::of(sample);
         // Where each call as written landed in canonical order, for `$from` steps; only
         // kept once a turn was reordered.
         let mut moved: Option<Vec<usize>> = None;
@@ -596,7 +581,6 @@ pub fn prepare(
             }
             sort_turn(&mut steps, range.clone(), &mut moved, sample.calls.len());
         }
-        let turns = split.as_deref().map_or_else(Vec::new, turn_lengths);
         let plan = if bad {
             PlanKey::Malformed(i)
         } else {
@@ -616,6 +600,36 @@ pub fn prepare(
         samples,
         malformed,
         warnings: task.warnings.clone(),
+    }
+}
+
+/// A sample's turns as [`split_turns`] cuts them, in order. A native sample (every call
+/// its own turn) has no turn to split or sort, and its one-call turns are not collected.
+enum Turns {
+    Split(std::vec::IntoIter<std::ops::Range<usize>>),
+    Singles(std::ops::Range<usize>),
+}
+
+impl Turns {
+    /// The turns of `sample`, and their lengths as [`turn_lengths`] keeps them.
+    fn of(sample: &crate::task::Sample) -> (Self, Vec<usize>) {
+        if sample.turns.is_empty() {
+            return (Turns::Singles(0..sample.calls.len()), Vec::new());
+        }
+        let split = split_turns(sample);
+        let lengths = turn_lengths(&split);
+        (Turns::Split(split.into_iter()), lengths)
+    }
+}
+
+impl Iterator for Turns {
+    type Item = std::ops::Range<usize>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            Turns::Split(turns) => turns.next(),
+            Turns::Singles(calls) => calls.next().map(|j| j..j + 1),
+        }
     }
 }
 
