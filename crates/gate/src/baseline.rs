@@ -42,6 +42,8 @@ impl Form for NaiveForm {
         }
         key
     }
+    // `naive` keys results through `NaiveResults`, with this equality; this is the
+    // same key for a `Keys<NaiveForm>` asked for a payload.
     fn of_payload(&self, p: &Payload) -> String {
         match p.canonical() {
             (_, true) => format!("d{}", Dumps.of_payload(p)),
