@@ -3,11 +3,14 @@
 //! `json.dumps` equality), reject below 0.80. It conflates a fabricated argument with a
 //! flaky tool, which is the whole point of comparing against it.
 
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
 use crate::decide::{Agreement, Verdict, modal};
 use crate::json::Value;
 use crate::seed::{Dumps, dumps_key};
 use crate::stats::Ratio;
-use crate::task::{Arguments, Form, Keys, Observed, Payload, Task, has_float};
+use crate::task::{Arguments, Form, Keys, Observed, Payload, Recent, Task, has_float};
 
 /// What the naive scorer decides: accept or reject, never defer.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -39,6 +42,8 @@ impl Form for NaiveForm {
         }
         key
     }
+    // `naive` keys results through `NaiveResults`, with this equality; this is the
+    // same key for a `Keys<NaiveForm>` asked for a payload.
     fn of_payload(&self, p: &Payload) -> String {
         match p.canonical() {
             (_, true) => format!("d{}", Dumps.of_payload(p)),
@@ -47,17 +52,134 @@ impl Form for NaiveForm {
     }
 }
 
-/// The naive scorer's key of a result payload; public only so `tests/props.rs` can
-/// hold its equality to [`dumps_key`]'s.
+/// Ids of results under the seed's `json.dumps` equality. A float-free result is keyed
+/// by the RFC 8785 form agreement already printed and cached on its payload, compared
+/// where it lies (see [`NaiveForm`]). A result with a float needs `json.dumps` itself
+/// (RFC 8785 keeps `1e400` and `2e400` apart, Python reads both as infinity), but only
+/// to tell two of them apart: it is printed once a task holds a second distinct text
+/// with a float, which results copied byte for byte across samples never make.
+struct NaiveResults<'a> {
+    /// The first result keyed, unprinted while it is the only one (as in `Keys`).
+    waiting: Option<&'a Payload>,
+    plain: BTreeMap<Cow<'a, str>, u32>,
+    floats: Option<FloatResults<'a>>,
+    texts: Recent<&'a str, u32>,
+    next: u32,
+}
+
+/// The results with a float: the first one's id, and, once a second distinct text
+/// came, each distinct `json.dumps` form with its id.
+struct FloatResults<'a> {
+    first: (&'a Payload, u32),
+    dumps: BTreeMap<String, u32>,
+}
+
+impl<'a> NaiveResults<'a> {
+    fn new() -> Self {
+        NaiveResults {
+            waiting: None,
+            plain: BTreeMap::new(),
+            floats: None,
+            texts: Recent::new(),
+            next: 0,
+        }
+    }
+
+    fn fresh(next: &mut u32) -> u32 {
+        let id = *next;
+        *next = next.saturating_add(1);
+        id
+    }
+
+    /// The id of a result payload, from an earlier copy of its text when there is one.
+    fn payload(&mut self, p: &'a Payload) -> u32 {
+        let Some(text) = p.text() else {
+            return self.keyed(p);
+        };
+        let mut texts = std::mem::replace(&mut self.texts, Recent::new());
+        let id = texts.get_or(text, || self.keyed(p));
+        self.texts = texts;
+        id
+    }
+
+    fn keyed(&mut self, p: &'a Payload) -> u32 {
+        if self.next == 0 {
+            self.waiting = Some(p);
+            return Self::fresh(&mut self.next);
+        }
+        self.settle();
+        let (form, float) = p.canonical_ref();
+        if !float {
+            return self.plain_id(form);
+        }
+        let next = &mut self.next;
+        let Some(floats) = &mut self.floats else {
+            let id = Self::fresh(next);
+            self.floats = Some(FloatResults {
+                first: (p, id),
+                dumps: BTreeMap::new(),
+            });
+            return id;
+        };
+        if floats.dumps.is_empty() {
+            let (first, id) = floats.first;
+            floats.dumps.insert(Dumps.of_payload(first), id);
+        }
+        *floats
+            .dumps
+            .entry(Dumps.of_payload(p))
+            .or_insert_with(|| Self::fresh(next))
+    }
+
+    /// The id of a float-free RFC 8785 form (an error's, `null`'s for a missing result).
+    fn plain_id(&mut self, form: Cow<'a, str>) -> u32 {
+        self.settle();
+        let next = &mut self.next;
+        *self.plain.entry(form).or_insert_with(|| Self::fresh(next))
+    }
+
+    /// Keys the waiting first result (id 0) before another is compared with it.
+    fn settle(&mut self) {
+        if let Some(first) = self.waiting.take() {
+            let (form, float) = first.canonical_ref();
+            if float {
+                self.floats = Some(FloatResults {
+                    first: (first, 0),
+                    dumps: BTreeMap::new(),
+                });
+            } else {
+                self.plain.insert(form, 0);
+            }
+        }
+    }
+
+    fn observed(&mut self, o: &'a Observed) -> u32 {
+        match o {
+            Observed::Result(p) => self.payload(p),
+            // An error holds no float: its `json.dumps` is its RFC 8785 form.
+            other => match other.error_form() {
+                Some(form) => self.plain_id(Cow::Owned(form)),
+                // A missing result is null and raw bytes a string: no float in either.
+                None => self.plain_id(Cow::Owned(crate::jcs::to_string(&other.as_value()))),
+            },
+        }
+    }
+}
+
+/// Ids the naive scorer gives `results`, in order; public only so `tests/props.rs`
+/// can hold their equality to [`dumps_key`]'s.
 #[doc(hidden)]
-pub fn naive_result_key(p: &Payload) -> String {
-    NaiveForm.of_payload(p)
+pub fn naive_result_ids(results: &[&Payload]) -> Vec<u32> {
+    let mut ids = NaiveResults::new();
+    results.iter().map(|p| ids.payload(p)).collect()
 }
 
 /// Scores `task` the naive way. Calls without an observed result count as `null`.
 pub fn naive(task: &Task, threshold: Ratio) -> NaiveDecision {
-    // Arguments and results by the id of their `json.dumps`: equal ids, equal dumps.
+    // Arguments by the id of their `json.dumps`, results by [`NaiveResults`]: equal
+    // ids, equal dumps.
     let mut dumps = Keys::new(NaiveForm);
+    let mut results = NaiveResults::new();
     let keys: Vec<Vec<(&str, u32, u32)>> = task
         .samples
         .iter()
@@ -70,16 +192,7 @@ pub fn naive(task: &Task, threshold: Ratio) -> NaiveDecision {
                         // No key of NaiveForm starts with `r`.
                         Arguments::Malformed(raw) => dumps.id(format!("raw:{raw}")),
                     };
-                    let result = match &c.observed {
-                        Observed::Result(p) => dumps.payload(p),
-                        // An error holds no float: its `json.dumps` is its RFC 8785
-                        // form, tagged as `of_value` would tag it.
-                        other => dumps.id(match other.error_form() {
-                            Some(form) => format!("j{form}"),
-                            None => NaiveForm.of_value(&other.as_value()),
-                        }),
-                    };
-                    (c.tool.as_str(), args, result)
+                    (c.tool.as_str(), args, results.observed(&c.observed))
                 })
                 .collect()
         })
@@ -121,6 +234,27 @@ mod tests {
         let d = naive(&t, "0.80".parse().unwrap());
         assert_eq!(d.decision, Verdict::Reject);
         assert_eq!(d.agreement.count, 3);
+    }
+
+    #[test]
+    fn results_with_floats_agree_by_their_dumps() {
+        // One RFC 8785 form, two `json.dumps` forms: `a` and `c` dump alike, `b` not.
+        let (a, b, c) = (
+            r#"{"a":1.0,"b":1}"#,
+            r#"{"a":1,"b":1.0}"#,
+            r#"{"b":1, "a":1.0}"#,
+        );
+        let t = line(&[a, c, a, c, b], &["{}"; 5]);
+        let d = naive(&t, "0.80".parse().unwrap());
+        assert_eq!((d.decision, d.agreement.count), (Verdict::Accept, 4));
+        let t = line(&[b, a, c, a, b], &["{}"; 5]);
+        assert_eq!(naive(&t, "0.80".parse().unwrap()).agreement.count, 3);
+        // Two RFC 8785 forms, one `json.dumps` form: Python reads both as infinity.
+        let t = line(
+            &["[1e400]", "[2e400]", "[1e400]", "[2e400]", "[3e400]"],
+            &["{}"; 5],
+        );
+        assert_eq!(naive(&t, "0.80".parse().unwrap()).agreement.count, 5);
     }
 
     #[test]

@@ -104,7 +104,7 @@ impl<'a> Looked<'a> {
         for st in p.samples.iter().flat_map(|s| &s.steps) {
             // A handful is the rule; a task of thousands of tools is asked of the batch,
             // so a lookup here stays a few comparisons.
-            if states.len() < 8 && !states.iter().any(|(t, _)| *t == st.tool) {
+            if states.len() < 8 && !states.iter().any(|(t, _)| *t == &*st.tool) {
                 states.push((&st.tool, batch.state(&st.tool)));
             }
         }
@@ -407,7 +407,7 @@ enum PlanKey {
 
 #[derive(Debug, Clone)]
 struct PreparedStep {
-    tool: String,
+    tool: Arc<str>,
     /// Canonical arguments (shared by the samples that agree); the arguments as written
     /// when they break the schema; None when unreadable.
     args: Option<Arc<Value>>,
@@ -517,22 +517,22 @@ pub fn prepare(
     // (tool, step, arguments) once. The step matters because `$from` may only name
     // earlier steps.
     let mut canonical: Recent<(&str, usize, &Value), Canonical> = Recent::new();
+    // Each tool's name once per task, shared by the steps that call it.
+    let mut names: Recent<&str, Arc<str>> = Recent::new();
     for (i, sample) in task.samples.iter().enumerate() {
         let mut steps: Vec<PreparedStep> = Vec::with_capacity(sample.calls.len());
         let mut bad = sample.malformed.is_some();
-        if let Some(why) = &sample.malformed {
-            malformed.push(MalformedSample {
-                sample: i,
-                step: None,
-                place: None,
-                problems: vec![why.clone()],
-            });
-        }
-        let turns = split_turns(sample);
+        malformed.extend(sample.malformed.iter().map(|why| MalformedSample {
+            sample: i,
+            step: None,
+            place: None,
+            problems: vec![why.clone()],
+        }));
+        let (ranges, turns) = Turns::of(sample);
         // Where each call as written landed in canonical order, for `$from` steps; only
         // kept once a turn was reordered.
         let mut moved: Option<Vec<usize>> = None;
-        for range in &turns {
+        for range in ranges {
             let start = range.start;
             for j in range.clone() {
                 let call = &sample.calls[j];
@@ -572,7 +572,7 @@ pub fn prepare(
                 };
                 steps.push(PreparedStep {
                     miss: reference_miss(catalog.get(&call.tool), args.as_deref(), &call.observed),
-                    tool: call.tool.clone(),
+                    tool: names.get_or(&call.tool, || Arc::from(call.tool.as_str())),
                     args,
                     key,
                     result: call.observed.key_id(&mut results),
@@ -581,7 +581,6 @@ pub fn prepare(
             }
             sort_turn(&mut steps, range.clone(), &mut moved, sample.calls.len());
         }
-        let turns = turn_lengths(&turns);
         let plan = if bad {
             PlanKey::Malformed(i)
         } else {
@@ -601,6 +600,36 @@ pub fn prepare(
         samples,
         malformed,
         warnings: task.warnings.clone(),
+    }
+}
+
+/// A sample's turns as [`split_turns`] cuts them, in order. A native sample (every call
+/// its own turn) has no turn to split or sort, and its one-call turns are not collected.
+enum Turns {
+    Split(std::vec::IntoIter<std::ops::Range<usize>>),
+    Singles(std::ops::Range<usize>),
+}
+
+impl Turns {
+    /// The turns of `sample`, and their lengths as [`turn_lengths`] keeps them.
+    fn of(sample: &crate::task::Sample) -> (Self, Vec<usize>) {
+        if sample.turns.is_empty() {
+            return (Turns::Singles(0..sample.calls.len()), Vec::new());
+        }
+        let split = split_turns(sample);
+        let lengths = turn_lengths(&split);
+        (Turns::Split(split.into_iter()), lengths)
+    }
+}
+
+impl Iterator for Turns {
+    type Item = std::ops::Range<usize>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            Turns::Split(turns) => turns.next(),
+            Turns::Singles(calls) => calls.next().map(|j| j..j + 1),
+        }
     }
 }
 
@@ -1026,7 +1055,7 @@ fn analyse(p: &Prepared, tools: &dyn ToolStates) -> Decision {
         }
         steps.push(StepAgreement {
             step: j,
-            tool: p.samples[mi].steps.get(j).map(|st| st.tool.clone()),
+            tool: p.samples[mi].steps.get(j).map(|st| st.tool.to_string()),
             agreement: Agreement::new(c, n),
         });
     }
@@ -1036,7 +1065,7 @@ fn analyse(p: &Prepared, tools: &dyn ToolStates) -> Decision {
     let tools_called: BTreeSet<&str> = p
         .samples
         .iter()
-        .flat_map(|s| s.steps.iter().map(|st| st.tool.as_str()))
+        .flat_map(|s| s.steps.iter().map(|st| &*st.tool))
         .collect();
     Decision {
         task_id: p.task_id.clone(),
@@ -1052,7 +1081,7 @@ fn analyse(p: &Prepared, tools: &dyn ToolStates) -> Decision {
                 s.steps
                     .iter()
                     .map(|st| PlanStep {
-                        tool: st.tool.clone(),
+                        tool: st.tool.to_string(),
                         arguments: raw(st
                             .args
                             .as_deref()
@@ -1080,14 +1109,14 @@ fn schema_violations(p: &Prepared) -> Vec<SchemaViolation> {
     for (i, s) in p.samples.iter().enumerate() {
         for (j, st) in s.steps.iter().enumerate() {
             for v in st.violations.iter().flat_map(|v| v.iter()) {
-                let at = (j, st.tool.as_str(), v.path.as_str(), v.message.as_str());
+                let at = (j, &*st.tool, v.path.as_str(), v.message.as_str());
                 match listed.get(&at) {
                     Some(&k) => out[k].samples.push(i),
                     None => {
                         listed.insert(at, out.len());
                         out.push(SchemaViolation {
                             step: j,
-                            tool: st.tool.clone(),
+                            tool: st.tool.to_string(),
                             path: v.path.clone(),
                             keyword: v.keyword.clone(),
                             message: v.message.clone(),
@@ -1555,27 +1584,33 @@ const PATH_WALK_LIMIT: usize = 10_000;
 fn path_agreements(p: &Prepared, max_steps: usize) -> Vec<DivergentPath> {
     let n = p.samples.len();
     let mut out = Vec::new();
-    let push_counted = |path: String, counts: BTreeMap<String, usize>, out: &mut Vec<_>| {
+    // The path is spelled only where samples differ: most tasks agree on every step.
+    fn push_counted<K>(
+        path: impl FnOnce() -> String,
+        counts: BTreeMap<K, usize>,
+        n: usize,
+        out: &mut Vec<DivergentPath>,
+    ) {
         if counts.len() > 1 {
             out.push(DivergentPath {
-                path,
+                path: path(),
                 distinct: counts.len(),
                 agreement: Agreement::new(counts.values().copied().max().unwrap_or(0), n),
             });
         }
-    };
+    }
     let mut lens = BTreeMap::new();
     for s in &p.samples {
-        *lens.entry(s.steps.len().to_string()).or_insert(0) += 1;
+        *lens.entry(s.steps.len()).or_insert(0) += 1;
     }
-    push_counted("$.steps".into(), lens, &mut out);
+    push_counted(|| "$.steps".into(), lens, n, &mut out);
     for j in 0..max_steps {
         let mut tools = BTreeMap::new();
         for s in &p.samples {
-            let t = s.steps.get(j).map_or("\u{0}", |st| st.tool.as_str());
-            *tools.entry(t.to_string()).or_insert(0) += 1;
+            let t = s.steps.get(j).map_or("\u{0}", |st| &*st.tool);
+            *tools.entry(t).or_insert(0) += 1;
         }
-        push_counted(format!("$.steps[{j}].tool"), tools, &mut out);
+        push_counted(|| format!("$.steps[{j}].tool"), tools, n, &mut out);
         // Arguments are compared among readable samples; unreadable ones are listed in
         // the decision on their own. When every sample has this step and the readable
         // ones share one (tool, arguments) key, their arguments print the same and
@@ -1609,11 +1644,20 @@ fn walk(path: &str, values: &[Option<&Value>], n: usize, out: &mut Vec<Divergent
     }
     // Values equal as trees print equal: a value met again among the last few is not
     // printed again, and the bound keeps many distinct values linear.
-    let mut printed: Recent<Option<&Value>, String> = Recent::new();
-    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    // Each distinct print gets the next id, and the count at that index.
+    let mut printed: Recent<Option<&Value>, usize> = Recent::new();
+    let mut ids: BTreeMap<String, usize> = BTreeMap::new();
+    let mut counts: Vec<usize> = Vec::new();
     for v in values {
-        let key = printed.get_or(*v, || v.map_or_else(|| "\u{0}".into(), jcs::to_string));
-        *counts.entry(key).or_insert(0) += 1;
+        let id = printed.get_or(*v, || {
+            let next = ids.len();
+            *ids.entry(v.map_or_else(|| "\u{0}".into(), jcs::to_string))
+                .or_insert(next)
+        });
+        if id == counts.len() {
+            counts.push(0);
+        }
+        counts[id] += 1;
     }
     if counts.len() <= 1 {
         return;
@@ -1648,7 +1692,7 @@ fn walk(path: &str, values: &[Option<&Value>], n: usize, out: &mut Vec<Divergent
     out.push(DivergentPath {
         path: path.to_string(),
         distinct: counts.len(),
-        agreement: Agreement::new(counts.values().copied().max().unwrap_or(0), n),
+        agreement: Agreement::new(counts.iter().copied().max().unwrap_or(0), n),
     });
 }
 

@@ -2,6 +2,7 @@
 //! tool calls with what each call returned. Parsing a samples line lives here, pure, so
 //! `score` and `eval` read lines identically and report bad ones the same way.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 
@@ -134,16 +135,26 @@ impl Payload {
     /// printed from the text, once, when there is text. Both agreement and the naive
     /// scorer's `json.dumps` equality key by it (see `baseline`).
     pub(crate) fn canonical(&self) -> (String, bool) {
+        let (form, float) = self.canonical_ref();
+        (form.into_owned(), float)
+    }
+
+    /// [`Payload::canonical`], borrowed from the payload when it keeps its text: the
+    /// naive scorer compares by it without copying it.
+    pub(crate) fn canonical_ref(&self) -> (Cow<'_, str>, bool) {
         let of_value = |v: &Value| (crate::jcs::to_string(v), has_float(v));
         match &self.0 {
-            PayloadRepr::Value(v) => of_value(v),
-            PayloadRepr::Text(t) => t
-                .canonical
-                .get_or_init(|| {
+            PayloadRepr::Value(v) => {
+                let (form, float) = of_value(v);
+                (Cow::Owned(form), float)
+            }
+            PayloadRepr::Text(t) => {
+                let (form, float) = t.canonical.get_or_init(|| {
                     crate::jcs::print_text(&t.text, &crate::jcs::JCS)
                         .unwrap_or_else(|| of_value(self.value()))
-                })
-                .clone(),
+                });
+                (Cow::Borrowed(form), *float)
+            }
         }
     }
 
@@ -234,48 +245,88 @@ impl<K: PartialEq, V: Clone> Recent<K, V> {
 /// reads the text without building it; comparing ids is cheaper than comparing printed
 /// results of hundreds of bytes.
 pub(crate) struct Keys<'a, F> {
-    ids: BTreeMap<String, u32>,
+    table: Table<'a, F>,
     texts: Recent<&'a str, u32>,
     values: Recent<&'a Value, u32>,
+}
+
+/// The ids of [`Keys`] by printed form. The first value or payload keyed waits
+/// unprinted while it is the only key: a task whose samples all returned one text, or
+/// wrote one value, never needs its form (its copies are found by text or as equal
+/// trees), and most tasks are such. It is printed, as id 0, before any other key is
+/// compared with it.
+struct Table<'a, F> {
+    ids: BTreeMap<String, u32>,
+    waiting: Option<Waiting<'a>>,
     form: F,
+}
+
+/// What [`Table`] keyed first, not printed yet.
+enum Waiting<'a> {
+    Value(&'a Value),
+    Payload(&'a Payload),
+}
+
+impl<'a, F: Form> Table<'a, F> {
+    fn id(&mut self, key: String) -> u32 {
+        if let Some(first) = self.waiting.take() {
+            let form = match first {
+                Waiting::Value(v) => self.form.of_value(v),
+                Waiting::Payload(p) => self.form.of_payload(p),
+            };
+            self.ids.insert(form, 0);
+        }
+        let next = u32::try_from(self.ids.len()).unwrap_or(u32::MAX);
+        *self.ids.entry(key).or_insert(next)
+    }
+
+    /// The id of the key `print` gives `first`, which waits when nothing was keyed yet.
+    fn first_or(&mut self, first: Waiting<'a>, print: impl FnOnce(&F) -> String) -> u32 {
+        if self.ids.is_empty() && self.waiting.is_none() {
+            self.waiting = Some(first);
+            return 0;
+        }
+        let key = print(&self.form);
+        self.id(key)
+    }
 }
 
 impl<'a, F: Form> Keys<'a, F> {
     /// Ids of keys; values and payloads are keyed by their `form`.
     pub(crate) fn new(form: F) -> Self {
         Keys {
-            ids: BTreeMap::new(),
+            table: Table {
+                ids: BTreeMap::new(),
+                waiting: None,
+                form,
+            },
             texts: Recent::new(),
             values: Recent::new(),
-            form,
         }
     }
 
     /// The id of `key`.
     pub(crate) fn id(&mut self, key: String) -> u32 {
-        Self::id_in(&mut self.ids, key)
+        self.table.id(key)
     }
 
     /// The id of `v`'s key, from an earlier equal value when there is one (values
     /// equal as trees have equal keys).
     pub(crate) fn value(&mut self, v: &'a Value) -> u32 {
-        let (ids, form) = (&mut self.ids, &self.form);
-        self.values.get_or(v, || Self::id_in(ids, form.of_value(v)))
+        let table = &mut self.table;
+        self.values
+            .get_or(v, || table.first_or(Waiting::Value(v), |f| f.of_value(v)))
     }
 
     /// The id of `p`'s key, from an earlier copy of its text when there is one.
     pub(crate) fn payload(&mut self, p: &'a Payload) -> u32 {
+        let first =
+            |table: &mut Table<'a, F>| table.first_or(Waiting::Payload(p), |f| f.of_payload(p));
         let Some(text) = p.text() else {
-            return self.id(self.form.of_payload(p));
+            return first(&mut self.table);
         };
-        let (ids, form) = (&mut self.ids, &self.form);
-        self.texts
-            .get_or(text, || Self::id_in(ids, form.of_payload(p)))
-    }
-
-    fn id_in(ids: &mut BTreeMap<String, u32>, key: String) -> u32 {
-        let next = u32::try_from(ids.len()).unwrap_or(u32::MAX);
-        *ids.entry(key).or_insert(next)
+        let table = &mut self.table;
+        self.texts.get_or(text, || first(table))
     }
 }
 
@@ -1235,6 +1286,52 @@ fn error_form(kind: &str, message: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The first result waits unprinted; whatever comes next is still compared with
+    /// its printed form: an error that prints the same, a text that reads the same.
+    #[test]
+    fn the_first_result_keys_as_if_printed() {
+        let line = br#"{"task_id":"t","samples":[
+            {"calls":[{"tool":"x","arguments":{},"result":{"error":{"message":"m","kind":"k"}}}]},
+            {"calls":[{"tool":"x","arguments":{},"result":{"error":{"message":"m","kind":"k"}}}]},
+            {"calls":[{"tool":"x","arguments":{},"error":{"kind":"k","message":"m"}}]},
+            {"calls":[{"tool":"x","arguments":{},"result":{"error": {"kind":"k","message":"m"}}}]},
+            {"calls":[{"tool":"x","arguments":{},"result":{"error":{"kind":"k","message":"n"}}}]},
+            {"calls":[{"tool":"x","arguments":{}}]}]}"#;
+        let task = parse_task_line(line).unwrap();
+        let observed: Vec<&Observed> = task.samples.iter().map(|s| &s.calls[0].observed).collect();
+        for first in 0..observed.len() {
+            // Every order of arrival, each result first once.
+            let order: Vec<usize> = (first..observed.len()).chain(0..first).collect();
+            let mut keys = Keys::new(Jcs);
+            let mut ids = vec![None; observed.len()];
+            for &i in &order {
+                ids[i] = observed[i].key_id(&mut keys);
+            }
+            let same = Some(ids[0].unwrap());
+            assert_eq!(&ids[..4], &[same; 4], "first {first}");
+            assert!(ids[4].is_some() && ids[4] != same, "first {first}");
+            assert_eq!(ids[5], None);
+        }
+    }
+
+    /// So does the first value: `1` and `1.0` are two trees with one RFC 8785 form.
+    #[test]
+    fn the_first_value_keys_as_if_printed() {
+        let values: Vec<Value> = [r#"{"a":1}"#, r#"{"a":1.0}"#, r#"{"a":2}"#]
+            .iter()
+            .map(|t| crate::json::parse(t).unwrap())
+            .collect();
+        for first in 0..values.len() {
+            let mut keys = Keys::new(Jcs);
+            let mut ids = [0; 3];
+            for i in (first..values.len()).chain(0..first) {
+                ids[i] = keys.value(&values[i]);
+            }
+            assert_eq!(ids[0], ids[1], "first {first}");
+            assert_ne!(ids[0], ids[2], "first {first}");
+        }
+    }
 
     #[test]
     fn errors_print_as_their_value() {

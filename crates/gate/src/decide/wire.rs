@@ -102,7 +102,7 @@ impl Prepared {
                             args.entry(st.key).or_insert_with(|| jcs::to_string(v));
                         }
                         WireStep {
-                            tool: st.tool.clone(),
+                            tool: st.tool.to_string(),
                             key: st.key,
                             a: st.args.is_some(),
                             result: st.result,
@@ -156,7 +156,7 @@ impl Prepared {
                     false => None,
                 };
                 steps.push(PreparedStep {
-                    tool: st.tool,
+                    tool: Arc::from(st.tool),
                     args: a,
                     key: st.key,
                     result: st.result,
