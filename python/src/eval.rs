@@ -15,14 +15,14 @@ use plangate_gate::score::bad_line_record;
 use plangate_gate::task::parse_task_line;
 use plangate_harness::{
     Eval, EvalOptions, Finished, HarnessError, LineOutcome, Record, Retried, RetryPlan,
-    RetryReport, World, WorldOptions, too_long,
+    RetryReport, World, WorldOptions,
 };
 use plangate_sandbox::{EpochManifest, Limits};
 use pyo3::prelude::*;
 
 use crate::args::{self, Thresholds, chain};
 use crate::pickled::{self, Encoded, Loads};
-use crate::samples::Input;
+use crate::samples::{After, Input};
 use crate::{PlangateError, dumps};
 
 /// Per-call limits as given (None: the CLI's default).
@@ -224,7 +224,7 @@ fn run(
             if stop.load(Ordering::Relaxed) {
                 return Ok(());
             }
-            let (chunk, ended) = Python::attach(|py| input.read(py, max))?;
+            let (chunk, after) = Python::attach(|py| input.read(py, max));
             for (number, at) in &chunk.lines {
                 let read = match at {
                     Ok(range) => {
@@ -234,15 +234,17 @@ fn run(
                         }
                         parse_task_line(line)
                     }
-                    Err(bytes) => Err(too_long(*bytes, max)),
+                    Err(unread) => Err(unread.error(max)),
                 };
                 match read {
                     Ok(task) => feeder.push(*number, task),
                     Err(e) => feeder.skip(*number, e),
                 }
             }
-            if ended {
-                return Ok(());
+            match after {
+                After::More => {}
+                After::Ended => return Ok(()),
+                After::Failed(e) => return Err(e),
             }
         }
     });

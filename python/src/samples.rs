@@ -7,8 +7,9 @@
 use std::io::BufReader;
 use std::ops::Range;
 
-use plangate_harness::{LineReader, is_blank};
-use pyo3::exceptions::PyTypeError;
+use plangate_gate::task::TaskError;
+use plangate_harness::{LineReader, is_blank, too_long};
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyIterator, PyString};
 
@@ -20,12 +21,47 @@ const CHUNK: usize = 256;
 /// Bytes after which a chunk is handed over whatever its line count.
 const CHUNK_BYTES: usize = 1 << 20;
 
-/// Consecutive lines, in one buffer: (line number, byte range, or the length of a line
-/// over the limit) each.
+/// Consecutive lines, in one buffer: (line number, byte range, or why the line is not
+/// there) each.
 #[derive(Default)]
 pub(crate) struct Chunk {
     pub(crate) data: Vec<u8>,
-    pub(crate) lines: Vec<(usize, Result<Range<usize>, u64>)>,
+    pub(crate) lines: Vec<(usize, Result<Range<usize>, Unread>)>,
+}
+
+/// A line that is not in the chunk's buffer, and so becomes that line's error record.
+pub(crate) enum Unread {
+    /// Its length in bytes, over the limit.
+    TooLong(u64),
+    /// A task dict `json.dumps` refuses (a set, a lone surrogate), or a `str` line with
+    /// no UTF-8 form: why.
+    NotJson(String),
+}
+
+impl Unread {
+    /// The error the line's record carries, as for a line of a file.
+    pub(crate) fn error(&self, max: u64) -> TaskError {
+        match self {
+            Unread::TooLong(bytes) => too_long(*bytes, max),
+            Unread::NotJson(why) => TaskError {
+                field: String::new(),
+                message: why.clone(),
+                task_id: None,
+            },
+        }
+    }
+}
+
+/// What follows a chunk.
+pub(crate) enum After {
+    /// More lines.
+    More,
+    /// The input's end.
+    Ended,
+    /// The input failed here (the iterable raised, an item is not a task dict or a
+    /// line, a file could not be read): the error is raised once the chunk's records,
+    /// the lines read before it, are all out, and nothing after it is read.
+    Failed(PyErr),
 }
 
 /// What the lines come from.
@@ -56,15 +92,20 @@ impl Input {
         }
     }
 
-    /// Up to [`CHUNK`] lines (fewer only at the end); true when the input has ended.
-    /// A file is read with the GIL released.
-    pub(crate) fn read(&mut self, py: Python<'_>, max: u64) -> PyResult<(Chunk, bool)> {
+    /// Up to [`CHUNK`] lines (fewer only at the end or before a failure), and what
+    /// follows them. A file is read with the GIL released.
+    pub(crate) fn read(&mut self, py: Python<'_>, max: u64) -> (Chunk, After) {
         let mut chunk = Chunk::default();
-        let ended = match self {
-            Input::File(reader) => py.detach(|| read_lines(reader, &mut chunk))?,
-            Input::Items(items, number) => read_items(py, items.bind(py), number, max, &mut chunk)?,
+        let read = match self {
+            Input::File(reader) => py.detach(|| read_lines(reader, &mut chunk)),
+            Input::Items(items, number) => read_items(py, items.bind(py), number, max, &mut chunk),
         };
-        Ok((chunk, ended))
+        let after = match read {
+            Ok(true) => After::Ended,
+            Ok(false) => After::More,
+            Err(e) => After::Failed(e),
+        };
+        (chunk, after)
     }
 }
 
@@ -80,11 +121,14 @@ fn read_lines(
         let Some(number) = next else {
             return Ok(true);
         };
-        let at = reader.line().map(|line| {
-            let start = chunk.data.len();
-            chunk.data.extend_from_slice(line);
-            start..chunk.data.len()
-        });
+        let at = reader
+            .line()
+            .map(|line| {
+                let start = chunk.data.len();
+                chunk.data.extend_from_slice(line);
+                start..chunk.data.len()
+            })
+            .map_err(Unread::TooLong);
         chunk.lines.push((number, at));
     }
     Ok(false)
@@ -106,18 +150,37 @@ fn read_items(
         let item = item?;
         *number += 1;
         let start = chunk.data.len();
-        if let Ok(s) = item.cast::<PyString>() {
-            chunk.data.extend_from_slice(s.to_str()?.as_bytes());
+        let written = if let Ok(s) = item.cast::<PyString>() {
+            s.to_str()
+                .map(|s| chunk.data.extend_from_slice(s.as_bytes()))
+                .map_err(|e| format!("samples item {}: not UTF-8 text: {e}", *number))
         } else if let Ok(b) = item.cast::<PyBytes>() {
             chunk.data.extend_from_slice(b.as_bytes());
+            Ok(())
         } else if item.cast::<pyo3::types::PyDict>().is_ok() {
-            dumps::line_into(py, &item, &mut chunk.data)?;
+            match dumps::line_into(py, &item, &mut chunk.data) {
+                Ok(()) => Ok(()),
+                // What json.dumps refuses in a task dict is that task's fault, as a
+                // line that is not JSON is: its own error record, and the rest goes on.
+                Err(e)
+                    if e.is_instance_of::<PyTypeError>(py)
+                        || e.is_instance_of::<PyValueError>(py) =>
+                {
+                    Err(format!("samples item {}: not JSON: {e}", *number))
+                }
+                Err(e) => return Err(e),
+            }
         } else {
             return Err(PyTypeError::new_err(format!(
                 "samples item {}: expected a task dict, or a JSON line (str or bytes), got {}",
                 *number,
                 item.get_type().name()?
             )));
+        };
+        if let Err(why) = written {
+            chunk.data.truncate(start);
+            chunk.lines.push((*number, Err(Unread::NotJson(why))));
+            continue;
         }
         let line = &chunk.data[start..];
         let line = line.strip_suffix(b"\n").unwrap_or(line);
@@ -130,7 +193,7 @@ fn read_items(
         let at = if (end - start) as u64 > max {
             chunk.data.truncate(start);
             // Counted as the line of a JSONL file it would be, with its `\n`.
-            Err((end - start) as u64 + 1)
+            Err(Unread::TooLong((end - start) as u64 + 1))
         } else {
             chunk.data.truncate(end);
             Ok(start..end)

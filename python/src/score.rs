@@ -12,14 +12,14 @@ use plangate_gate::catalog::Catalog;
 use plangate_gate::decide::Options;
 use plangate_gate::score::{Decided, Scored, Scorer, bad_line_record};
 use plangate_gate::seed::{self, SeedOptions};
-use plangate_harness::too_long;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyModule};
+use pyo3::{PyTraverseError, PyVisit};
 
 use crate::args::{self, Thresholds};
 use crate::pickled::{Encoded, Loads, Record};
-use crate::samples::{Chunk, Input};
+use crate::samples::{After, Chunk, Input};
 
 /// What a worker scores with; one per run, shared by the workers.
 struct Shared {
@@ -49,6 +49,8 @@ struct State {
     ready: VecDeque<Py<PyAny>>,
     max_line_bytes: u64,
     loads: Loads,
+    /// The input's failure, raised once the records of the lines read before it are out.
+    failed: Option<PyErr>,
 }
 
 #[pymethods]
@@ -125,6 +127,7 @@ impl Scores {
                 ready: VecDeque::new(),
                 max_line_bytes,
                 loads,
+                failed: None,
             }),
         })
     }
@@ -134,21 +137,14 @@ impl Scores {
     }
 
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
-        let mut state = self
-            .state
-            .lock()
-            .map_err(|_| PyValueError::new_err("a previous call failed inside plangate"))?;
-        state.next_record(py)
+        self.state()?.next_record(py)
     }
 
     /// The records not yet taken, as a list: `print(plangate.score(...))` shows the
     /// decisions. Reading them keeps them, so iterating afterwards still yields them;
     /// only a `repr` holds a whole input in memory.
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        let mut state = self
-            .state
-            .lock()
-            .map_err(|_| PyValueError::new_err("a previous call failed inside plangate"))?;
+        let mut state = self.state()?;
         let mut rest = Vec::new();
         while let Some(record) = state.next_record(py)? {
             rest.push(record);
@@ -157,6 +153,49 @@ impl Scores {
         // Every earlier record was taken above, so these are the rest, in order.
         state.ready.extend(rest);
         Ok(list.repr()?.to_string())
+    }
+
+    /// What the collector follows from an iterator: the iterable it reads and the
+    /// records it holds. An iterator in a cycle (an object holding it whose generator
+    /// it reads) is then freed, and its worker threads stop.
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        // Held means running: it is reachable from the running frame, not garbage.
+        let Ok(state) = self.state.try_lock() else {
+            return Ok(());
+        };
+        if let Some(Input::Items(items, _)) = &state.input {
+            visit.call(items)?;
+        }
+        for record in &state.ready {
+            visit.call(record)?;
+        }
+        Ok(())
+    }
+
+    fn __clear__(&self) {
+        if let Ok(mut state) = self.state.try_lock() {
+            state.input = None;
+            state.work = None;
+            state.ready.clear();
+        }
+    }
+}
+
+impl Scores {
+    /// The iterator's state. An iterator advanced while it is already advancing (from
+    /// another thread, or from the samples generator it is reading) is refused, as a
+    /// running generator refuses: waiting would hold the GIL the running one needs.
+    fn state(&self) -> PyResult<std::sync::MutexGuard<'_, State>> {
+        match self.state.try_lock() {
+            Ok(state) => Ok(state),
+            Err(std::sync::TryLockError::WouldBlock) => Err(PyValueError::new_err(
+                "plangate.score: this iterator is already running (in another thread, or in \
+                 the samples it reads)",
+            )),
+            Err(std::sync::TryLockError::Poisoned(_)) => Err(PyValueError::new_err(
+                "a previous call failed inside plangate",
+            )),
+        }
     }
 }
 
@@ -182,7 +221,10 @@ impl State {
             }
             if self.next == self.sent {
                 self.work = None;
-                return Ok(None);
+                return match self.failed.take() {
+                    Some(e) => Err(e),
+                    None => Ok(None),
+                };
             }
             let records = self.wait_for_next(py)?;
             let list = {
@@ -225,9 +267,14 @@ impl State {
         let Some(input) = self.input.as_mut() else {
             return Ok(Chunk::default());
         };
-        let (chunk, ended) = input.read(py, self.max_line_bytes)?;
-        if ended {
-            self.input = None;
+        let (chunk, after) = input.read(py, self.max_line_bytes);
+        match after {
+            After::More => {}
+            After::Ended => self.input = None,
+            After::Failed(e) => {
+                self.input = None;
+                self.failed = Some(e);
+            }
         }
         Ok(chunk)
     }
@@ -292,7 +339,7 @@ fn score_chunks(
         for (number, at) in &chunk.lines {
             let decided = match at {
                 Ok(range) => scorer.decide_guarded(&chunk.data[range.clone()]),
-                Err(bytes) => Decided::Scored(Scored::Bad(too_long(*bytes, shared.max_line_bytes))),
+                Err(unread) => Decided::Scored(Scored::Bad(unread.error(shared.max_line_bytes))),
             };
             records.push(match decided {
                 Decided::Gate(d, _) => Record::Decision(d),
