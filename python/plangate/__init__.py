@@ -62,6 +62,12 @@ def score(
     CLI's flags do (``arg_accept=0.80`` ...); ``seed_compat`` reproduces the seed's
     code (``--seed-compat``). Scoring runs on ``jobs`` threads (default: one per core)
     with the GIL released; Ctrl-C raises ``KeyboardInterrupt`` between chunks.
+
+    A task dict ``json.dumps`` refuses is its line's error record. If ``samples``
+    raises, or yields something that is neither a dict nor a line, the records of the
+    items before it come first, then that error, and the iterator is done. The iterator
+    is for one caller at a time: advanced while it runs (from another thread, or from
+    the generator it reads) it raises ``ValueError``, as a running generator does.
     """
     return Scores(
         catalog,
