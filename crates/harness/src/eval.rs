@@ -449,7 +449,7 @@ impl<'w> Eval<'w> {
         } else {
             None
         };
-        let record = self.call(at, tool, stdin);
+        let record = Arc::new(self.call(at, tool, stdin));
         if let Some(ticket) = ticket {
             ticket.done(&record);
         }
@@ -460,7 +460,7 @@ impl<'w> Eval<'w> {
             .entry(outcome_name(&record.outcome))
             .or_default() += 1;
         self.witness(tool, key, upstream.len(), stdin, &record);
-        Arc::new(record)
+        record
     }
 
     /// One call: replayed from an interrupted run's journal when it made it, else

@@ -112,7 +112,7 @@ impl Repeats {
         }
     }
 
-    fn settle(&self, key: [u8; 32], record: Option<&CallRecord>) {
+    fn settle(&self, key: [u8; 32], record: Option<&Arc<CallRecord>>) {
         let mut calls = lock(&self.calls);
         let Some(State::Running { first, .. }) = calls.get_mut(&key) else {
             return;
@@ -121,7 +121,7 @@ impl Repeats {
             (Some(r), _) if !reusable(r) => State::ExecuteAll,
             (None, _) => State::ExecuteAll,
             (Some(r), None) => {
-                *first = Some(Arc::new(r.clone()));
+                *first = Some(Arc::clone(r));
                 return;
             }
             (Some(r), Some(f)) if alike(f, r) => State::Agreed(f.clone()),
@@ -134,8 +134,8 @@ impl Repeats {
 }
 
 impl Ticket<'_> {
-    /// The execution's record.
-    pub(crate) fn done(mut self, record: &CallRecord) {
+    /// The execution's record (kept as it is, not copied, when it is the first).
+    pub(crate) fn done(mut self, record: &Arc<CallRecord>) {
         self.settled = true;
         self.repeats.settle(self.key, Some(record));
     }
@@ -154,17 +154,17 @@ mod tests {
     use super::*;
     use crate::observe::test_record;
 
-    fn exit0(stdout: &str) -> CallRecord {
-        test_record(Outcome::Exit { code: 0 }, stdout)
+    fn exit0(stdout: &str) -> Arc<CallRecord> {
+        Arc::new(test_record(Outcome::Exit { code: 0 }, stdout))
     }
 
     /// Runs a call through `r` as a worker would: `Some(stdout)` when it was executed
     /// (answering `answer`), `None` when reused.
-    fn run(r: &Repeats, key: [u8; 32], answer: CallRecord) -> Option<Vec<u8>> {
+    fn run(r: &Repeats, key: [u8; 32], answer: Arc<CallRecord>) -> Option<Vec<u8>> {
         match r.take(key) {
             Take::Execute(t) => {
                 t.done(&answer);
-                Some(answer.stdout)
+                Some(answer.stdout.clone())
             }
             Take::Reuse(_) => None,
         }
@@ -193,9 +193,10 @@ mod tests {
         for _ in 0..3 {
             assert!(run(&r, k, exit0("a")).is_some(), "they differed");
         }
-        assert!(run(&r, t, test_record(Outcome::Timeout, "")).is_some());
+        let timeout = || Arc::new(test_record(Outcome::Timeout, ""));
+        assert!(run(&r, t, timeout()).is_some());
         for _ in 0..3 {
-            assert!(run(&r, t, test_record(Outcome::Timeout, "")).is_some());
+            assert!(run(&r, t, timeout()).is_some());
         }
         // An output too long to hold is executed each time.
         let (l, long) = ([4; 32], "x".repeat(WITNESS_KEEP_BYTES + 1));
@@ -208,9 +209,9 @@ mod tests {
         e1.stderr = b"one".to_vec();
         let mut e2 = e1.clone();
         e2.stderr = b"two".to_vec();
-        assert!(run(&r, u, e1.clone()).is_some());
-        assert!(run(&r, u, e2).is_some());
-        assert!(run(&r, u, e1).is_some());
+        assert!(run(&r, u, Arc::new(e1.clone())).is_some());
+        assert!(run(&r, u, Arc::new(e2)).is_some());
+        assert!(run(&r, u, Arc::new(e1)).is_some());
     }
 
     #[test]
