@@ -86,8 +86,7 @@ impl<'a> Scorer<'a> {
     pub fn score(&self, line: &[u8]) -> Scored {
         match self.decide(line) {
             Decided::Gate(d, task) => {
-                let compared = compares_baseline(self.baseline, &task)
-                    .then(|| (naive(&task, self.opts.arg_accept).decision, task.label));
+                let compared = self.compared(&task);
                 let json = crate::record::decision(&d);
                 Scored::Record(json, Some(d.decision), compared, task.task_id)
             }
@@ -130,8 +129,7 @@ impl<'a> Scorer<'a> {
         let prepared = decide::prepare(&task, self.catalog, None);
         let d = decide::classify(&prepared, &self.states, &self.opts);
         if self.shard.is_some() {
-            let compared = compares_baseline(self.baseline, &task)
-                .then(|| (naive(&task, self.opts.arg_accept).decision, task.label));
+            let compared = self.compared(&task);
             return Decided::Scored(Scored::Kept(Box::new((d, prepared, compared))));
         }
         drop(prepared);
@@ -142,6 +140,12 @@ impl<'a> Scorer<'a> {
     /// failure: the rest of the run is still decided, and the summary counts the line.
     pub fn score_guarded(&self, line: &[u8]) -> Scored {
         guarded(|| self.score(line), Scored::Bad)
+    }
+
+    /// The naive scorer's verdict on `task`, with its label, when the two are compared.
+    fn compared(&self, task: &Task) -> Option<(Verdict, Option<Label>)> {
+        compares_baseline(self.baseline, task)
+            .then(|| (naive(task, self.opts.arg_accept).decision, task.label))
     }
 
     /// [`Scorer::decide`], guarded as [`Scorer::score_guarded`] is.

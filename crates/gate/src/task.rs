@@ -1248,7 +1248,7 @@ impl Observed {
             Observed::Missing => None,
             // Not through `as_value`: that deep-copies every result only to print it.
             Observed::Result(p) => Some(p.canonical().0),
-            Observed::Error { kind, message } => Some(error_form(kind, message)),
+            Observed::Error { .. } => self.error_form(),
             Observed::Bytes(b) => Some(format!("bytes:{:x}", sha2::Sha256::digest(b))),
         }
     }
