@@ -481,6 +481,21 @@ mod tests {
         dumps_key(&parse(s).unwrap())
     }
 
+    /// An error's key, printed without building it, is its `json.dumps` form.
+    #[test]
+    fn errors_dump_as_their_value() {
+        for (kind, message) in [
+            ("not_found", "no user 'u_1'"),
+            ("k\"\\\n\u{1}", "\u{e9}\u{1F600}"),
+        ] {
+            let e = Observed::Error {
+                kind: kind.into(),
+                message: message.into(),
+            };
+            assert_eq!(e.error_form(), Some(dumps_key(&e.as_value())));
+        }
+    }
+
     #[test]
     fn python_equality_classes() {
         assert_ne!(k("1"), k("1.0"));
