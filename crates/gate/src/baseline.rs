@@ -10,7 +10,7 @@ use crate::decide::{Agreement, Verdict, modal};
 use crate::json::Value;
 use crate::seed::{Dumps, dumps_key};
 use crate::stats::Ratio;
-use crate::task::{Arguments, Form, Keys, Observed, Payload, Recent, Task, has_float};
+use crate::task::{Arguments, Form, Keys, Observed, Payload, Recent, Task, has_float, per_sample};
 
 /// What the naive scorer decides: accept or reject, never defer.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -180,10 +180,10 @@ pub fn naive(task: &Task, threshold: Ratio) -> NaiveDecision {
     // ids, equal dumps.
     let mut dumps = Keys::new(NaiveForm);
     let mut results = NaiveResults::new();
-    let keys: Vec<Vec<(&str, u32, u32)>> = task
-        .samples
-        .iter()
-        .map(|s| {
+    let keys: Vec<Vec<(&str, u32, u32)>> = per_sample(
+        &task.samples,
+        |_| true,
+        |_, s| {
             s.calls
                 .iter()
                 .map(|c| {
@@ -195,8 +195,8 @@ pub fn naive(task: &Task, threshold: Ratio) -> NaiveDecision {
                     (c.tool.as_str(), args, results.observed(&c.observed))
                 })
                 .collect()
-        })
-        .collect();
+        },
+    );
     let n = keys.len();
     let best = modal(keys.iter()).map_or(0, |(_, count)| count);
     let agreement = Agreement::new(best, n);

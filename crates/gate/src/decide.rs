@@ -17,7 +17,7 @@ use crate::convert::raw;
 use crate::jcs;
 use crate::json::{Object, Value};
 use crate::stats::{Ratio, wilson};
-use crate::task::{Arguments, Jcs, Keys, Label, Recent, Task, turn_ranges};
+use crate::task::{Arguments, Jcs, Keys, Label, Recent, Task, per_sample, turn_ranges};
 
 mod wire;
 pub use wire::WireError;
@@ -509,7 +509,6 @@ pub fn prepare(
     catalog: &Catalog,
     mut resolver: Option<&mut (dyn Resolver + '_)>,
 ) -> Prepared {
-    let mut samples = Vec::with_capacity(task.samples.len());
     let mut malformed = Vec::new();
     let mut results = Keys::new(Jcs);
     let mut calls = Keys::new(Jcs);
@@ -519,7 +518,10 @@ pub fn prepare(
     let mut canonical: Recent<(&str, usize, &Value), Canonical> = Recent::new();
     // Each tool's name once per task, shared by the steps that call it.
     let mut names: Recent<&str, Arc<str>> = Recent::new();
-    for (i, sample) in task.samples.iter().enumerate() {
+    // A sample the reader shared with an earlier one prepares as that one did, unless
+    // that one was unreadable: its malformed entries name their own sample.
+    let reusable = |s: &PreparedSample| !matches!(s.plan, PlanKey::Malformed(_));
+    let mut samples = per_sample(&task.samples, reusable, |i, sample| {
         let mut steps: Vec<PreparedStep> = Vec::with_capacity(sample.calls.len());
         let mut bad = sample.malformed.is_some();
         malformed.extend(sample.malformed.iter().map(|why| MalformedSample {
@@ -586,8 +588,8 @@ pub fn prepare(
         } else {
             PlanKey::Steps(steps.iter().map(|s| s.key).collect(), turns.clone())
         };
-        samples.push(PreparedSample { plan, steps, turns });
-    }
+        PreparedSample { plan, steps, turns }
+    });
     // Plan keys are final here, and lining up turns leaves them as they are: the modal
     // plan is found once, for the pairing and for every rule that names it.
     let modal_plan = modal(samples.iter().map(|s| &s.plan));
@@ -1821,5 +1823,43 @@ mod tests {
         for other in [openai, anthropic] {
             assert_eq!(decide_line(&line(other)), want);
         }
+    }
+
+    /// Samples the reader shared (written byte for byte alike) decide as the same
+    /// samples read apart, a sample spoiled by a repeated key included: its malformed
+    /// entries name each sample, not the first.
+    #[test]
+    fn shared_samples_decide_as_samples_read_apart() {
+        let c = catalog();
+        let good = r#"{"calls":[{"tool":"w","arguments":{"city":"Oslo"},"result":3}]}"#;
+        let other = r#"{"calls":[{"tool":"w","arguments":{"city":"Rome"},"result":19}]}"#;
+        let spoiled =
+            r#"{"calls":[{"tool":"w","arguments":{"city":"Oslo","city":"Rome"},"result":3}]}"#;
+        let line = format!(
+            r#"{{"task_id":"t","samples":[{good},{spoiled},{good},{other},{spoiled},{good}]}}"#
+        );
+        let shared = parse_task_line(line.as_bytes()).unwrap();
+        assert!(Arc::ptr_eq(&shared.samples[1], &shared.samples[4]));
+        let apart = Task {
+            samples: shared
+                .samples
+                .iter()
+                .map(|s| Arc::new((**s).clone()))
+                .collect(),
+            ..shared.clone()
+        };
+        let decided = |t: &Task| {
+            let d = classify(&prepare(t, &c, None), &tool_states(&c), &Options::default());
+            serde_json::to_value(&d).unwrap()
+        };
+        let d = decided(&shared);
+        assert_eq!(d, decided(&apart));
+        let spoiled_at: Vec<&serde_json::Value> = d["malformed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| &m["sample"])
+            .collect();
+        assert_eq!(spoiled_at, [1, 4], "{d}");
     }
 }

@@ -11,7 +11,7 @@ use crate::catalog::Catalog;
 use crate::decide::{Verdict, modal};
 use crate::jcs::{Style, print_text};
 use crate::json::{Number, Value};
-use crate::task::{Arguments, Form, Keys, Observed, Payload, Task};
+use crate::task::{Arguments, Form, Keys, Observed, Payload, Task, per_sample};
 
 /// `ToolSchema` of the seed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -280,20 +280,25 @@ fn seed_shape(task: &Task, catalog: &Catalog) -> Result<SeedTool, String> {
 /// straight from the text.
 fn task_agreements(task: &Task) -> (f64, f64) {
     let (mut args, mut results) = (Keys::new(Dumps), Keys::new(Dumps));
-    let mut keys = Vec::with_capacity(task.samples.len());
-    for call in task.samples.iter().filter_map(|s| s.calls.first()) {
-        let a = match &call.arguments {
-            Arguments::Json(v) => args.value(v),
-            Arguments::Malformed(raw) => args.id(dumps_key(&Value::String(raw.clone()))),
-        };
-        let r = match &call.observed {
-            Observed::Result(p) => results.payload(p),
-            other => results.id(other
-                .error_form()
-                .unwrap_or_else(|| dumps_key(&other.as_value()))),
-        };
-        keys.push((a, r));
-    }
+    let keys: Vec<Option<(u32, u32)>> = per_sample(
+        &task.samples,
+        |_| true,
+        |_, s| {
+            let call = s.calls.first()?;
+            let a = match &call.arguments {
+                Arguments::Json(v) => args.value(v),
+                Arguments::Malformed(raw) => args.id(dumps_key(&Value::String(raw.clone()))),
+            };
+            let r = match &call.observed {
+                Observed::Result(p) => results.payload(p),
+                other => results.id(other
+                    .error_form()
+                    .unwrap_or_else(|| dumps_key(&other.as_value()))),
+            };
+            Some((a, r))
+        },
+    );
+    let keys: Vec<(u32, u32)> = keys.into_iter().flatten().collect();
     shares(
         keys.len(),
         keys.iter().map(|k| k.0),

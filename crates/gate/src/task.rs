@@ -33,8 +33,11 @@ impl Label {
 pub struct Task {
     /// The caller's ID.
     pub task_id: String,
-    /// The sampled plans.
-    pub samples: Vec<Sample>,
+    /// The sampled plans. A sample written byte for byte like an earlier one of its line
+    /// is read once and shared (`Arc::ptr_eq`), so what is computed per sample can be
+    /// computed per distinct sample; a caller that changes one makes it its own
+    /// (`Arc::make_mut`).
+    pub samples: Vec<Arc<Sample>>,
     /// Ground truth, when known.
     pub label: Option<Label>,
     /// `false` when the recorded results came from a drifting epoch (score mode).
@@ -240,6 +243,28 @@ impl<K: PartialEq, V: Clone> Recent<K, V> {
     }
 }
 
+/// What `per` answers for each of `samples`, computed once per distinct sample: one
+/// the reader shared with an earlier sample (`Arc::ptr_eq`, see [`Task::samples`]) takes
+/// that sample's answer when `reusable` allows it (an answer that names its sample's
+/// place, say, does not carry over).
+pub(crate) fn per_sample<'a, T: Clone>(
+    samples: &'a [Arc<Sample>],
+    reusable: impl Fn(&T) -> bool,
+    mut per: impl FnMut(usize, &'a Sample) -> T,
+) -> Vec<T> {
+    let mut out: Vec<T> = Vec::with_capacity(samples.len());
+    let mut firsts: Recent<*const Sample, usize> = Recent::new();
+    for (i, sample) in samples.iter().enumerate() {
+        let first = firsts.get_or(Arc::as_ptr(sample), || i);
+        let answer = match out.get(first) {
+            Some(earlier) if first < i && reusable(earlier) => earlier.clone(),
+            _ => per(i, sample),
+        };
+        out.push(answer);
+    }
+    out
+}
+
 /// Task-local ids of keys: equal keys get equal ids. Results are looked up by text
 /// first, so the copies of one result in N samples cost one print, not N, and the print
 /// reads the text without building it; comparing ids is cheaper than comparing printed
@@ -435,7 +460,7 @@ pub fn task_from_value(doc: &Value) -> Result<Task, TaskError> {
         Some(Value::Array(items)) => items
             .iter()
             .enumerate()
-            .map(|(i, s)| parse_sample(s, &format!("samples[{i}]"), &mut notes))
+            .map(|(i, s)| parse_sample(s, &format!("samples[{i}]"), &mut notes).map(Arc::new))
             .collect::<Result<Vec<_>, _>>()?,
         Some(_) => return Err(err("samples", "expected an array of samples")),
         None => return Err(err("samples", "missing")),
@@ -535,9 +560,9 @@ fn members(
 }
 
 /// Reads `[ item, ... ]`, each item by `item`.
-fn elements<T>(
-    c: &mut Cursor<'_>,
-    mut item: impl FnMut(&mut Cursor<'_>) -> Option<T>,
+fn elements<'a, T>(
+    c: &mut Cursor<'a>,
+    mut item: impl FnMut(&mut Cursor<'a>) -> Option<T>,
 ) -> Option<Vec<T>> {
     if !c.eat(b'[') {
         return None;
@@ -557,19 +582,35 @@ fn elements<T>(
     }
 }
 
-fn native_samples(c: &mut Cursor<'_>) -> Option<Vec<Sample>> {
+/// A line's samples. One written byte for byte like one of the last few distinct ones
+/// is that sample again (an object ends at its own closing byte, as in [`SeenResults`])
+/// and shares its reading: N samples that agree cost one reading, not N.
+fn native_samples(c: &mut Cursor<'_>) -> Option<Vec<Arc<Sample>>> {
+    /// As [`SeenResults::CAP`], per distinct sample.
+    const CAP: usize = 8;
     let mut seen = SeenResults::default();
+    let mut read: Vec<(&str, Arc<Sample>)> = Vec::new();
     elements(c, |c| {
+        if let Some((_, s)) = read.iter().rev().find(|(text, _)| c.skip_text(text)) {
+            return Some(Arc::clone(s));
+        }
         let mut calls = None;
-        members(c, |c, key| {
-            (key == "calls" && calls.is_none()).then_some(())?;
-            calls = Some(elements(c, |c| native_call(c, &mut seen))?);
-            Some(())
+        let text = c.spanned(|c| {
+            members(c, |c, key| {
+                (key == "calls" && calls.is_none()).then_some(())?;
+                calls = Some(elements(c, |c| native_call(c, &mut seen))?);
+                Some(())
+            })
         })?;
-        Some(Sample {
+        let sample = Arc::new(Sample {
             calls: calls?,
             ..Sample::default()
-        })
+        });
+        if read.len() == CAP {
+            read.remove(0);
+        }
+        read.push((text, Arc::clone(&sample)));
+        Some(sample)
     })
 }
 
@@ -1755,5 +1796,32 @@ mod tests {
             panic!("object expected")
         };
         assert_eq!(o.duplicate_key(), Some("x"));
+    }
+
+    #[test]
+    fn samples_written_alike_are_read_once() {
+        let a = r#"{"calls":[{"tool":"a","arguments":{"x":1},"result":{"y":[1,2]}}]}"#;
+        let b = r#"{"calls":[{"tool":"a","arguments":{"x":2},"result":{"y":[1,2]}}]}"#;
+        // The same value spaced otherwise is read again, and equal all the same.
+        let a_spaced = r#"{"calls": [{"tool":"a","arguments":{"x":1},"result":{"y":[1,2]}}]}"#;
+        let line = format!(r#"{{"task_id":"t","samples":[{a},{b},{a}, {a},{a_spaced},{b}]}}"#);
+        let t = parse_task_line(line.as_bytes()).unwrap();
+        let same = |i: usize, j: usize| Arc::ptr_eq(&t.samples[i], &t.samples[j]);
+        assert!(same(0, 2) && same(0, 3) && same(1, 5));
+        assert!(!same(0, 1) && !same(0, 4));
+        assert_eq!(t.samples[0], t.samples[4]);
+        assert_eq!(t, parse_task_line_general(line.as_bytes()).unwrap());
+        // Each answer once per distinct sample; a refused answer is computed again.
+        let mut asked = Vec::new();
+        let answers = per_sample(
+            &t.samples,
+            |&n: &usize| n != 4,
+            |i, _| {
+                asked.push(i);
+                i
+            },
+        );
+        assert_eq!(answers, [0, 1, 0, 0, 4, 1]);
+        assert_eq!(asked, [0, 1, 4]);
     }
 }

@@ -262,11 +262,27 @@ fn task() -> impl Strategy<Value = Task> {
         )),
         observed: Observed::Result(num(res).into()),
     });
-    let sample = proptest::collection::vec(call, 1..3).prop_map(|calls| Sample {
-        calls,
-        ..Sample::default()
+    let sample = proptest::collection::vec(call, 1..3).prop_map(|calls| {
+        std::sync::Arc::new(Sample {
+            calls,
+            ..Sample::default()
+        })
     });
-    (proptest::collection::vec(sample, 0..12), any::<bool>()).prop_map(|(samples, fixed)| Task {
+    // Some samples are the one before them again, shared as the reader shares samples
+    // written alike.
+    let samples = (
+        proptest::collection::vec(sample, 0..12),
+        proptest::collection::vec(any::<bool>(), 12),
+    )
+        .prop_map(|(mut samples, again)| {
+            for i in 1..samples.len() {
+                if again[i] {
+                    samples[i] = std::sync::Arc::clone(&samples[i - 1]);
+                }
+            }
+            samples
+        });
+    (samples, any::<bool>()).prop_map(|(samples, fixed)| Task {
         task_id: "t".into(),
         samples,
         label: None,
@@ -326,7 +342,7 @@ proptest! {
                 for c in &mut calls {
                     c.observed = Observed::Result(num(i as u64).into());
                 }
-                smp.calls = calls;
+                std::sync::Arc::make_mut(smp).calls = calls;
             }
         }
         let d = classify(&t, &s);

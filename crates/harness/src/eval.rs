@@ -324,7 +324,7 @@ impl<'w> Eval<'w> {
                 let shell = &job.shell;
                 let samples = std::mem::take(&mut *lock(&shell.samples))
                     .into_iter()
-                    .map(|s| s.expect("every sample of a finished task is back"))
+                    .map(|s| Arc::new(s.expect("every sample of a finished task is back")))
                     .collect();
                 let touched = std::mem::take(&mut *lock(&shell.touched));
                 let task = Task {
@@ -615,7 +615,8 @@ impl Feeder<'_, '_> {
             let job = Job {
                 shell: shell.clone(),
                 sample: i,
-                body,
+                // Samples the reader shared are executed apart, each for its own results.
+                body: Arc::unwrap_or_clone(body),
             };
             if self.tx.send(job).is_err() {
                 // Only when every worker died, which the scope reports as a panic.
