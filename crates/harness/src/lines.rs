@@ -3,7 +3,7 @@
 //! (`\n` or `\r\n`) dropped, and a line over the limit handed over as its length only.
 //! `plangate score`, `plangate eval` and the Python package all read through this.
 
-use std::io::{self, BufRead, Read as _};
+use std::io::{self, BufRead};
 
 use plangate_gate::task::TaskError;
 
@@ -43,11 +43,7 @@ impl<R: BufRead> LineReader<R> {
     pub fn advance(&mut self) -> io::Result<Option<usize>> {
         loop {
             self.buf.clear();
-            let read = self
-                .input
-                .by_ref()
-                .take(self.max.saturating_add(1))
-                .read_until(b'\n', &mut self.buf)?;
+            let read = read_line(&mut self.input, self.max.saturating_add(1), &mut self.buf)?;
             if read == 0 {
                 return Ok(None);
             }
@@ -86,6 +82,34 @@ impl<R: BufRead> LineReader<R> {
     /// Blank lines read so far.
     pub fn blank(&self) -> usize {
         self.blank
+    }
+}
+
+/// `read_until(b'\n')` of at most `limit` bytes (std's `take(limit).read_until`),
+/// finding the newline with `memchr`'s vector search instead of std's word-at-a-time one.
+fn read_line(input: &mut impl BufRead, limit: u64, buf: &mut Vec<u8>) -> io::Result<usize> {
+    let mut read = 0;
+    loop {
+        let available = match input.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        let room = usize::try_from(limit - read as u64).unwrap_or(usize::MAX);
+        let available = &available[..available.len().min(room)];
+        if available.is_empty() {
+            return Ok(read);
+        }
+        let (ended, used) = match memchr::memchr(b'\n', available) {
+            Some(i) => (true, i + 1),
+            None => (false, available.len()),
+        };
+        buf.extend_from_slice(&available[..used]);
+        input.consume(used);
+        read += used;
+        if ended {
+            return Ok(read);
+        }
     }
 }
 
@@ -128,5 +152,28 @@ mod tests {
             ]
         );
         assert_eq!((r.lines(), r.blank()), (6, 2));
+    }
+
+    /// The newline search reads as std's `take(limit).read_until` does, lines split
+    /// across the buffer's refills included.
+    #[test]
+    fn lines_read_as_std_reads_them() {
+        use std::io::Read as _;
+        let input: &[u8] = b"ab\ncdefgh\n\n\r\nijklmnopq\nr\nstuvwxyz";
+        for capacity in 1..10 {
+            for limit in 1..12 {
+                let mut ours = io::BufReader::with_capacity(capacity, input);
+                let mut std = io::BufReader::with_capacity(capacity, input);
+                loop {
+                    let (mut a, mut b) = (Vec::new(), Vec::new());
+                    let n = read_line(&mut ours, limit, &mut a).unwrap();
+                    let m = std.by_ref().take(limit).read_until(b'\n', &mut b).unwrap();
+                    assert_eq!((n, &a), (m, &b), "capacity {capacity}, limit {limit}");
+                    if n == 0 {
+                        break;
+                    }
+                }
+            }
+        }
     }
 }
