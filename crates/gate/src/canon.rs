@@ -121,11 +121,15 @@ pub fn canonicalize_arguments(
     if !problems.is_empty() {
         return Err(Invalid::Unreadable(problems));
     }
-    let instance = to_serde(args);
     // Valid arguments are the rule: asking only whether they are is cheaper than
-    // walking for errors, and the errors are the same empty list.
-    let errors =
-        (!tool.validator.is_valid(&instance)).then(|| tool.validator.iter_errors(&instance));
+    // walking for errors, and the errors are the same empty list. Asked of our own
+    // values, converting them is left to arguments that break the schema.
+    let valid = match &tool.in_place {
+        Some(v) => v.is_valid(args),
+        None => tool.validator.is_valid(&to_serde(args)),
+    };
+    let instance = (!valid).then(|| to_serde(args));
+    let errors = instance.as_ref().map(|i| tool.validator.iter_errors(i));
     let mut violations = Vec::new();
     for e in errors.into_iter().flatten() {
         let at = e.instance_path().as_str().to_string();

@@ -101,6 +101,10 @@ impl Object {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+    /// Members, in input order.
+    pub(crate) fn members(&self) -> &[(String, Value)] {
+        &self.0
+    }
     /// Members' keys, in input order.
     pub fn keys(&self) -> impl Iterator<Item = &String> {
         self.0.iter().map(|(k, _)| k)
