@@ -999,13 +999,18 @@ pub fn classify(p: &Prepared, tools: &dyn ToolStates, opts: &Options) -> Decisio
     let tools = &Looked::up(p, tools);
     let mut d = analyse(p, tools);
     if d.n > 0 && !opts.arg_reject.missed_by(1, d.n) {
-        d.warnings.push(format!(
-            "reject_unreachable: with n = {n} the smallest possible agreement is 1/{n} = {:.2}, \
-             not below arg_reject {}; nothing can be rejected for fabricated arguments",
-            1.0 / d.n as f64,
-            opts.arg_reject,
-            n = d.n
-        ));
+        d.warnings.push(
+            Say::new("reject_unreachable: with n = ")
+                .n(d.n)
+                .s(" the smallest possible agreement is ")
+                .of(1, d.n)
+                .s(" = ")
+                .s(&one_in(d.n))
+                .s(", not below arg_reject ")
+                .ratio(opts.arg_reject)
+                .s("; nothing can be rejected for fabricated arguments")
+                .done(),
+        );
     }
     decide(&mut d, p, tools, opts);
     d
@@ -1200,10 +1205,13 @@ fn decide(d: &mut Decision, p: &Prepared, tools: &dyn ToolStates, opts: &Options
         d,
         Verdict::Defer,
         Reason::AmbiguousArguments,
-        format!(
-            "argument agreement {a}/{n} is between arg_reject {} and arg_accept {}",
-            opts.arg_reject, opts.arg_accept
-        ),
+        Say::new("argument agreement ")
+            .of(a, n)
+            .s(" is between arg_reject ")
+            .ratio(opts.arg_reject)
+            .s(" and arg_accept ")
+            .ratio(opts.arg_accept)
+            .done(),
     );
 }
 
@@ -1290,10 +1298,11 @@ fn tool_conditions_fail(d: &mut Decision, tools: &dyn ToolStates, why_low: &str)
 /// without any fabricated value; such a task defers.
 fn low_agreement(d: &mut Decision, p: &Prepared, tools: &dyn ToolStates, opts: &Options) {
     let (n, a) = (d.n, d.arg_agreement.count);
-    let why_low = format!(
-        "argument agreement {a}/{n} is below arg_reject {}",
-        opts.arg_reject
-    );
+    let why_low = Say::new("argument agreement ")
+        .of(a, n)
+        .s(" is below arg_reject ")
+        .ratio(opts.arg_reject)
+        .done();
     let deferred = tool_conditions_fail(d, tools, &why_low);
     if deferred {
         return;
@@ -1310,16 +1319,17 @@ fn low_agreement(d: &mut Decision, p: &Prepared, tools: &dyn ToolStates, opts: &
         );
     }
     let described = |paths: &mut dyn Iterator<Item = &DivergentPath>| -> String {
-        let top: Vec<String> = paths
-            .take(3)
-            .map(|p| {
-                format!(
-                    "{}: {} distinct values, agreement {}/{n}",
-                    p.path, p.distinct, p.agreement.count
-                )
-            })
-            .collect();
-        top.join("; ")
+        let mut say = Say::new("");
+        for (i, p) in paths.take(3).enumerate() {
+            say = say
+                .s(if i == 0 { "" } else { "; " })
+                .s(&p.path)
+                .s(": ")
+                .n(p.distinct)
+                .s(" distinct values, agreement ")
+                .of(p.agreement.count, n);
+        }
+        say.done()
     };
     let scattered = |x: &&DivergentPath| opts.arg_reject.missed_by(x.agreement.count, n);
     if d.divergent_paths.iter().any(|x| scattered(&x)) {
@@ -1328,7 +1338,11 @@ fn low_agreement(d: &mut Decision, p: &Prepared, tools: &dyn ToolStates, opts: &
             d,
             Verdict::Reject,
             Reason::FabricatedArguments,
-            format!("{why_low}, and scattered where the plans differ ({located})"),
+            Say::new(&why_low)
+                .s(", and scattered where the plans differ (")
+                .s(&located)
+                .s(")")
+                .done(),
         );
     }
     if opts.rule == Rule::Seed {
@@ -1452,10 +1466,11 @@ fn modal_violation<'d>(d: &'d Decision, p: &Prepared) -> Option<&'d SchemaViolat
 /// Arguments agree: results decide between accept and the tool being suspect.
 fn agreeing_arguments(d: &mut Decision, opts: &Options) {
     let (n, a) = (d.n, d.arg_agreement.count);
-    let agree = format!(
-        "argument agreement {a}/{n} meets arg_accept {}",
-        opts.arg_accept
-    );
+    let agree = Say::new("argument agreement ")
+        .of(a, n)
+        .s(" meets arg_accept ")
+        .ratio(opts.arg_accept)
+        .done();
     match d.result_agreement {
         None => {
             set(d, Verdict::Accept, Reason::ArgumentsAgree, agree);
@@ -1472,10 +1487,11 @@ fn agreeing_arguments(d: &mut Decision, opts: &Options) {
                 d,
                 Verdict::Accept,
                 Reason::ResultsAgree,
-                format!(
-                    "result agreement {}/{n} meets result_accept {}",
-                    r.count, opts.result_accept
-                ),
+                Say::new("result agreement ")
+                    .of(r.count, n)
+                    .s(" meets result_accept ")
+                    .ratio(opts.result_accept)
+                    .done(),
             );
         }
         Some(r) if opts.result_suspect.missed_by(r.count, n) => {
@@ -1488,10 +1504,13 @@ fn agreeing_arguments(d: &mut Decision, opts: &Options) {
                 d,
                 Verdict::Defer,
                 Reason::ToolSuspect,
-                format!(
-                    "{agree}, but result agreement {}/{n} is below result_suspect {}{who}",
-                    r.count, opts.result_suspect
-                ),
+                Say::new(&agree)
+                    .s(", but result agreement ")
+                    .of(r.count, n)
+                    .s(" is below result_suspect ")
+                    .ratio(opts.result_suspect)
+                    .s(&who)
+                    .done(),
             );
         }
         Some(r) => {
@@ -1499,10 +1518,12 @@ fn agreeing_arguments(d: &mut Decision, opts: &Options) {
                 d,
                 Verdict::Defer,
                 Reason::ResultInconclusive,
-                format!(
-                    "{agree}, but result agreement {}/{n} is below result_accept {}",
-                    r.count, opts.result_accept
-                ),
+                Say::new(&agree)
+                    .s(", but result agreement ")
+                    .of(r.count, n)
+                    .s(" is below result_accept ")
+                    .ratio(opts.result_accept)
+                    .done(),
             );
         }
     }
@@ -1512,6 +1533,54 @@ fn set(d: &mut Decision, v: Verdict, r: Reason, why: String) {
     d.decision = v;
     d.reasons.push(r);
     d.explanation.push(why);
+}
+
+/// An explanation, written piece by piece: a `format!` cost about 700 instructions, and
+/// a task explains itself two or three times.
+struct Say(String);
+
+impl Say {
+    fn new(text: &str) -> Self {
+        let mut s = String::with_capacity(text.len() + 96);
+        s.push_str(text);
+        Say(s)
+    }
+    fn s(mut self, text: &str) -> Self {
+        self.0.push_str(text);
+        self
+    }
+    fn n(mut self, v: usize) -> Self {
+        jcs::write_usize(v, &mut self.0);
+        self
+    }
+    /// `count/n`.
+    fn of(self, count: usize, n: usize) -> Self {
+        self.n(count).s("/").n(n)
+    }
+    fn ratio(mut self, r: Ratio) -> Self {
+        r.write_to(&mut self.0);
+        self
+    }
+    fn done(self) -> String {
+        self.0
+    }
+}
+
+/// Agreements of up to this many samples have `1/n` to two places in [`ONE_IN`].
+const ONE_IN_N: usize = 64;
+/// `1/n` to two places (`{:.2}`) for `n <= ONE_IN_N`, written once per process.
+static ONE_IN: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+
+/// `1/n` to two places, as `{:.2}` writes it.
+fn one_in(n: usize) -> std::borrow::Cow<'static, str> {
+    let two_places = |n: usize| format!("{:.2}", 1.0 / n as f64);
+    match ONE_IN
+        .get_or_init(|| (0..=ONE_IN_N).map(two_places).collect())
+        .get(n)
+    {
+        Some(text) => text.into(),
+        None => two_places(n).into(),
+    }
 }
 
 fn quoted<S: AsRef<str>>(names: &[S]) -> String {
@@ -1734,6 +1803,22 @@ pub fn tool_states(catalog: &Catalog) -> BTreeMap<String, ToolState> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_in_n_reads_as_two_places_do() {
+        for n in 1..=ONE_IN_N * 4 {
+            assert_eq!(one_in(n), format!("{:.2}", 1.0 / n as f64), "1/{n}");
+        }
+        assert_eq!(one_in(8), "0.12", "a tie rounds as {{:.2}} rounds it");
+    }
+
+    #[test]
+    fn say_writes_what_format_writes() {
+        let r: Ratio = "0.80".parse().unwrap();
+        let said = Say::new("a ").of(4, 5).s(" b ").ratio(r).n(12_345).done();
+        assert_eq!(said, format!("a 4/5 b {r}12345"));
+        assert_eq!(said, "a 4/5 b 0.812345");
+    }
     use crate::json::parse;
     use crate::task::parse_task_line;
 

@@ -110,19 +110,7 @@ fn strings(o: &mut String, items: &[String]) {
 }
 
 fn usize_(o: &mut String, n: usize) {
-    let mut buf = [0u8; 20];
-    let mut i = buf.len();
-    let mut n = n;
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    // Only ASCII digits were written.
-    o.push_str(std::str::from_utf8(&buf[i..]).unwrap_or("0"));
+    crate::jcs::write_usize(n, o);
 }
 
 /// An optional field: its value, or `null` (serde_json writes `None` so).

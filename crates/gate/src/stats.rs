@@ -81,14 +81,25 @@ impl Ratio {
 /// double prints as (a double keeps 15), less trailing zeros.
 impl fmt::Display for Ratio {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.digits(&mut [0; 32]))
+    }
+}
+
+impl Ratio {
+    /// Appends what [`Display`](fmt::Display) writes, without the formatting machinery.
+    pub fn write_to(self, o: &mut String) {
+        o.push_str(self.digits(&mut [0; 32]));
+    }
+
+    /// The displayed text, written from the right into `buf`: at most 9 fraction digits,
+    /// the point, 20 integer ones.
+    fn digits(self, buf: &mut [u8; 32]) -> &str {
         let mut digits = self.den.ilog10();
         let (mut int, mut frac) = (self.num / self.den, self.num % self.den);
         while digits > 0 && frac % 10 == 0 {
             frac /= 10;
             digits -= 1;
         }
-        // Written from the right: at most 9 fraction digits, the point, 20 integer ones.
-        let mut buf = [0u8; 32];
         let mut at = buf.len();
         for _ in 0..digits {
             at -= 1;
@@ -107,7 +118,8 @@ impl fmt::Display for Ratio {
                 break;
             }
         }
-        f.write_str(std::str::from_utf8(&buf[at..]).map_err(|_| fmt::Error)?)
+        // Only ASCII digits and a point were written.
+        std::str::from_utf8(&buf[at..]).unwrap_or("?")
     }
 }
 
@@ -145,6 +157,9 @@ mod tests {
         let check = |text: String| {
             let r: Ratio = text.parse().unwrap();
             assert_eq!(r.to_string(), r.as_f64().to_string(), "{text}");
+            let mut pushed = String::from("x");
+            r.write_to(&mut pushed);
+            assert_eq!(pushed, format!("x{r}"));
         };
         for digits in 0..=3 {
             let den = 10u64.pow(digits);
