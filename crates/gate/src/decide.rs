@@ -1701,15 +1701,54 @@ fn path_agreements(p: &Prepared, max_steps: usize) -> Vec<DivergentPath> {
                 Some(st) => st.args.as_deref().map(Some),
             })
             .collect();
-        walk(&format!("$.steps[{j}].arguments"), &args, n, &mut out);
+        walk(&mut format!("$.steps[{j}].arguments"), &args, n, &mut out);
     }
     out.sort_by_key(|p| p.agreement.count);
     out
 }
 
-fn walk(path: &str, values: &[Option<&Value>], n: usize, out: &mut Vec<DivergentPath>) {
+/// Lists where `values` differ below `path` (the buffer is left as it was given).
+fn walk(path: &mut String, values: &[Option<&Value>], n: usize, out: &mut Vec<DivergentPath>) {
     if out.len() >= PATH_WALK_LIMIT {
         return;
+    }
+    // Objects, and arrays of one length, are walked without being printed: where they
+    // print alike so does every member, and nothing below them is listed. Printing
+    // them at each level made a deep argument cost its depth times its size.
+    if values.iter().all(|v| matches!(v, Some(Value::Object(_)))) {
+        let objs: Vec<_> = values
+            .iter()
+            .filter_map(|v| v.and_then(Value::as_object))
+            .collect();
+        let names: BTreeSet<&String> = objs.iter().flat_map(|o| o.keys()).collect();
+        for name in names {
+            let sub: Vec<Option<&Value>> = objs.iter().map(|o| o.get(name)).collect();
+            let len = path.len();
+            push_member(path, name);
+            walk(path, &sub, n, out);
+            path.truncate(len);
+        }
+        return;
+    }
+    if let Some(Some(Value::Array(first))) = values.first() {
+        let same_len = values
+            .iter()
+            .all(|v| matches!(v, Some(Value::Array(a)) if a.len() == first.len()));
+        if same_len {
+            for i in 0..first.len() {
+                let sub: Vec<Option<&Value>> = values
+                    .iter()
+                    .map(|v| v.and_then(Value::as_array).and_then(|a| a.get(i)))
+                    .collect();
+                let len = path.len();
+                path.push('[');
+                jcs::write_usize(i, path);
+                path.push(']');
+                walk(path, &sub, n, out);
+                path.truncate(len);
+            }
+            return;
+        }
     }
     // Values equal as trees print equal: a value met again among the last few is not
     // printed again, and the bound keeps many distinct values linear.
@@ -1731,35 +1770,8 @@ fn walk(path: &str, values: &[Option<&Value>], n: usize, out: &mut Vec<Divergent
     if counts.len() <= 1 {
         return;
     }
-    if values.iter().all(|v| matches!(v, Some(Value::Object(_)))) {
-        let objs: Vec<_> = values
-            .iter()
-            .filter_map(|v| v.and_then(Value::as_object))
-            .collect();
-        let names: BTreeSet<&String> = objs.iter().flat_map(|o| o.keys()).collect();
-        for name in names {
-            let sub: Vec<Option<&Value>> = objs.iter().map(|o| o.get(name)).collect();
-            walk(&format!("{path}{}", path_member(name)), &sub, n, out);
-        }
-        return;
-    }
-    if let Some(Some(Value::Array(first))) = values.first() {
-        let same_len = values
-            .iter()
-            .all(|v| matches!(v, Some(Value::Array(a)) if a.len() == first.len()));
-        if same_len {
-            for i in 0..first.len() {
-                let sub: Vec<Option<&Value>> = values
-                    .iter()
-                    .map(|v| v.and_then(Value::as_array).and_then(|a| a.get(i)))
-                    .collect();
-                walk(&format!("{path}[{i}]"), &sub, n, out);
-            }
-            return;
-        }
-    }
     out.push(DivergentPath {
-        path: path.to_string(),
+        path: path.clone(),
         distinct: counts.len(),
         agreement: Agreement::new(counts.iter().copied().max().unwrap_or(0), n),
     });
@@ -1768,16 +1780,23 @@ fn walk(path: &str, values: &[Option<&Value>], n: usize, out: &mut Vec<Divergent
 /// One step of a `$.a.b["odd key"]` path: `.name` for plain identifiers, else a
 /// bracketed JSON string, so every path plangate prints reads the same way.
 pub fn path_member(name: &str) -> String {
+    let mut s = String::with_capacity(name.len() + 4);
+    push_member(&mut s, name);
+    s
+}
+
+/// Appends [`path_member`]'s step.
+fn push_member(path: &mut String, name: &str) {
     let plain = !name.is_empty()
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
         && !name.starts_with(|c: char| c.is_ascii_digit());
     if plain {
-        format!(".{name}")
+        path.push('.');
+        path.push_str(name);
     } else {
-        let mut s = String::from("[");
-        jcs::write_string(name, &mut s);
-        s.push(']');
-        s
+        path.push('[');
+        jcs::write_string(name, path);
+        path.push(']');
     }
 }
 
@@ -1810,6 +1829,40 @@ mod tests {
             assert_eq!(one_in(n), format!("{:.2}", 1.0 / n as f64), "1/{n}");
         }
         assert_eq!(one_in(8), "0.12", "a tie rounds as {{:.2}} rounds it");
+    }
+
+    #[test]
+    fn walk_lists_only_leaves_that_print_apart() {
+        let walked = |texts: &[&str]| {
+            let values: Vec<Value> = texts.iter().map(|t| parse(t).unwrap()).collect();
+            let refs: Vec<Option<&Value>> = values.iter().map(Some).collect();
+            let mut out = Vec::new();
+            let mut path = String::from("$");
+            walk(&mut path, &refs, refs.len(), &mut out);
+            assert_eq!(path, "$", "the path buffer is handed back as it came");
+            out.into_iter()
+                .map(|p| (p.path, p.distinct, p.agreement.count))
+                .collect::<Vec<_>>()
+        };
+        // Different trees, one print: nothing differs.
+        assert_eq!(walked(&[r#"{"a":{"b":1}}"#, r#"{"a":{"b":1.0}}"#]), vec![]);
+        assert_eq!(
+            walked(&[
+                r#"{"a":[1,{"c":"x"}],"odd key":2,"z":1}"#,
+                r#"{"a":[1,{"c":"y"}],"odd key":3,"z":1}"#,
+                r#"{"a":[1,{"c":"x"}],"odd key":2}"#,
+            ]),
+            vec![
+                ("$.a[1].c".to_string(), 2, 2),
+                ("$[\"odd key\"]".to_string(), 2, 2),
+                ("$.z".to_string(), 2, 2),
+            ]
+        );
+        // Arrays of different lengths are one value.
+        assert_eq!(
+            walked(&["[1,2]", "[1]", "[1]"]),
+            vec![("$".to_string(), 2, 2)]
+        );
     }
 
     #[test]
