@@ -1026,25 +1026,22 @@ fn analyse(p: &Prepared, tools: &dyn ToolStates) -> Decision {
     let modal_sample = p.samples.get(modal_idx);
 
     let is_det = |t: &str| tools.state(t).is_some_and(|s| s.declared_deterministic);
-    // A sample's results: those of its deterministic steps, by step.
-    let result_keys: Vec<Vec<(usize, Option<u32>)>> = p
-        .samples
-        .iter()
-        .map(|s| {
-            s.steps
-                .iter()
-                .enumerate()
-                .filter(|(_, st)| is_det(&st.tool))
-                .map(|(j, st)| (j, st.result))
-                .collect()
-        })
-        .collect();
-    let any_det = p
-        .samples
-        .iter()
-        .any(|s| s.steps.iter().any(|st| is_det(&st.tool)));
-    let result = any_det.then(|| {
-        let (_, c) = modal(result_keys.iter()).unwrap_or((0, 0));
+    // A sample's results: those of its deterministic steps, by step, all samples' in
+    // one vector (`ends[i]` is where sample i's end).
+    let mut results: Vec<(usize, Option<u32>)> = Vec::new();
+    let mut ends = Vec::with_capacity(n);
+    for s in &p.samples {
+        for (j, st) in s.steps.iter().enumerate() {
+            if is_det(&st.tool) {
+                results.push((j, st.result));
+            }
+        }
+        ends.push(results.len());
+    }
+    let result = (!results.is_empty()).then(|| {
+        let starts = std::iter::once(0).chain(ends.iter().copied());
+        let keys = starts.zip(ends.iter()).map(|(a, &b)| &results[a..b]);
+        let (_, c) = modal(keys).unwrap_or((0, 0));
         Agreement::new(c, n)
     });
 
