@@ -121,11 +121,15 @@ pub fn canonicalize_arguments(
     if !problems.is_empty() {
         return Err(Invalid::Unreadable(problems));
     }
-    let instance = to_serde(args);
     // Valid arguments are the rule: asking only whether they are is cheaper than
-    // walking for errors, and the errors are the same empty list.
-    let errors =
-        (!tool.validator.is_valid(&instance)).then(|| tool.validator.iter_errors(&instance));
+    // walking for errors, and the errors are the same empty list. Asked of our own
+    // values, converting them is left to arguments that break the schema.
+    let valid = match &tool.in_place {
+        Some(v) => v.is_valid(args),
+        None => tool.validator.is_valid(&to_serde(args)),
+    };
+    let instance = (!valid).then(|| to_serde(args));
+    let errors = instance.as_ref().map(|i| tool.validator.iter_errors(i));
     let mut violations = Vec::new();
     for e in errors.into_iter().flatten() {
         let at = e.instance_path().as_str().to_string();
@@ -210,19 +214,21 @@ fn scan(
 }
 
 fn apply(hints: &Hints, v: &Value, resolver: &mut Option<&mut (dyn Resolver + '_)>) -> Value {
-    if as_from_ref(v).is_some() {
-        // Symbolic on purpose: an upstream result, flaky or not, never reaches the
-        // argument signal through a reference.
+    // A reference is symbolic on purpose: an upstream result, flaky or not, never
+    // reaches the argument signal through one. Where the schema has no hint and no
+    // default at or below this place, the value is its own canonical form (it holds no
+    // duplicate key: those are unreadable first).
+    if as_from_ref(v).is_some() || hints.is_empty() {
         return v.clone();
     }
     let mut out = match v {
         Value::Object(o) => {
-            let mut res = Object::new();
+            let mut res = Object::with_capacity(o.len());
             for (k, sub) in o.iter() {
                 res.push_new(k.clone(), apply(hints.property(k), sub, resolver));
             }
             for (k, sub) in hints.properties() {
-                if res.contains_key(k) {
+                if sub.default().is_none() || res.contains_key(k) {
                     continue;
                 }
                 if let Some(d) = sub.default() {
@@ -243,7 +249,13 @@ fn apply(hints: &Hints, v: &Value, resolver: &mut Option<&mut (dyn Resolver + '_
     };
     for hint in hints.hints() {
         out = match (hint, out) {
+            (Hint::Trim, Value::String(t)) if t.trim().len() == t.len() => Value::String(t),
             (Hint::Trim, Value::String(t)) => Value::String(t.trim().to_string()),
+            // ASCII lowercases alike either way, in place.
+            (Hint::Casefold, Value::String(mut t)) if t.is_ascii() => {
+                t.make_ascii_lowercase();
+                Value::String(t)
+            }
             (Hint::Casefold, Value::String(t)) => Value::String(t.to_lowercase()),
             (Hint::Path { base }, Value::String(p)) => Value::String(normalize_path(&p, base)),
             (Hint::Id { resolve }, val) => match resolver {
@@ -299,6 +311,32 @@ mod tests {
         assert_eq!(normalize_path("./a/../b//c/", "/world"), "/world/b/c");
         assert_eq!(normalize_path("/../../etc", "/world"), "/etc");
         assert_eq!(normalize_path("", "/world"), "/world");
+    }
+
+    #[test]
+    fn hints_apply_alike_to_text_they_change_and_text_they_keep() {
+        let t = tool(
+            r#"{"type":"object","properties":{
+              "e":{"type":"string","x-plangate":{"canon":["trim","casefold"]}},
+              "o":{"type":"object","properties":{"n":{"type":"integer","default":3}}},
+              "plain":{"type":"object","properties":{"x":{"type":"array"}}}}}"#,
+        );
+        for (args, canonical) in [
+            (r#"{"e":"ada"}"#, r#"{"e":"ada"}"#),
+            (r#"{"e":" AdA\t"}"#, r#"{"e":"ada"}"#),
+            (r#"{"e":"ÀDA"}"#, r#"{"e":"àda"}"#),
+            (r#"{"e":"ǅ"}"#, r#"{"e":"ǆ"}"#),
+            (r#"{"o":{}}"#, r#"{"o":{"n":3}}"#),
+            (r#"{"o":{"n":4,"m":[1.0]}}"#, r#"{"o":{"m":[1],"n":4}}"#),
+            (
+                r#"{"plain":{"x":[{"B":" A "}],"y":1e2}}"#,
+                r#"{"plain":{"x":[{"B":" A "}],"y":100}}"#,
+            ),
+        ] {
+            assert_eq!(canon(&t, args), Ok(canonical.to_string()), "{args}");
+        }
+        let hints = |name: &str| t.hints.property(name).is_empty();
+        assert!(hints("plain") && hints("unnamed") && !hints("o") && !hints("e"));
     }
 
     #[test]

@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use crate::convert::GateJson;
 use crate::hints::Hints;
 use crate::json::{Object, Value};
 
@@ -222,6 +223,10 @@ pub struct ToolSpec {
     /// The schema's canonicalization hints, read once.
     pub(crate) hints: Hints,
     pub(crate) validator: Arc<jsonschema::Validator>,
+    /// The same schema compiled for our own values, which asks whether arguments are
+    /// valid without converting them (`None` only if it would not compile where the
+    /// first did: arguments are then converted).
+    pub(crate) in_place: Option<Arc<jsonschema::Validator<GateJson>>>,
 }
 
 /// A parameter that refers to something (a user, an order, a file).
@@ -535,7 +540,7 @@ fn parse_schema(
     body_field: &str,
     warnings: &mut Vec<CatalogWarning>,
     p: &mut Problems,
-) -> Option<(Value, jsonschema::Validator, Hints)> {
+) -> Option<(Value, Compiled, Hints)> {
     let (schema, f) = match given {
         Some((v @ Value::Object(_), f)) => {
             let mut schema = v.clone();
@@ -636,7 +641,7 @@ fn parse_entry(
         Some(name),
         Some(deterministic),
         Some(verified),
-        Some((parameters, validator, hints)),
+        Some((parameters, (validator, in_place), hints)),
         Some(module),
         Some(description),
         Some(probe),
@@ -678,6 +683,7 @@ fn parse_entry(
         dialect,
         declared,
         validator: Arc::new(validator),
+        in_place: in_place.map(Arc::new),
     })
 }
 
@@ -842,7 +848,13 @@ fn mend_default(o: &mut Object, field: &str, warnings: &mut Vec<CatalogWarning>)
 
 /// Compiles a schema, or names every place it breaks the meta-schema (as a JSON Pointer
 /// after the schema's field).
-fn compile(schema: &Value, field: &str) -> Result<jsonschema::Validator, Vec<CatalogError>> {
+/// A schema's validator for `serde_json` values, and for ours when it compiles for them.
+type Compiled = (
+    jsonschema::Validator,
+    Option<jsonschema::Validator<GateJson>>,
+);
+
+fn compile(schema: &Value, field: &str) -> Result<Compiled, Vec<CatalogError>> {
     let mut long = Vec::new();
     long_patterns(schema, field, &mut String::new(), &mut long);
     if !long.is_empty() {
@@ -869,10 +881,12 @@ fn compile(schema: &Value, field: &str) -> Result<jsonschema::Validator, Vec<Cat
             return Err(problems);
         }
     }
-    jsonschema::validator_for(&s).map_err(|e| {
+    let validator = jsonschema::validator_for(&s).map_err(|e| {
         let message = too_big(e.instance()).unwrap_or_else(|| format!("invalid JSON Schema: {e}"));
         vec![err(format!("{field}{}", e.schema_path().as_str()), message)]
-    })
+    })?;
+    let in_place = jsonschema::options_for::<GateJson>().build(&s).ok();
+    Ok((validator, in_place))
 }
 
 fn parse_mode(v: Option<(&Value, &str)>) -> Result<SourceMode, CatalogError> {

@@ -1001,13 +1001,18 @@ pub fn classify(p: &Prepared, tools: &dyn ToolStates, opts: &Options) -> Decisio
     let tools = &Looked::up(p, tools);
     let mut d = analyse(p, tools);
     if d.n > 0 && !opts.arg_reject.missed_by(1, d.n) {
-        d.warnings.push(format!(
-            "reject_unreachable: with n = {n} the smallest possible agreement is 1/{n} = {:.2}, \
-             not below arg_reject {}; nothing can be rejected for fabricated arguments",
-            1.0 / d.n as f64,
-            opts.arg_reject,
-            n = d.n
-        ));
+        d.warnings.push(
+            Say::new("reject_unreachable: with n = ")
+                .n(d.n)
+                .s(" the smallest possible agreement is ")
+                .of(1, d.n)
+                .s(" = ")
+                .s(&one_in(d.n))
+                .s(", not below arg_reject ")
+                .ratio(opts.arg_reject)
+                .s("; nothing can be rejected for fabricated arguments")
+                .done(),
+        );
     }
     decide(&mut d, p, tools, opts);
     d
@@ -1023,25 +1028,22 @@ fn analyse(p: &Prepared, tools: &dyn ToolStates) -> Decision {
     let modal_sample = p.samples.get(modal_idx);
 
     let is_det = |t: &str| tools.state(t).is_some_and(|s| s.declared_deterministic);
-    // A sample's results: those of its deterministic steps, by step.
-    let result_keys: Vec<Vec<(usize, Option<u32>)>> = p
-        .samples
-        .iter()
-        .map(|s| {
-            s.steps
-                .iter()
-                .enumerate()
-                .filter(|(_, st)| is_det(&st.tool))
-                .map(|(j, st)| (j, st.result))
-                .collect()
-        })
-        .collect();
-    let any_det = p
-        .samples
-        .iter()
-        .any(|s| s.steps.iter().any(|st| is_det(&st.tool)));
-    let result = any_det.then(|| {
-        let (_, c) = modal(result_keys.iter()).unwrap_or((0, 0));
+    // A sample's results: those of its deterministic steps, by step, all samples' in
+    // one vector (`ends[i]` is where sample i's end).
+    let mut results: Vec<(usize, Option<u32>)> = Vec::new();
+    let mut ends = Vec::with_capacity(n);
+    for s in &p.samples {
+        for (j, st) in s.steps.iter().enumerate() {
+            if is_det(&st.tool) {
+                results.push((j, st.result));
+            }
+        }
+        ends.push(results.len());
+    }
+    let result = (!results.is_empty()).then(|| {
+        let starts = std::iter::once(0).chain(ends.iter().copied());
+        let keys = starts.zip(ends.iter()).map(|(a, &b)| &results[a..b]);
+        let (_, c) = modal(keys).unwrap_or((0, 0));
         Agreement::new(c, n)
     });
 
@@ -1202,10 +1204,13 @@ fn decide(d: &mut Decision, p: &Prepared, tools: &dyn ToolStates, opts: &Options
         d,
         Verdict::Defer,
         Reason::AmbiguousArguments,
-        format!(
-            "argument agreement {a}/{n} is between arg_reject {} and arg_accept {}",
-            opts.arg_reject, opts.arg_accept
-        ),
+        Say::new("argument agreement ")
+            .of(a, n)
+            .s(" is between arg_reject ")
+            .ratio(opts.arg_reject)
+            .s(" and arg_accept ")
+            .ratio(opts.arg_accept)
+            .done(),
     );
 }
 
@@ -1292,10 +1297,11 @@ fn tool_conditions_fail(d: &mut Decision, tools: &dyn ToolStates, why_low: &str)
 /// without any fabricated value; such a task defers.
 fn low_agreement(d: &mut Decision, p: &Prepared, tools: &dyn ToolStates, opts: &Options) {
     let (n, a) = (d.n, d.arg_agreement.count);
-    let why_low = format!(
-        "argument agreement {a}/{n} is below arg_reject {}",
-        opts.arg_reject
-    );
+    let why_low = Say::new("argument agreement ")
+        .of(a, n)
+        .s(" is below arg_reject ")
+        .ratio(opts.arg_reject)
+        .done();
     let deferred = tool_conditions_fail(d, tools, &why_low);
     if deferred {
         return;
@@ -1312,16 +1318,17 @@ fn low_agreement(d: &mut Decision, p: &Prepared, tools: &dyn ToolStates, opts: &
         );
     }
     let described = |paths: &mut dyn Iterator<Item = &DivergentPath>| -> String {
-        let top: Vec<String> = paths
-            .take(3)
-            .map(|p| {
-                format!(
-                    "{}: {} distinct values, agreement {}/{n}",
-                    p.path, p.distinct, p.agreement.count
-                )
-            })
-            .collect();
-        top.join("; ")
+        let mut say = Say::new("");
+        for (i, p) in paths.take(3).enumerate() {
+            say = say
+                .s(if i == 0 { "" } else { "; " })
+                .s(&p.path)
+                .s(": ")
+                .n(p.distinct)
+                .s(" distinct values, agreement ")
+                .of(p.agreement.count, n);
+        }
+        say.done()
     };
     let scattered = |x: &&DivergentPath| opts.arg_reject.missed_by(x.agreement.count, n);
     if d.divergent_paths.iter().any(|x| scattered(&x)) {
@@ -1330,7 +1337,11 @@ fn low_agreement(d: &mut Decision, p: &Prepared, tools: &dyn ToolStates, opts: &
             d,
             Verdict::Reject,
             Reason::FabricatedArguments,
-            format!("{why_low}, and scattered where the plans differ ({located})"),
+            Say::new(&why_low)
+                .s(", and scattered where the plans differ (")
+                .s(&located)
+                .s(")")
+                .done(),
         );
     }
     if opts.rule == Rule::Seed {
@@ -1454,10 +1465,11 @@ fn modal_violation<'d>(d: &'d Decision, p: &Prepared) -> Option<&'d SchemaViolat
 /// Arguments agree: results decide between accept and the tool being suspect.
 fn agreeing_arguments(d: &mut Decision, opts: &Options) {
     let (n, a) = (d.n, d.arg_agreement.count);
-    let agree = format!(
-        "argument agreement {a}/{n} meets arg_accept {}",
-        opts.arg_accept
-    );
+    let agree = Say::new("argument agreement ")
+        .of(a, n)
+        .s(" meets arg_accept ")
+        .ratio(opts.arg_accept)
+        .done();
     match d.result_agreement {
         None => {
             set(d, Verdict::Accept, Reason::ArgumentsAgree, agree);
@@ -1474,10 +1486,11 @@ fn agreeing_arguments(d: &mut Decision, opts: &Options) {
                 d,
                 Verdict::Accept,
                 Reason::ResultsAgree,
-                format!(
-                    "result agreement {}/{n} meets result_accept {}",
-                    r.count, opts.result_accept
-                ),
+                Say::new("result agreement ")
+                    .of(r.count, n)
+                    .s(" meets result_accept ")
+                    .ratio(opts.result_accept)
+                    .done(),
             );
         }
         Some(r) if opts.result_suspect.missed_by(r.count, n) => {
@@ -1490,10 +1503,13 @@ fn agreeing_arguments(d: &mut Decision, opts: &Options) {
                 d,
                 Verdict::Defer,
                 Reason::ToolSuspect,
-                format!(
-                    "{agree}, but result agreement {}/{n} is below result_suspect {}{who}",
-                    r.count, opts.result_suspect
-                ),
+                Say::new(&agree)
+                    .s(", but result agreement ")
+                    .of(r.count, n)
+                    .s(" is below result_suspect ")
+                    .ratio(opts.result_suspect)
+                    .s(&who)
+                    .done(),
             );
         }
         Some(r) => {
@@ -1501,10 +1517,12 @@ fn agreeing_arguments(d: &mut Decision, opts: &Options) {
                 d,
                 Verdict::Defer,
                 Reason::ResultInconclusive,
-                format!(
-                    "{agree}, but result agreement {}/{n} is below result_accept {}",
-                    r.count, opts.result_accept
-                ),
+                Say::new(&agree)
+                    .s(", but result agreement ")
+                    .of(r.count, n)
+                    .s(" is below result_accept ")
+                    .ratio(opts.result_accept)
+                    .done(),
             );
         }
     }
@@ -1514,6 +1532,54 @@ fn set(d: &mut Decision, v: Verdict, r: Reason, why: String) {
     d.decision = v;
     d.reasons.push(r);
     d.explanation.push(why);
+}
+
+/// An explanation, written piece by piece: a `format!` cost about 700 instructions, and
+/// a task explains itself two or three times.
+struct Say(String);
+
+impl Say {
+    fn new(text: &str) -> Self {
+        let mut s = String::with_capacity(text.len() + 96);
+        s.push_str(text);
+        Say(s)
+    }
+    fn s(mut self, text: &str) -> Self {
+        self.0.push_str(text);
+        self
+    }
+    fn n(mut self, v: usize) -> Self {
+        jcs::write_usize(v, &mut self.0);
+        self
+    }
+    /// `count/n`.
+    fn of(self, count: usize, n: usize) -> Self {
+        self.n(count).s("/").n(n)
+    }
+    fn ratio(mut self, r: Ratio) -> Self {
+        r.write_to(&mut self.0);
+        self
+    }
+    fn done(self) -> String {
+        self.0
+    }
+}
+
+/// Agreements of up to this many samples have `1/n` to two places in [`ONE_IN`].
+const ONE_IN_N: usize = 64;
+/// `1/n` to two places (`{:.2}`) for `n <= ONE_IN_N`, written once per process.
+static ONE_IN: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+
+/// `1/n` to two places, as `{:.2}` writes it.
+fn one_in(n: usize) -> std::borrow::Cow<'static, str> {
+    let two_places = |n: usize| format!("{:.2}", 1.0 / n as f64);
+    match ONE_IN
+        .get_or_init(|| (0..=ONE_IN_N).map(two_places).collect())
+        .get(n)
+    {
+        Some(text) => text.into(),
+        None => two_places(n).into(),
+    }
 }
 
 fn quoted<S: AsRef<str>>(names: &[S]) -> String {
@@ -1634,15 +1700,54 @@ fn path_agreements(p: &Prepared, max_steps: usize) -> Vec<DivergentPath> {
                 Some(st) => st.args.as_deref().map(Some),
             })
             .collect();
-        walk(&format!("$.steps[{j}].arguments"), &args, n, &mut out);
+        walk(&mut format!("$.steps[{j}].arguments"), &args, n, &mut out);
     }
     out.sort_by_key(|p| p.agreement.count);
     out
 }
 
-fn walk(path: &str, values: &[Option<&Value>], n: usize, out: &mut Vec<DivergentPath>) {
+/// Lists where `values` differ below `path` (the buffer is left as it was given).
+fn walk(path: &mut String, values: &[Option<&Value>], n: usize, out: &mut Vec<DivergentPath>) {
     if out.len() >= PATH_WALK_LIMIT {
         return;
+    }
+    // Objects, and arrays of one length, are walked without being printed: where they
+    // print alike so does every member, and nothing below them is listed. Printing
+    // them at each level made a deep argument cost its depth times its size.
+    if values.iter().all(|v| matches!(v, Some(Value::Object(_)))) {
+        let objs: Vec<_> = values
+            .iter()
+            .filter_map(|v| v.and_then(Value::as_object))
+            .collect();
+        let names: BTreeSet<&String> = objs.iter().flat_map(|o| o.keys()).collect();
+        for name in names {
+            let sub: Vec<Option<&Value>> = objs.iter().map(|o| o.get(name)).collect();
+            let len = path.len();
+            push_member(path, name);
+            walk(path, &sub, n, out);
+            path.truncate(len);
+        }
+        return;
+    }
+    if let Some(Some(Value::Array(first))) = values.first() {
+        let same_len = values
+            .iter()
+            .all(|v| matches!(v, Some(Value::Array(a)) if a.len() == first.len()));
+        if same_len {
+            for i in 0..first.len() {
+                let sub: Vec<Option<&Value>> = values
+                    .iter()
+                    .map(|v| v.and_then(Value::as_array).and_then(|a| a.get(i)))
+                    .collect();
+                let len = path.len();
+                path.push('[');
+                jcs::write_usize(i, path);
+                path.push(']');
+                walk(path, &sub, n, out);
+                path.truncate(len);
+            }
+            return;
+        }
     }
     // Values equal as trees print equal: a value met again among the last few is not
     // printed again, and the bound keeps many distinct values linear.
@@ -1664,35 +1769,8 @@ fn walk(path: &str, values: &[Option<&Value>], n: usize, out: &mut Vec<Divergent
     if counts.len() <= 1 {
         return;
     }
-    if values.iter().all(|v| matches!(v, Some(Value::Object(_)))) {
-        let objs: Vec<_> = values
-            .iter()
-            .filter_map(|v| v.and_then(Value::as_object))
-            .collect();
-        let names: BTreeSet<&String> = objs.iter().flat_map(|o| o.keys()).collect();
-        for name in names {
-            let sub: Vec<Option<&Value>> = objs.iter().map(|o| o.get(name)).collect();
-            walk(&format!("{path}{}", path_member(name)), &sub, n, out);
-        }
-        return;
-    }
-    if let Some(Some(Value::Array(first))) = values.first() {
-        let same_len = values
-            .iter()
-            .all(|v| matches!(v, Some(Value::Array(a)) if a.len() == first.len()));
-        if same_len {
-            for i in 0..first.len() {
-                let sub: Vec<Option<&Value>> = values
-                    .iter()
-                    .map(|v| v.and_then(Value::as_array).and_then(|a| a.get(i)))
-                    .collect();
-                walk(&format!("{path}[{i}]"), &sub, n, out);
-            }
-            return;
-        }
-    }
     out.push(DivergentPath {
-        path: path.to_string(),
+        path: path.clone(),
         distinct: counts.len(),
         agreement: Agreement::new(counts.iter().copied().max().unwrap_or(0), n),
     });
@@ -1701,16 +1779,23 @@ fn walk(path: &str, values: &[Option<&Value>], n: usize, out: &mut Vec<Divergent
 /// One step of a `$.a.b["odd key"]` path: `.name` for plain identifiers, else a
 /// bracketed JSON string, so every path plangate prints reads the same way.
 pub fn path_member(name: &str) -> String {
+    let mut s = String::with_capacity(name.len() + 4);
+    push_member(&mut s, name);
+    s
+}
+
+/// Appends [`path_member`]'s step.
+fn push_member(path: &mut String, name: &str) {
     let plain = !name.is_empty()
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
         && !name.starts_with(|c: char| c.is_ascii_digit());
     if plain {
-        format!(".{name}")
+        path.push('.');
+        path.push_str(name);
     } else {
-        let mut s = String::from("[");
-        jcs::write_string(name, &mut s);
-        s.push(']');
-        s
+        path.push('[');
+        jcs::write_string(name, path);
+        path.push(']');
     }
 }
 
@@ -1736,6 +1821,56 @@ pub fn tool_states(catalog: &Catalog) -> BTreeMap<String, ToolState> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_in_n_reads_as_two_places_do() {
+        for n in 1..=ONE_IN_N * 4 {
+            assert_eq!(one_in(n), format!("{:.2}", 1.0 / n as f64), "1/{n}");
+        }
+        assert_eq!(one_in(8), "0.12", "a tie rounds as {{:.2}} rounds it");
+    }
+
+    #[test]
+    fn walk_lists_only_leaves_that_print_apart() {
+        let walked = |texts: &[&str]| {
+            let values: Vec<Value> = texts.iter().map(|t| parse(t).unwrap()).collect();
+            let refs: Vec<Option<&Value>> = values.iter().map(Some).collect();
+            let mut out = Vec::new();
+            let mut path = String::from("$");
+            walk(&mut path, &refs, refs.len(), &mut out);
+            assert_eq!(path, "$", "the path buffer is handed back as it came");
+            out.into_iter()
+                .map(|p| (p.path, p.distinct, p.agreement.count))
+                .collect::<Vec<_>>()
+        };
+        // Different trees, one print: nothing differs.
+        assert_eq!(walked(&[r#"{"a":{"b":1}}"#, r#"{"a":{"b":1.0}}"#]), vec![]);
+        assert_eq!(
+            walked(&[
+                r#"{"a":[1,{"c":"x"}],"odd key":2,"z":1}"#,
+                r#"{"a":[1,{"c":"y"}],"odd key":3,"z":1}"#,
+                r#"{"a":[1,{"c":"x"}],"odd key":2}"#,
+            ]),
+            vec![
+                ("$.a[1].c".to_string(), 2, 2),
+                ("$[\"odd key\"]".to_string(), 2, 2),
+                ("$.z".to_string(), 2, 2),
+            ]
+        );
+        // Arrays of different lengths are one value.
+        assert_eq!(
+            walked(&["[1,2]", "[1]", "[1]"]),
+            vec![("$".to_string(), 2, 2)]
+        );
+    }
+
+    #[test]
+    fn say_writes_what_format_writes() {
+        let r: Ratio = "0.80".parse().unwrap();
+        let said = Say::new("a ").of(4, 5).s(" b ").ratio(r).n(12_345).done();
+        assert_eq!(said, format!("a 4/5 b {r}12345"));
+        assert_eq!(said, "a 4/5 b 0.812345");
+    }
     use crate::json::parse;
     use crate::task::parse_task_line;
 

@@ -116,6 +116,8 @@ pub struct Hints {
     must_exist: bool,
     properties: BTreeMap<String, Hints>,
     items: Option<Box<Hints>>,
+    /// See [`Hints::is_empty`].
+    empty: bool,
 }
 
 /// The tree of a schema with no hints, for arguments the schema does not describe.
@@ -125,6 +127,7 @@ pub(crate) static NONE: Hints = Hints {
     must_exist: false,
     properties: BTreeMap::new(),
     items: None,
+    empty: true,
 };
 
 impl Hints {
@@ -160,12 +163,18 @@ impl Hints {
             .and_then(|x| x.get("must_exist"))
             .and_then(Value::as_bool)
             .unwrap_or(false);
+        let default = o.and_then(|o| o.get("default")).cloned();
+        let empty = hints.is_empty()
+            && default.is_none()
+            && properties.values().all(Hints::is_empty)
+            && items.as_deref().is_none_or(Hints::is_empty);
         Hints {
             hints,
-            default: o.and_then(|o| o.get("default")).cloned(),
+            default,
             must_exist,
             properties,
             items,
+            empty,
         }
     }
 
@@ -198,6 +207,12 @@ impl Hints {
     /// The tree of array items.
     pub fn items(&self) -> &Hints {
         self.items.as_deref().unwrap_or(&NONE)
+    }
+
+    /// Whether this node and every node below it have no hint and no default, so
+    /// canonicalization leaves their values as they are. Worked out when compiled.
+    pub fn is_empty(&self) -> bool {
+        self.empty
     }
 
     /// The resolver tool of this node's `id` hint, if it has one.

@@ -66,6 +66,24 @@ pub fn utf16_cmp(a: &str, b: &str) -> std::cmp::Ordering {
     }
 }
 
+/// Appends an integer's decimal digits, without the formatting machinery (records and
+/// explanations print several a task).
+pub fn write_usize(n: usize, out: &mut String) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    let mut n = n;
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    // Only ASCII digits were written.
+    out.push_str(std::str::from_utf8(&buf[i..]).unwrap_or("0"));
+}
+
 /// Appends a string with RFC 8785's minimal escapes.
 pub fn write_string(s: &str, out: &mut String) {
     // Copies runs of bytes that need no escape in one go, found eight bytes at a time:

@@ -45,6 +45,10 @@ impl Object {
     pub fn new() -> Self {
         Self(Vec::new(), None)
     }
+    /// An empty object with room for `n` members.
+    pub fn with_capacity(n: usize) -> Self {
+        Self(Vec::with_capacity(n), None)
+    }
     /// The first key the input repeated, when read with [`Duplicates::Flag`] (the
     /// object then holds the last value, as [`Duplicates::LastWins`] would).
     pub fn duplicate_key(&self) -> Option<&str> {
@@ -100,6 +104,10 @@ impl Object {
     /// Whether there are no members.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
+    }
+    /// Members, in input order.
+    pub(crate) fn members(&self) -> &[(String, Value)] {
+        &self.0
     }
     /// Members' keys, in input order.
     pub fn keys(&self) -> impl Iterator<Item = &String> {

@@ -75,9 +75,51 @@ impl Ratio {
     }
 }
 
+/// As [`Ratio::as_f64`] displays, written from the digits: explanations print
+/// thresholds several times a task, and a double's shortest form cost about 1k
+/// instructions each. A decimal of at most ten significant digits is what its nearest
+/// double prints as (a double keeps 15), less trailing zeros.
 impl fmt::Display for Ratio {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.as_f64())
+        f.write_str(self.digits(&mut [0; 32]))
+    }
+}
+
+impl Ratio {
+    /// Appends what [`Display`](fmt::Display) writes, without the formatting machinery.
+    pub fn write_to(self, o: &mut String) {
+        o.push_str(self.digits(&mut [0; 32]));
+    }
+
+    /// The displayed text, written from the right into `buf`: at most 9 fraction digits,
+    /// the point, 20 integer ones.
+    fn digits(self, buf: &mut [u8; 32]) -> &str {
+        let mut digits = self.den.ilog10();
+        let (mut int, mut frac) = (self.num / self.den, self.num % self.den);
+        while digits > 0 && frac % 10 == 0 {
+            frac /= 10;
+            digits -= 1;
+        }
+        let mut at = buf.len();
+        for _ in 0..digits {
+            at -= 1;
+            buf[at] = b'0' + (frac % 10) as u8;
+            frac /= 10;
+        }
+        if digits > 0 {
+            at -= 1;
+            buf[at] = b'.';
+        }
+        loop {
+            at -= 1;
+            buf[at] = b'0' + (int % 10) as u8;
+            int /= 10;
+            if int == 0 {
+                break;
+            }
+        }
+        // Only ASCII digits and a point were written.
+        std::str::from_utf8(&buf[at..]).unwrap_or("?")
     }
 }
 
@@ -109,6 +151,48 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn a_ratio_displays_as_its_double_does() {
+        let check = |text: String| {
+            let r: Ratio = text.parse().unwrap();
+            assert_eq!(r.to_string(), r.as_f64().to_string(), "{text}");
+            let mut pushed = String::from("x");
+            r.write_to(&mut pushed);
+            assert_eq!(pushed, format!("x{r}"));
+        };
+        for digits in 0..=3 {
+            let den = 10u64.pow(digits);
+            for num in 0..=den {
+                let (int, frac) = (num / den, num % den);
+                check(match digits {
+                    0 => int.to_string(),
+                    d => format!("{int}.{frac:0d$}", d = d as usize),
+                });
+            }
+        }
+        // Ten significant digits, and runs of zeros and nines, at every length.
+        for digits in 4..=9usize {
+            for frac in [
+                1,
+                7,
+                10,
+                99,
+                123_456_789 % 10u64.pow(digits as u32),
+                10u64.pow(digits as u32) - 1,
+            ] {
+                check(format!("0.{frac:0digits$}"));
+            }
+            check(format!("1.{:0digits$}", 0));
+        }
+        let mut x = 0x9e37_79b9_7f4a_7c15_u64;
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            check(format!("0.{:09}", x % 1_000_000_000));
+        }
+    }
 
     #[test]
     fn thresholds_compare_exactly() {
