@@ -84,6 +84,11 @@ pub fn utf16_cmp(a: &str, b: &str) -> std::cmp::Ordering {
 /// Appends an integer's decimal digits, without the formatting machinery (records and
 /// explanations print several a task).
 pub fn write_usize(n: usize, out: &mut String) {
+    if n < 10 {
+        // Most counts, steps and sample numbers.
+        out.push(char::from(b'0' + n as u8));
+        return;
+    }
     let mut buf = [0u8; 20];
     let mut i = buf.len();
     let mut n = n;
@@ -427,6 +432,15 @@ impl std::fmt::Display for Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn integers_write_as_display_writes_them() {
+        for n in (0..1000).chain([usize::MAX, usize::MAX / 10, 1 << 40]) {
+            let mut out = String::from("x");
+            write_usize(n, &mut out);
+            assert_eq!(out, format!("x{n}"));
+        }
+    }
 
     #[test]
     fn members_print_in_one_order_whatever_order_they_came_in() {
