@@ -1614,7 +1614,8 @@ fn suspect_tools(p: &Prepared, is_det: &dyn Fn(&str) -> bool) -> Vec<String> {
     let mut prefix = vec![u32::MAX; p.samples.len()];
     let max = p.samples.iter().map(|s| s.steps.len()).max().unwrap_or(0);
     for j in 0..max {
-        let mut groups: BTreeMap<u32, (&str, BTreeSet<u32>)> = BTreeMap::new();
+        // Per prefix: the tool, its first result, and whether another result differed.
+        let mut groups: BTreeMap<u32, (&str, u32, bool)> = BTreeMap::new();
         for (s, prefix) in p.samples.iter().zip(prefix.iter_mut()) {
             let Some(st) = s.steps.get(j) else { continue };
             let next = u32::try_from(prefixes.len()).unwrap_or(u32::MAX - 1);
@@ -1625,14 +1626,11 @@ fn suspect_tools(p: &Prepared, is_det: &dyn Fn(&str) -> bool) -> Vec<String> {
             let Some(r) = st.result else {
                 continue;
             };
-            groups
-                .entry(*prefix)
-                .or_insert_with(|| (&st.tool, BTreeSet::new()))
-                .1
-                .insert(r);
+            let group = groups.entry(*prefix).or_insert((&st.tool, r, false));
+            group.2 |= group.1 != r;
         }
-        for (tool, results) in groups.into_values() {
-            if results.len() > 1 {
+        for (tool, _, differ) in groups.into_values() {
+            if differ {
                 out.insert(tool.to_string());
             }
         }

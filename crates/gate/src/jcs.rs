@@ -34,20 +34,35 @@ pub fn write(value: &Value, out: &mut String) {
             out.push(']');
         }
         Value::Object(o) => {
-            let mut members: Vec<(&String, &Value)> = o.iter().collect();
-            members.sort_by(|a, b| utf16_cmp(a.0, b.0));
-            out.push('{');
-            for (i, (k, v)) in members.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_string(k, out);
-                out.push(':');
-                write(v, out);
+            // Members already in order (one member, or canonical arguments printed
+            // again) are written as they are: the sorted copy is what a short object's
+            // print cost most.
+            let keys = || o.keys();
+            let in_order = keys()
+                .zip(keys().skip(1))
+                .all(|(a, b)| utf16_cmp(a, b).is_le());
+            if in_order {
+                write_members(o.iter(), out);
+            } else {
+                let mut members: Vec<(&String, &Value)> = o.iter().collect();
+                members.sort_by(|a, b| utf16_cmp(a.0, b.0));
+                write_members(members.into_iter(), out);
             }
-            out.push('}');
         }
     }
+}
+
+fn write_members<'v>(members: impl Iterator<Item = (&'v String, &'v Value)>, out: &mut String) {
+    out.push('{');
+    for (i, (k, v)) in members.enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        write_string(k, out);
+        out.push(':');
+        write(v, out);
+    }
+    out.push('}');
 }
 
 /// Orders strings by their UTF-16 code units, as RFC 8785 section 3.2.3 requires (this
@@ -69,6 +84,11 @@ pub fn utf16_cmp(a: &str, b: &str) -> std::cmp::Ordering {
 /// Appends an integer's decimal digits, without the formatting machinery (records and
 /// explanations print several a task).
 pub fn write_usize(n: usize, out: &mut String) {
+    if n < 10 {
+        // Most counts, steps and sample numbers.
+        out.push(char::from(b'0' + n as u8));
+        return;
+    }
     let mut buf = [0u8; 20];
     let mut i = buf.len();
     let mut n = n;
@@ -412,6 +432,37 @@ impl std::fmt::Display for Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn integers_write_as_display_writes_them() {
+        for n in (0..1000).chain([usize::MAX, usize::MAX / 10, 1 << 40]) {
+            let mut out = String::from("x");
+            write_usize(n, &mut out);
+            assert_eq!(out, format!("x{n}"));
+        }
+    }
+
+    #[test]
+    fn members_print_in_one_order_whatever_order_they_came_in() {
+        let keys = ["", "a", "aa", "b", "\u{e000}", "\u{1F600}"];
+        // RFC 8785's order: UTF-16 code units put U+1F600 (a surrogate pair) before U+E000.
+        let want = "{\"\":0,\"a\":1,\"aa\":2,\"b\":3,\"\u{1F600}\":5,\"\u{e000}\":4}";
+        let mut order: Vec<usize> = (0..keys.len()).collect();
+        // Every rotation and its reverse: sorted, reversed, and orders sorted in parts.
+        for _ in 0..keys.len() {
+            order.rotate_left(1);
+            for reversed in [false, true] {
+                let mut o: Vec<usize> = order.clone();
+                if reversed {
+                    o.reverse();
+                }
+                let members: Vec<String> =
+                    o.iter().map(|&k| format!("\"{}\":{k}", keys[k])).collect();
+                let text = format!("{{{}}}", members.join(","));
+                assert_eq!(to_string(&parse(&text).unwrap()), want, "{text}");
+            }
+        }
+    }
     use crate::json::parse;
 
     /// Huge exponents that the reader keeps exactly print canonically and read back the
