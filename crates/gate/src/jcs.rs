@@ -90,18 +90,23 @@ pub fn write_usize(n: usize, out: &mut String) {
         return;
     }
     let mut buf = [0u8; 20];
-    let mut i = buf.len();
-    let mut n = n;
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
+    let i = digits_before(n as u64, &mut buf, 20);
     // Only ASCII digits were written.
     out.push_str(std::str::from_utf8(&buf[i..]).unwrap_or("0"));
+}
+
+/// Writes `n`'s decimal digits into `buf` so that they end before `end`, and returns
+/// where they start (`buf` must have room: 20 bytes hold any `u64`).
+pub(crate) fn digits_before(mut n: u64, buf: &mut [u8], end: usize) -> usize {
+    let mut at = end;
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return at;
+        }
+    }
 }
 
 /// Appends a string with RFC 8785's minimal escapes.

@@ -95,7 +95,7 @@ impl Ratio {
     /// the point, 20 integer ones.
     fn digits(self, buf: &mut [u8; 32]) -> &str {
         let mut digits = self.den.ilog10();
-        let (mut int, mut frac) = (self.num / self.den, self.num % self.den);
+        let (int, mut frac) = (self.num / self.den, self.num % self.den);
         while digits > 0 && frac % 10 == 0 {
             frac /= 10;
             digits -= 1;
@@ -110,14 +110,7 @@ impl Ratio {
             at -= 1;
             buf[at] = b'.';
         }
-        loop {
-            at -= 1;
-            buf[at] = b'0' + (int % 10) as u8;
-            int /= 10;
-            if int == 0 {
-                break;
-            }
-        }
+        let at = crate::jcs::digits_before(int, buf, at);
         // Only ASCII digits and a point were written.
         std::str::from_utf8(&buf[at..]).unwrap_or("?")
     }
