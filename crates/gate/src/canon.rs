@@ -451,4 +451,31 @@ mod tests {
         assert_eq!(e.field, "tools[0].parameters/properties/p");
         assert!(e.message.contains("unknown hint"));
     }
+
+    /// A schema past `catalog::IN_PLACE_NODES` values is checked by conversion alone, and still
+    /// finds what arguments break: the same violations as a small schema would.
+    #[test]
+    fn only_small_schemas_compile_twice() {
+        let tool = |n: usize| {
+            let props: Vec<String> = (0..n)
+                .map(|i| format!(r#""p{i}":{{"type":"string"}}"#))
+                .collect();
+            format!(
+                r#"{{"name":"t{n}","input_schema":{{"type":"object","properties":{{{}}},"required":["p0"]}}}}"#,
+                props.join(",")
+            )
+        };
+        let c = crate::catalog::Catalog::from_value(
+            &crate::json::parse(&format!("[{},{}]", tool(3), tool(6000))).unwrap(),
+        )
+        .unwrap();
+        assert!(c.get("t3").unwrap().in_place.is_some());
+        let big = c.get("t6000").unwrap();
+        assert!(big.in_place.is_none());
+        let args = crate::json::parse(r#"{"p1":1}"#).unwrap();
+        let Err(Invalid::Violates(v)) = canonicalize_arguments(big, &args, 0, None) else {
+            panic!("arguments without p0 break the schema")
+        };
+        assert_eq!(v.len(), 2, "{v:?}");
+    }
 }
