@@ -224,8 +224,8 @@ pub struct ToolSpec {
     pub(crate) hints: Hints,
     pub(crate) validator: Arc<jsonschema::Validator>,
     /// The same schema compiled for our own values, which asks whether arguments are
-    /// valid without converting them (`None` only if it would not compile where the
-    /// first did: arguments are then converted).
+    /// valid without converting them. `None` for a schema over `IN_PLACE_NODES` values,
+    /// or one that would not compile where the first did: arguments are then converted.
     pub(crate) in_place: Option<Arc<jsonschema::Validator<GateJson>>>,
 }
 

@@ -298,12 +298,8 @@ fn task_agreements(task: &Task) -> (f64, f64) {
             Some((a, r))
         },
     );
-    let keys: Vec<(u32, u32)> = keys.into_iter().flatten().collect();
-    shares(
-        keys.len(),
-        keys.iter().map(|k| k.0),
-        keys.iter().map(|k| k.1),
-    )
+    let keys = || keys.iter().flatten();
+    shares(keys().count(), keys().map(|k| k.0), keys().map(|k| k.1))
 }
 
 /// The seed's `ToolSchema` for the task's tool; a task with no samples names none, and

@@ -537,9 +537,9 @@ fn read_native(line: &[u8]) -> Option<Task> {
 }
 
 /// Reads `{ "key": value, ... }`, handing each key to `member` to read its value.
-fn members(
-    c: &mut Cursor<'_>,
-    mut member: impl FnMut(&mut Cursor<'_>, &str) -> Option<()>,
+fn members<'a>(
+    c: &mut Cursor<'a>,
+    mut member: impl FnMut(&mut Cursor<'a>, &str) -> Option<()>,
 ) -> Option<()> {
     if !c.eat(b'{') {
         return None;
@@ -583,22 +583,20 @@ fn elements<'a, T>(
 }
 
 /// A line's samples. One written byte for byte like one of the last few distinct ones
-/// is that sample again (an object ends at its own closing byte, as in [`SeenResults`])
-/// and shares its reading: N samples that agree cost one reading, not N.
-fn native_samples(c: &mut Cursor<'_>) -> Option<Vec<Arc<Sample>>> {
-    /// As [`SeenResults::CAP`], per distinct sample.
-    const CAP: usize = 8;
-    let mut seen = SeenResults::default();
-    let mut read: Vec<(&str, Arc<Sample>)> = Vec::new();
+/// is that sample again and shares its reading ([`Seen`]): N samples that agree cost one
+/// reading, not N.
+fn native_samples<'a>(c: &mut Cursor<'a>) -> Option<Vec<Arc<Sample>>> {
+    let mut results = Seen::new(4);
+    let mut samples = Seen::new(8);
     elements(c, |c| {
-        if let Some((_, s)) = read.iter().rev().find(|(text, _)| c.skip_text(text)) {
-            return Some(Arc::clone(s));
+        if let Some(sample) = samples.again(c) {
+            return Some(sample);
         }
         let mut calls = None;
         let text = c.spanned(|c| {
             members(c, |c, key| {
                 (key == "calls" && calls.is_none()).then_some(())?;
-                calls = Some(elements(c, |c| native_call(c, &mut seen))?);
+                calls = Some(elements(c, |c| native_call(c, &mut results))?);
                 Some(())
             })
         })?;
@@ -606,55 +604,70 @@ fn native_samples(c: &mut Cursor<'_>) -> Option<Vec<Arc<Sample>>> {
             calls: calls?,
             ..Sample::default()
         });
-        if read.len() == CAP {
-            read.remove(0);
-        }
-        read.push((text, Arc::clone(&sample)));
+        samples.keep(text, Arc::clone(&sample));
         Some(sample)
     })
 }
 
-/// The last few distinct result texts of a line. The samples of a task mostly repeat a
-/// result byte for byte, and text equal to one already checked is the same JSON value:
-/// an object, array or string ends at its own closing byte, whatever follows it. So a
-/// repeat is recognised by comparing bytes, and shares the first copy's payload (and
-/// so its printed forms), instead of being checked, copied and printed again.
-#[derive(Default)]
-struct SeenResults(Vec<Payload>);
+/// The last few distinct texts of a line and what each was read into (a result's
+/// payload, a sample). The samples of a task mostly repeat each other and their results
+/// byte for byte, and text equal to one already read is the same JSON value: an object,
+/// array or string ends at its own closing byte, whatever follows it. So a repeat is
+/// recognised by comparing bytes, and shares the first reading (and what was computed
+/// from it) instead of being checked, built and printed again. Few enough (`cap`) that
+/// a line of all-distinct texts costs a handful of failed comparisons per text, each
+/// usually failing within a few bytes.
+struct Seen<'a, T> {
+    cap: usize,
+    read: Vec<(&'a str, T)>,
+}
 
-impl SeenResults {
-    /// Few enough that a line of all-distinct results costs a handful of failed byte
-    /// comparisons per result (each usually fails within a few bytes).
-    const CAP: usize = 4;
+impl<'a, T: Clone> Seen<'a, T> {
+    fn new(cap: usize) -> Self {
+        Seen {
+            cap,
+            read: Vec::with_capacity(cap),
+        }
+    }
 
-    fn read(&mut self, c: &mut Cursor<'_>) -> Option<Payload> {
-        if let Some(p) = self
-            .0
-            .iter()
-            .rev()
-            .find(|p| p.text().is_some_and(|t| c.skip_text(t)))
-        {
-            return Some(p.clone());
+    /// What the text that comes next was read into, when it is one of these; the cursor
+    /// is then past it.
+    fn again(&self, c: &mut Cursor<'a>) -> Option<T> {
+        let (_, v) = self.read.iter().rev().find(|(text, _)| c.skip_text(text))?;
+        Some(v.clone())
+    }
+
+    fn keep(&mut self, text: &'a str, v: T) {
+        if self.read.len() == self.cap {
+            self.read.remove(0);
         }
-        let text = plain_result(c)?;
-        let p = Payload::checked_text(text);
-        if text.starts_with(['{', '[', '"']) {
-            if self.0.len() == Self::CAP {
-                self.0.remove(0);
-            }
-            self.0.push(p.clone());
-        }
-        Some(p)
+        self.read.push((text, v));
     }
 }
 
-fn native_call(c: &mut Cursor<'_>, seen: &mut SeenResults) -> Option<Call> {
+/// A result's payload, shared with an earlier copy of its text in the line.
+fn native_result<'a>(c: &mut Cursor<'a>, seen: &mut Seen<'a, Payload>) -> Option<Payload> {
+    if let Some(p) = seen.again(c) {
+        return Some(p);
+    }
+    let text = plain_result(c)?;
+    let p = Payload::checked_text(text);
+    // A number or literal may continue past what an earlier copy matched (`1` in `12`).
+    if text.starts_with(['{', '[', '"']) {
+        seen.keep(text, p.clone());
+    }
+    Some(p)
+}
+
+fn native_call<'a>(c: &mut Cursor<'a>, seen: &mut Seen<'a, Payload>) -> Option<Call> {
     let (mut tool, mut arguments, mut result, mut error) = (None, None, None, None);
     members(c, |c, key| {
         match key {
             "tool" if tool.is_none() => tool = Some(c.value(5)?),
             "arguments" if arguments.is_none() => arguments = Some(c.value(5)?),
-            "result" if result.is_none() => result = Some(Observed::Result(seen.read(c)?)),
+            "result" if result.is_none() => {
+                result = Some(Observed::Result(native_result(c, seen)?))
+            }
             "error" if error.is_none() => error = Some(native_error(c)?),
             _ => return None,
         }
