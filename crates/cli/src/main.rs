@@ -1,6 +1,7 @@
 //! The `plangate` binary: parses the command line, runs one subcommand, and is the only
 //! place that prints results or picks an exit code.
 
+mod alloc;
 mod args;
 mod call;
 mod demo;
@@ -30,7 +31,7 @@ use clap::{Parser, Subcommand};
 /// malloc spent about a third of its time there, mimalloc a fraction of that
 /// (docs/benchmarks.md).
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: alloc::Mimalloc = alloc::Mimalloc;
 
 /// Tell a fabricated tool-call argument from a flaky tool.
 #[derive(Debug, Parser)]
