@@ -511,7 +511,10 @@ pub fn prepare(
 ) -> Prepared {
     let mut malformed = Vec::new();
     let mut results = Keys::new(Jcs);
-    let mut calls = Keys::new(Jcs);
+    let mut calls = CallIds {
+        keys: Keys::new(Jcs),
+        trees: Recent::new(),
+    };
     // Samples mostly repeat each other's calls: canonicalize and key each distinct
     // (tool, step, arguments) once. The step matters because `$from` may only name
     // earlier steps.
@@ -569,7 +572,7 @@ pub fn prepare(
                             place: Some(call.place(i, j)),
                             problems,
                         });
-                        (None, calls.id(format!("\u{0}malformed:{i}:{j}")), None)
+                        (None, calls.keys.id(format!("\u{0}malformed:{i}:{j}")), None)
                     }
                 };
                 steps.push(PreparedStep {
@@ -929,14 +932,23 @@ fn resemblance(a: &str, b: &str) -> usize {
     2000 * common / (x.len() + y.len())
 }
 
+/// The ids of a task's calls by key ([`canonical_call`]'s), with the last few valid
+/// calls' canonical arguments: a call whose canonical arguments equal an earlier one's
+/// as trees (the hints map most spellings of one call to one tree) has its key, and
+/// takes its id without printing it.
+struct CallIds<'a> {
+    keys: Keys<'a, Jcs>,
+    trees: Recent<(&'a str, Arc<Value>), u32>,
+}
+
 /// One call's key.
-fn canonical_call(
-    tool: &str,
+fn canonical_call<'a>(
+    tool: &'a str,
     v: &Value,
     step: usize,
     catalog: &Catalog,
     resolver: Option<&mut (dyn Resolver + '_)>,
-    calls: &mut Keys<'_, Jcs>,
+    calls: &mut CallIds<'a>,
 ) -> Canonical {
     let key_of = |v: &Value, violates: bool| {
         let mut key = String::with_capacity(96);
@@ -957,7 +969,7 @@ fn canonical_call(
             Ok(c) => c,
             Err(Invalid::Unreadable(problems)) => return Canonical::Unreadable(problems),
             Err(Invalid::Violates(why)) => {
-                let id = calls.id(key_of(v, true));
+                let id = calls.keys.id(key_of(v, true));
                 return Canonical::Violates(Arc::new(v.clone()), id, Arc::new(why));
             }
         },
@@ -979,8 +991,12 @@ fn canonical_call(
             }
         },
     };
-    let id = calls.id(key_of(&v, false));
-    Canonical::Valid(Arc::new(v), id)
+    let v = Arc::new(v);
+    let keys = &mut calls.keys;
+    let id = calls
+        .trees
+        .get_or((tool, Arc::clone(&v)), || keys.id(key_of(&v, false)));
+    Canonical::Valid(v, id)
 }
 
 /// The modal key: (index of its first occurrence, count). Ties go to the first seen,
