@@ -470,13 +470,12 @@ pub fn plain_len(s: &[u8]) -> usize {
         }
         i += 8;
     }
-    while let Some(&b) = s.get(i) {
-        if b == b'"' || b == b'\\' || b < 0x20 {
-            break;
-        }
-        i += 1;
-    }
-    i
+    // The last few bytes as one more word, padded with NUL, which ends a run too: the
+    // first special byte is then within the tail or is the padding just past it.
+    let tail = &s[i..];
+    let mut w = [0u8; 8];
+    w[..tail.len()].copy_from_slice(tail);
+    i + first_special(u64::from_le_bytes(w)).unwrap_or(tail.len())
 }
 
 impl<'a> Parser<'a> {
