@@ -10,31 +10,12 @@
 use std::alloc::{GlobalAlloc, Layout};
 use std::ffi::c_void;
 
-use libmimalloc_sys::{
-    mi_free, mi_malloc, mi_malloc_aligned, mi_option_set, mi_option_t, mi_realloc,
-    mi_realloc_aligned,
-};
+use libmimalloc_sys::{mi_free, mi_malloc, mi_malloc_aligned, mi_realloc, mi_realloc_aligned};
 
 /// The alignment of every mimalloc block of at least this size (`MI_MAX_ALIGN_SIZE`:
 /// its bins round sizes to 16 bytes and assert this alignment when a block is taken);
 /// a smaller block is 8-aligned, which an alignment no larger than the size needs.
 const MIN_ALIGN: usize = 16;
-
-/// mimalloc v3's `mi_option_purge_delay` (its place in `mi_option_t`, which keeps
-/// retired options as placeholders so that the places stay put); the bindings have no
-/// name for it.
-const PURGE_DELAY: mi_option_t = 15;
-
-/// Keeps freed memory for the process instead of handing it back to the system after
-/// mimalloc's delay. A run's memory is flat (score holds a bounded number of lines in
-/// flight), so what is freed is soon needed again, and each page handed back was a
-/// page fault and a page cleared by the kernel when taken again: about half of
-/// `score`'s page faults and most of its system time (docs/benchmarks.md). The peak
-/// stays what it was; only the give-back in between goes.
-pub(crate) fn keep_freed_memory() {
-    // SAFETY: plain C calls on mimalloc's option table.
-    unsafe { mi_option_set(PURGE_DELAY, -1) }
-}
 
 /// mimalloc, through its plain entries when the layout's alignment is one malloc
 /// already gives (the test `std`'s `System` uses: an alignment up to 16 and no larger
@@ -80,18 +61,6 @@ unsafe impl GlobalAlloc for Mimalloc {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use libmimalloc_sys::mi_option_get;
-
-    #[test]
-    fn the_purge_delay_is_the_option_set() {
-        // mimalloc's default purge delay is 1000 ms (v3): the place names that option,
-        // not a neighbour with another default.
-        // SAFETY: plain C calls on mimalloc's option table.
-        let before = unsafe { mi_option_get(PURGE_DELAY) };
-        assert_eq!(before, 1000);
-        keep_freed_memory();
-        assert_eq!(unsafe { mi_option_get(PURGE_DELAY) }, -1);
-    }
 
     #[test]
     fn blocks_have_the_alignment_asked_for() {

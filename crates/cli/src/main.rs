@@ -103,7 +103,6 @@ where
 }
 
 fn main() -> ExitCode {
-    alloc::keep_freed_memory();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
