@@ -1123,16 +1123,18 @@ fn analyse(p: &Prepared, samples: &[Counted], tools: &dyn ToolStates) -> Decisio
         }
         steps.push(StepAgreement {
             step: j,
-            tool: p.samples[mi].steps.get(j).map(|st| st.tool.to_string()),
+            tool: p.samples[mi].steps.get(j).map(|st| String::from(&*st.tool)),
             agreement: Agreement::new(c, n),
         });
     }
     let mut divergent_paths = path_agreements(samples, n, max_steps);
     divergent_paths.truncate(MAX_PATHS);
 
-    let tools_called: BTreeSet<&str> = (samples.iter())
+    let mut tools_called: Vec<&str> = (samples.iter())
         .flat_map(|c| c.sample.steps.iter().map(|st| &*st.tool))
         .collect();
+    tools_called.sort_unstable();
+    tools_called.dedup();
     Decision {
         task_id: p.task_id.clone(),
         decision: Verdict::Defer,
@@ -1147,7 +1149,7 @@ fn analyse(p: &Prepared, samples: &[Counted], tools: &dyn ToolStates) -> Decisio
                 s.steps
                     .iter()
                     .map(|st| PlanStep {
-                        tool: st.tool.to_string(),
+                        tool: String::from(&*st.tool),
                         arguments: raw(st
                             .args
                             .as_deref()
@@ -1158,8 +1160,13 @@ fn analyse(p: &Prepared, samples: &[Counted], tools: &dyn ToolStates) -> Decisio
         divergent_paths,
         steps,
         first_divergent_step,
-        tools: tools_called.iter().map(|t| t.to_string()).collect(),
-        suspect_tools: suspect_tools(samples, &is_det),
+        tools: tools_called.into_iter().map(String::from).collect(),
+        // Samples whose results all agree leave no tool suspect: one answered alike
+        // wherever it was called.
+        suspect_tools: match result {
+            Some(r) if r.count < n => suspect_tools(samples, &is_det),
+            _ => Vec::new(),
+        },
         malformed: p.malformed.clone(),
         schema_violations: schema_violations(p),
         warnings: p.warnings.clone(),
@@ -1182,7 +1189,7 @@ fn schema_violations(p: &Prepared) -> Vec<SchemaViolation> {
                         listed.insert(at, out.len());
                         out.push(SchemaViolation {
                             step: j,
-                            tool: st.tool.to_string(),
+                            tool: String::from(&*st.tool),
                             path: v.path.clone(),
                             keyword: v.keyword.clone(),
                             message: v.message.clone(),
@@ -1697,7 +1704,7 @@ fn suspect_tools(samples: &[Counted], is_det: &dyn Fn(&str) -> bool) -> Vec<Stri
         }
         for (tool, _, differ) in groups.into_values() {
             if differ {
-                out.insert(tool.to_string());
+                out.insert(String::from(tool));
             }
         }
     }
@@ -1739,7 +1746,15 @@ fn path_agreements(samples: &[Counted], n: usize, max_steps: usize) -> Vec<Diver
             let t = c.sample.steps.get(j).map_or("\u{0}", |st| &*st.tool);
             (c.at, t, c.times)
         });
-        push_counted(|| format!("$.steps[{j}].tool"), tally(tools), n, &mut out);
+        let step = |what: &str| {
+            let mut path = String::with_capacity(32);
+            path.push_str("$.steps[");
+            jcs::write_usize(j, &mut path);
+            path.push_str("].");
+            path.push_str(what);
+            path
+        };
+        push_counted(|| step("tool"), tally(tools), n, &mut out);
         // Arguments are compared among readable samples; unreadable ones are listed in
         // the decision on their own. When every sample has this step and the readable
         // ones share one (tool, arguments) key, their arguments print the same and
@@ -1757,7 +1772,7 @@ fn path_agreements(samples: &[Counted], n: usize, max_steps: usize) -> Vec<Diver
                 Some(st) => st.args.as_deref().map(|v| (Some(v), c.times)),
             })
             .collect();
-        walk(&mut format!("$.steps[{j}].arguments"), &args, n, &mut out);
+        walk(&mut step("arguments"), &args, n, &mut out);
     }
     out.sort_by_key(|p| p.agreement.count);
     out
@@ -1820,8 +1835,12 @@ fn walk(
             return;
         }
     }
-    // Values equal as trees print equal: a value met again among the last few is not
-    // printed again, and the bound keeps many distinct values linear.
+    // Values equal as trees print equal: where every value is the first, nothing is
+    // printed; a value met again among the last few is not printed again, and the
+    // bound keeps many distinct values linear.
+    if values.iter().all(|(v, _)| *v == values[0].0) {
+        return;
+    }
     // Each distinct print gets the next id, and the count at that index.
     let mut printed: Recent<Option<&Value>, usize> = Recent::new();
     let mut ids: BTreeMap<String, usize> = BTreeMap::new();
