@@ -1954,6 +1954,37 @@ mod tests {
         );
     }
 
+    /// The map `modal` used before: (first index, count) per key, ties to the first.
+    fn tally_by_map(keys: &[(usize, u8, usize)]) -> (usize, Option<(usize, usize)>) {
+        let mut counts: BTreeMap<u8, (usize, usize)> = BTreeMap::new();
+        for &(i, k, times) in keys {
+            counts.entry(k).or_insert((i, 0)).1 += times;
+        }
+        let best = (counts.values().copied()).max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)));
+        (counts.len(), best)
+    }
+
+    #[test]
+    fn tally_counts_as_a_map_counts() {
+        let mut x = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % m) as usize
+        };
+        for _ in 0..5_000 {
+            let len = next(12);
+            let keys: Vec<(usize, u8, usize)> = (0..len)
+                .map(|i| (i * 3 + next(3), next(4) as u8, 1 + next(3)))
+                .collect();
+            assert_eq!(tally(keys.iter().copied()), tally_by_map(&keys), "{keys:?}");
+        }
+        assert_eq!(tally(std::iter::empty::<(usize, u8, usize)>()), (0, None));
+        // A tie goes to the key seen first, whatever the order keys sort in.
+        assert_eq!(tally([(0, 9, 2), (1, 1, 2)].into_iter()), (2, Some((0, 2))));
+    }
+
     #[test]
     fn say_writes_what_format_writes() {
         let r: Ratio = "0.80".parse().unwrap();
@@ -2047,6 +2078,50 @@ mod tests {
         assert_eq!(want["arg_agreement"]["count"], 5, "{want:#}");
         for other in [openai, anthropic] {
             assert_eq!(decide_line(&line(other)), want);
+        }
+    }
+
+    /// A task whose samples repeat, differ in arguments and in results, counted once per
+    /// distinct sample: every measure equals that of the samples read apart.
+    #[test]
+    fn counted_samples_measure_as_every_sample() {
+        let c = catalog();
+        let call = |city: &str, t: u32| {
+            format!(
+                r#"{{"calls":[{{"tool":"w","arguments":{{"city":"{city}"}},"result":{{"t":{t}}}}}]}}"#
+            )
+        };
+        let (oslo, oslo_other, rome) = (call("Oslo", 3), call("Oslo", 4), call("Rome", 19));
+        let line = format!(
+            r#"{{"task_id":"t","samples":[{rome},{oslo},{oslo},{oslo_other},{rome},{oslo},{rome}]}}"#
+        );
+        let shared = parse_task_line(line.as_bytes()).unwrap();
+        let apart = Task {
+            samples: (shared.samples.iter())
+                .map(|s| Arc::new((**s).clone()))
+                .collect(),
+            ..shared.clone()
+        };
+        let prepared = prepare(&shared, &c, None);
+        let distinct: Vec<(usize, usize)> = (counted(&prepared).iter())
+            .map(|c| (c.at, c.times))
+            .collect();
+        assert_eq!(distinct, [(0, 3), (1, 3), (3, 1)]);
+        let apart_prepared = prepare(&apart, &c, None);
+        assert_eq!(counted(&apart_prepared).len(), 7);
+        let decided = |p: &Prepared| {
+            let d = classify(p, &tool_states(&c), &Options::default());
+            crate::record::decision(&d)
+        };
+        let d = decided(&prepared);
+        assert_eq!(d, decided(&apart_prepared));
+        for part in [
+            r#""arg_agreement":{"count":4,"n":7"#,
+            r#""result_agreement":{"count":3,"n":7"#,
+            r#""path":"$.steps[0].arguments.city","distinct":2,"agreement":{"count":4"#,
+            r#""suspect_tools":["w"]"#,
+        ] {
+            assert!(d.contains(part), "{part} in {d}");
         }
     }
 
