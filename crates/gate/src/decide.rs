@@ -1843,13 +1843,17 @@ fn walk(
     }
     // Each distinct print gets the next id, and the count at that index.
     let mut printed: Recent<Option<&Value>, usize> = Recent::new();
-    let mut ids: BTreeMap<String, usize> = BTreeMap::new();
+    let mut ids: BTreeMap<Leaf, usize> = BTreeMap::new();
     let mut counts: Vec<usize> = Vec::new();
     for (v, times) in values {
         let id = printed.get_or(*v, || {
             let next = ids.len();
-            *ids.entry(v.map_or_else(|| "\u{0}".into(), jcs::to_string))
-                .or_insert(next)
+            let leaf = match v {
+                Some(Value::String(text)) => Leaf::Text(text),
+                Some(other) => Leaf::Printed(jcs::to_string(other)),
+                None => Leaf::Printed("\u{0}".into()),
+            };
+            *ids.entry(leaf).or_insert(next)
         });
         if id == counts.len() {
             counts.push(0);
@@ -1864,6 +1868,15 @@ fn walk(
         distinct: counts.len(),
         agreement: Agreement::new(counts.iter().copied().max().unwrap_or(0), n),
     });
+}
+
+/// A value as [`walk`] tells values apart: a string by its text (it prints like
+/// another exactly when the texts are equal, and never like a value of another kind),
+/// anything else by its RFC 8785 print; printing a string was most of the walk.
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+enum Leaf<'a> {
+    Text(&'a str),
+    Printed(String),
 }
 
 /// One step of a `$.a.b["odd key"]` path: `.name` for plain identifiers, else a
