@@ -99,9 +99,9 @@ struct Looked<'a> {
 }
 
 impl<'a> Looked<'a> {
-    fn up(p: &'a Prepared, batch: &'a dyn ToolStates) -> Self {
+    fn up(samples: &[Counted<'a>], batch: &'a dyn ToolStates) -> Self {
         let mut states: Vec<(&str, Option<ToolState>)> = Vec::new();
-        for st in p.samples.iter().flat_map(|s| &s.steps) {
+        for st in samples.iter().flat_map(|c| &c.sample.steps) {
             // A handful is the rule; a task of thousands of tools is asked of the batch,
             // so a lookup here stays a few comparisons.
             if states.len() < 8 && !states.iter().any(|(t, _)| *t == &*st.tool) {
@@ -395,6 +395,10 @@ struct PreparedSample {
     steps: Vec<PreparedStep>,
     /// Turn lengths; empty when every call is its own turn.
     turns: Vec<usize>,
+    /// The sample this one was prepared as (its own index when it was prepared for
+    /// itself): a sample the reader shared is a copy of the first's preparation, and
+    /// [`classify`] counts the copies once, with their number.
+    first: usize,
 }
 
 /// What samples agree on: the key ids of every step (each turn's sorted) and the turn
@@ -591,7 +595,12 @@ pub fn prepare(
         } else {
             PlanKey::Steps(steps.iter().map(|s| s.key).collect(), turns.clone())
         };
-        PreparedSample { plan, steps, turns }
+        PreparedSample {
+            plan,
+            steps,
+            turns,
+            first: i,
+        }
     });
     // Plan keys are final here, and lining up turns leaves them as they are: the modal
     // plan is found once, for the pairing and for every rule that names it.
@@ -1002,20 +1011,71 @@ fn canonical_call<'a>(
 /// The modal key: (index of its first occurrence, count). Ties go to the first seen,
 /// so the choice is reproducible.
 pub(crate) fn modal<K: Ord>(keys: impl Iterator<Item = K>) -> Option<(usize, usize)> {
-    let mut counts: BTreeMap<K, (usize, usize)> = BTreeMap::new();
-    for (i, k) in keys.enumerate() {
-        counts.entry(k).or_insert((i, 0)).1 += 1;
+    tally(keys.enumerate().map(|(i, k)| (i, k, 1))).1
+}
+
+/// How keys spread, each given as (index of its sample, key, how many samples it
+/// stands for): the number of distinct keys, and the modal key's (index of its first
+/// sample, count), ties to the first seen. Sorted once instead of counted in a map:
+/// a task has a handful of samples, and a map cost an allocation and a search per key.
+fn tally<K: Ord>(keys: impl Iterator<Item = (usize, K, usize)>) -> (usize, Option<(usize, usize)>) {
+    let mut all: Vec<(K, usize, usize)> = keys.map(|(i, k, times)| (k, i, times)).collect();
+    // Each key's samples together, its first one first.
+    all.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
+    let (mut distinct, mut best) = (0, None);
+    let mut rest = &all[..];
+    while let Some((key, first, _)) = rest.first() {
+        let len = rest.iter().take_while(|(k, ..)| k == key).count();
+        let count = rest[..len].iter().map(|(.., times)| times).sum();
+        distinct += 1;
+        if best.is_none_or(|(f, c)| count > c || count == c && *first < f) {
+            best = Some((*first, count));
+        }
+        rest = &rest[len..];
     }
-    counts
-        .values()
-        .copied()
-        .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
+    (distinct, best)
+}
+
+/// A distinct sample of a task: its index, and how many samples it stands for (itself
+/// and the later ones prepared as copies of it, see `PreparedSample::first`).
+#[derive(Clone, Copy)]
+struct Counted<'a> {
+    at: usize,
+    sample: &'a PreparedSample,
+    times: usize,
+}
+
+/// The distinct samples of `p` in the order they first occur. Every measure of
+/// [`analyse`] reads a sample's keys alone, so a copy counts as its first does, and
+/// 56% of the bench's samples are copies.
+fn counted(p: &Prepared) -> Vec<Counted<'_>> {
+    let mut out: Vec<Counted> = Vec::with_capacity(p.samples.len());
+    // Where each sample was counted in `out`.
+    let mut at: Vec<usize> = Vec::with_capacity(p.samples.len());
+    for (i, s) in p.samples.iter().enumerate() {
+        match at.get(s.first).copied().filter(|_| s.first < i) {
+            Some(k) => {
+                out[k].times += 1;
+                at.push(k);
+            }
+            None => {
+                at.push(out.len());
+                out.push(Counted {
+                    at: i,
+                    sample: s,
+                    times: 1,
+                });
+            }
+        }
+    }
+    out
 }
 
 /// Applies docs/design.md, "Decision" to a prepared task.
 pub fn classify(p: &Prepared, tools: &dyn ToolStates, opts: &Options) -> Decision {
-    let tools = &Looked::up(p, tools);
-    let mut d = analyse(p, tools);
+    let samples = counted(p);
+    let tools = &Looked::up(&samples, tools);
+    let mut d = analyse(p, &samples, tools);
     if d.n > 0 && !opts.arg_reject.missed_by(1, d.n) {
         d.warnings.push(
             Say::new("reject_unreachable: with n = ")
@@ -1037,7 +1097,7 @@ pub fn classify(p: &Prepared, tools: &dyn ToolStates, opts: &Options) -> Decisio
 /// Everything the rule reads, measured: agreements, the modal plan, per-step agreement,
 /// where plans differ, suspect tools and schema violations. The verdict is left to
 /// [`decide`].
-fn analyse(p: &Prepared, tools: &dyn ToolStates) -> Decision {
+fn analyse(p: &Prepared, samples: &[Counted], tools: &dyn ToolStates) -> Decision {
     let n = p.samples.len();
     let (modal_idx, arg_count) = p.modal_plan.unwrap_or((0, 0));
     let arg = Agreement::new(arg_count, n);
@@ -1047,9 +1107,9 @@ fn analyse(p: &Prepared, tools: &dyn ToolStates) -> Decision {
     // A sample's results: those of its deterministic steps, by step, all samples' in
     // one vector (`ends[i]` is where sample i's end).
     let mut results: Vec<(usize, Option<u32>)> = Vec::new();
-    let mut ends = Vec::with_capacity(n);
-    for s in &p.samples {
-        for (j, st) in s.steps.iter().enumerate() {
+    let mut ends = Vec::with_capacity(samples.len());
+    for c in samples {
+        for (j, st) in c.sample.steps.iter().enumerate() {
             if is_det(&st.tool) {
                 results.push((j, st.result));
             }
@@ -1058,35 +1118,39 @@ fn analyse(p: &Prepared, tools: &dyn ToolStates) -> Decision {
     }
     let result = (!results.is_empty()).then(|| {
         let starts = std::iter::once(0).chain(ends.iter().copied());
-        let keys = starts.zip(ends.iter()).map(|(a, &b)| &results[a..b]);
-        let (_, c) = modal(keys).unwrap_or((0, 0));
-        Agreement::new(c, n)
+        let keys = (samples.iter().zip(starts.zip(ends.iter())))
+            .map(|(c, (a, &b))| (c.at, &results[a..b], c.times));
+        let (_, count) = tally(keys).1.unwrap_or((0, 0));
+        Agreement::new(count, n)
     });
 
-    let max_steps = p.samples.iter().map(|s| s.steps.len()).max().unwrap_or(0);
+    let max_steps = (samples.iter().map(|c| c.sample.steps.len()))
+        .max()
+        .unwrap_or(0);
     let mut steps = Vec::with_capacity(max_steps);
     let mut first_divergent_step = None;
     for j in 0..max_steps {
         // None: the sample has no step j.
-        let keys = p.samples.iter().map(|s| s.steps.get(j).map(|st| st.key));
-        let (mi, c) = modal(keys).unwrap_or((0, 0));
+        let keys =
+            (samples.iter()).map(|c| (c.at, c.sample.steps.get(j).map(|st| st.key), c.times));
+        let (mi, c) = tally(keys).1.unwrap_or((0, 0));
         if c < n && first_divergent_step.is_none() {
             first_divergent_step = Some(j);
         }
         steps.push(StepAgreement {
             step: j,
-            tool: p.samples[mi].steps.get(j).map(|st| st.tool.to_string()),
+            tool: p.samples[mi].steps.get(j).map(|st| String::from(&*st.tool)),
             agreement: Agreement::new(c, n),
         });
     }
-    let mut divergent_paths = path_agreements(p, max_steps);
+    let mut divergent_paths = path_agreements(samples, n, max_steps);
     divergent_paths.truncate(MAX_PATHS);
 
-    let tools_called: BTreeSet<&str> = p
-        .samples
-        .iter()
-        .flat_map(|s| s.steps.iter().map(|st| &*st.tool))
+    let mut tools_called: Vec<&str> = (samples.iter())
+        .flat_map(|c| c.sample.steps.iter().map(|st| &*st.tool))
         .collect();
+    tools_called.sort_unstable();
+    tools_called.dedup();
     Decision {
         task_id: p.task_id.clone(),
         decision: Verdict::Defer,
@@ -1101,7 +1165,7 @@ fn analyse(p: &Prepared, tools: &dyn ToolStates) -> Decision {
                 s.steps
                     .iter()
                     .map(|st| PlanStep {
-                        tool: st.tool.to_string(),
+                        tool: String::from(&*st.tool),
                         arguments: raw(st
                             .args
                             .as_deref()
@@ -1112,8 +1176,13 @@ fn analyse(p: &Prepared, tools: &dyn ToolStates) -> Decision {
         divergent_paths,
         steps,
         first_divergent_step,
-        tools: tools_called.iter().map(|t| t.to_string()).collect(),
-        suspect_tools: suspect_tools(p, &is_det),
+        tools: tools_called.into_iter().map(String::from).collect(),
+        // Samples whose results all agree leave no tool suspect: one answered alike
+        // wherever it was called.
+        suspect_tools: match result {
+            Some(r) if r.count < n => suspect_tools(samples, &is_det),
+            _ => Vec::new(),
+        },
         malformed: p.malformed.clone(),
         schema_violations: schema_violations(p),
         warnings: p.warnings.clone(),
@@ -1136,7 +1205,7 @@ fn schema_violations(p: &Prepared) -> Vec<SchemaViolation> {
                         listed.insert(at, out.len());
                         out.push(SchemaViolation {
                             step: j,
-                            tool: st.tool.to_string(),
+                            tool: String::from(&*st.tool),
                             path: v.path.clone(),
                             keyword: v.keyword.clone(),
                             message: v.message.clone(),
@@ -1621,19 +1690,23 @@ fn tainting_step(p: &Prepared, divergent: Option<usize>) -> Option<usize> {
 }
 
 /// Deterministic tools that answered identical calls (same plan so far) differently.
-fn suspect_tools(p: &Prepared, is_det: &dyn Fn(&str) -> bool) -> Vec<String> {
+fn suspect_tools(samples: &[Counted], is_det: &dyn Fn(&str) -> bool) -> Vec<String> {
     let mut out = BTreeSet::new();
     // Each sample's plan so far by id: (id of the prefix before, key of this step) ->
     // id. Samples that agree up to step j share an id, found without comparing whole
     // prefixes, which made plans of thousands of steps quadratic.
     let mut prefixes: BTreeMap<(u32, u32), u32> = BTreeMap::new();
-    let mut prefix = vec![u32::MAX; p.samples.len()];
-    let max = p.samples.iter().map(|s| s.steps.len()).max().unwrap_or(0);
+    let mut prefix = vec![u32::MAX; samples.len()];
+    let max = (samples.iter().map(|c| c.sample.steps.len()))
+        .max()
+        .unwrap_or(0);
     for j in 0..max {
         // Per prefix: the tool, its first result, and whether another result differed.
         let mut groups: BTreeMap<u32, (&str, u32, bool)> = BTreeMap::new();
-        for (s, prefix) in p.samples.iter().zip(prefix.iter_mut()) {
-            let Some(st) = s.steps.get(j) else { continue };
+        for (c, prefix) in samples.iter().zip(prefix.iter_mut()) {
+            let Some(st) = c.sample.steps.get(j) else {
+                continue;
+            };
             let next = u32::try_from(prefixes.len()).unwrap_or(u32::MAX - 1);
             *prefix = *prefixes.entry((*prefix, st.key)).or_insert(next);
             if st.args.is_none() || !is_det(&st.tool) {
@@ -1647,7 +1720,7 @@ fn suspect_tools(p: &Prepared, is_det: &dyn Fn(&str) -> bool) -> Vec<String> {
         }
         for (tool, _, differ) in groups.into_values() {
             if differ {
-                out.insert(tool.to_string());
+                out.insert(String::from(tool));
             }
         }
     }
@@ -1663,79 +1736,94 @@ const PATH_WALK_LIMIT: usize = 10_000;
 /// each argument path (objects are walked, arrays of one length too; absence counts as
 /// a value; unreadable arguments agree with nothing), each with its number of distinct
 /// values and how many samples share its most common one. Most scattered first.
-fn path_agreements(p: &Prepared, max_steps: usize) -> Vec<DivergentPath> {
-    let n = p.samples.len();
+fn path_agreements(samples: &[Counted], n: usize, max_steps: usize) -> Vec<DivergentPath> {
     let mut out = Vec::new();
     // The path is spelled only where samples differ: most tasks agree on every step.
-    fn push_counted<K>(
+    fn push_counted(
         path: impl FnOnce() -> String,
-        counts: BTreeMap<K, usize>,
+        (distinct, modal): (usize, Option<(usize, usize)>),
         n: usize,
         out: &mut Vec<DivergentPath>,
     ) {
-        if counts.len() > 1 {
+        if distinct > 1 {
             out.push(DivergentPath {
                 path: path(),
-                distinct: counts.len(),
-                agreement: Agreement::new(counts.values().copied().max().unwrap_or(0), n),
+                distinct,
+                agreement: Agreement::new(modal.map_or(0, |(_, count)| count), n),
             });
         }
     }
-    let mut lens = BTreeMap::new();
-    for s in &p.samples {
-        *lens.entry(s.steps.len()).or_insert(0) += 1;
-    }
-    push_counted(|| "$.steps".into(), lens, n, &mut out);
+    let lens = samples
+        .iter()
+        .map(|c| (c.at, c.sample.steps.len(), c.times));
+    push_counted(|| "$.steps".into(), tally(lens), n, &mut out);
     for j in 0..max_steps {
-        let mut tools = BTreeMap::new();
-        for s in &p.samples {
-            let t = s.steps.get(j).map_or("\u{0}", |st| &*st.tool);
-            *tools.entry(t).or_insert(0) += 1;
-        }
-        push_counted(|| format!("$.steps[{j}].tool"), tools, n, &mut out);
+        let tools = samples.iter().map(|c| {
+            let t = c.sample.steps.get(j).map_or("\u{0}", |st| &*st.tool);
+            (c.at, t, c.times)
+        });
+        let step = |what: &str| {
+            let mut path = String::with_capacity(32);
+            path.push_str("$.steps[");
+            jcs::write_usize(j, &mut path);
+            path.push_str("].");
+            path.push_str(what);
+            path
+        };
+        push_counted(|| step("tool"), tally(tools), n, &mut out);
         // Arguments are compared among readable samples; unreadable ones are listed in
         // the decision on their own. When every sample has this step and the readable
         // ones share one (tool, arguments) key, their arguments print the same and
         // there is nothing to walk.
-        let mut keys = p
-            .samples
-            .iter()
-            .map(|s| s.steps.get(j).map(|st| (st.key, st.args.is_some())));
+        let mut keys =
+            (samples.iter()).map(|c| c.sample.steps.get(j).map(|st| (st.key, st.args.is_some())));
         let mut readable = keys.clone().flatten().filter(|(_, ok)| *ok).map(|(k, _)| k);
         let first = readable.next();
         if keys.all(|k| k.is_some()) && readable.all(|k| Some(k) == first) {
             continue;
         }
-        let args: Vec<Option<&Value>> = p
-            .samples
-            .iter()
-            .filter_map(|s| match s.steps.get(j) {
-                None => Some(None),
-                Some(st) => st.args.as_deref().map(Some),
+        let args: Vec<(Option<&Value>, usize)> = (samples.iter())
+            .filter_map(|c| match c.sample.steps.get(j) {
+                None => Some((None, c.times)),
+                Some(st) => st.args.as_deref().map(|v| (Some(v), c.times)),
             })
             .collect();
-        walk(&mut format!("$.steps[{j}].arguments"), &args, n, &mut out);
+        walk(&mut step("arguments"), &args, n, &mut out);
     }
     out.sort_by_key(|p| p.agreement.count);
     out
 }
 
-/// Lists where `values` differ below `path` (the buffer is left as it was given).
-fn walk(path: &mut String, values: &[Option<&Value>], n: usize, out: &mut Vec<DivergentPath>) {
+/// Lists where `values` differ below `path` (the buffer is left as it was given); each
+/// value comes with how many samples hold it.
+fn walk(
+    path: &mut String,
+    values: &[(Option<&Value>, usize)],
+    n: usize,
+    out: &mut Vec<DivergentPath>,
+) {
     if out.len() >= PATH_WALK_LIMIT {
         return;
     }
     // Objects, and arrays of one length, are walked without being printed: where they
     // print alike so does every member, and nothing below them is listed. Printing
     // them at each level made a deep argument cost its depth times its size.
-    if values.iter().all(|v| matches!(v, Some(Value::Object(_)))) {
-        let objs: Vec<_> = values
+    if values
+        .iter()
+        .all(|(v, _)| matches!(v, Some(Value::Object(_))))
+    {
+        let objs: Vec<(&Object, usize)> = values
             .iter()
-            .filter_map(|v| v.and_then(Value::as_object))
+            .filter_map(|(v, times)| Some((v.and_then(Value::as_object)?, *times)))
             .collect();
-        let names: BTreeSet<&String> = objs.iter().flat_map(|o| o.keys()).collect();
+        let mut names: Vec<&String> = objs.iter().flat_map(|(o, _)| o.keys()).collect();
+        names.sort_unstable();
+        names.dedup();
         for name in names {
-            let sub: Vec<Option<&Value>> = objs.iter().map(|o| o.get(name)).collect();
+            let sub: Vec<(Option<&Value>, usize)> = objs
+                .iter()
+                .map(|(o, times)| (o.get(name), *times))
+                .collect();
             let len = path.len();
             push_member(path, name);
             walk(path, &sub, n, out);
@@ -1743,15 +1831,15 @@ fn walk(path: &mut String, values: &[Option<&Value>], n: usize, out: &mut Vec<Di
         }
         return;
     }
-    if let Some(Some(Value::Array(first))) = values.first() {
+    if let Some((Some(Value::Array(first)), _)) = values.first() {
         let same_len = values
             .iter()
-            .all(|v| matches!(v, Some(Value::Array(a)) if a.len() == first.len()));
+            .all(|(v, _)| matches!(v, Some(Value::Array(a)) if a.len() == first.len()));
         if same_len {
             for i in 0..first.len() {
-                let sub: Vec<Option<&Value>> = values
+                let sub: Vec<(Option<&Value>, usize)> = values
                     .iter()
-                    .map(|v| v.and_then(Value::as_array).and_then(|a| a.get(i)))
+                    .map(|(v, times)| (v.and_then(Value::as_array).and_then(|a| a.get(i)), *times))
                     .collect();
                 let len = path.len();
                 path.push('[');
@@ -1763,22 +1851,30 @@ fn walk(path: &mut String, values: &[Option<&Value>], n: usize, out: &mut Vec<Di
             return;
         }
     }
-    // Values equal as trees print equal: a value met again among the last few is not
-    // printed again, and the bound keeps many distinct values linear.
+    // Values equal as trees print equal: where every value is the first, nothing is
+    // printed; a value met again among the last few is not printed again, and the
+    // bound keeps many distinct values linear.
+    if values.iter().all(|(v, _)| *v == values[0].0) {
+        return;
+    }
     // Each distinct print gets the next id, and the count at that index.
     let mut printed: Recent<Option<&Value>, usize> = Recent::new();
-    let mut ids: BTreeMap<String, usize> = BTreeMap::new();
+    let mut ids: BTreeMap<Leaf, usize> = BTreeMap::new();
     let mut counts: Vec<usize> = Vec::new();
-    for v in values {
+    for (v, times) in values {
         let id = printed.get_or(*v, || {
             let next = ids.len();
-            *ids.entry(v.map_or_else(|| "\u{0}".into(), jcs::to_string))
-                .or_insert(next)
+            let leaf = match v {
+                Some(Value::String(text)) => Leaf::Text(text),
+                Some(other) => Leaf::Printed(jcs::to_string(other)),
+                None => Leaf::Printed("\u{0}".into()),
+            };
+            *ids.entry(leaf).or_insert(next)
         });
         if id == counts.len() {
             counts.push(0);
         }
-        counts[id] += 1;
+        counts[id] += times;
     }
     if counts.len() <= 1 {
         return;
@@ -1788,6 +1884,15 @@ fn walk(path: &mut String, values: &[Option<&Value>], n: usize, out: &mut Vec<Di
         distinct: counts.len(),
         agreement: Agreement::new(counts.iter().copied().max().unwrap_or(0), n),
     });
+}
+
+/// A value as [`walk`] tells values apart: a string by its text (it prints like
+/// another exactly when the texts are equal, and never like a value of another kind),
+/// anything else by its RFC 8785 print; printing a string was most of the walk.
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+enum Leaf<'a> {
+    Text(&'a str),
+    Printed(String),
 }
 
 /// One step of a `$.a.b["odd key"]` path: `.name` for plain identifiers, else a
@@ -1848,7 +1953,7 @@ mod tests {
     fn walk_lists_only_leaves_that_print_apart() {
         let walked = |texts: &[&str]| {
             let values: Vec<Value> = texts.iter().map(|t| parse(t).unwrap()).collect();
-            let refs: Vec<Option<&Value>> = values.iter().map(Some).collect();
+            let refs: Vec<(Option<&Value>, usize)> = values.iter().map(|v| (Some(v), 1)).collect();
             let mut out = Vec::new();
             let mut path = String::from("$");
             walk(&mut path, &refs, refs.len(), &mut out);
@@ -1876,6 +1981,37 @@ mod tests {
             walked(&["[1,2]", "[1]", "[1]"]),
             vec![("$".to_string(), 2, 2)]
         );
+    }
+
+    /// The map `modal` used before: (first index, count) per key, ties to the first.
+    fn tally_by_map(keys: &[(usize, u8, usize)]) -> (usize, Option<(usize, usize)>) {
+        let mut counts: BTreeMap<u8, (usize, usize)> = BTreeMap::new();
+        for &(i, k, times) in keys {
+            counts.entry(k).or_insert((i, 0)).1 += times;
+        }
+        let best = (counts.values().copied()).max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)));
+        (counts.len(), best)
+    }
+
+    #[test]
+    fn tally_counts_as_a_map_counts() {
+        let mut x = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % m) as usize
+        };
+        for _ in 0..5_000 {
+            let len = next(12);
+            let keys: Vec<(usize, u8, usize)> = (0..len)
+                .map(|i| (i * 3 + next(3), next(4) as u8, 1 + next(3)))
+                .collect();
+            assert_eq!(tally(keys.iter().copied()), tally_by_map(&keys), "{keys:?}");
+        }
+        assert_eq!(tally(std::iter::empty::<(usize, u8, usize)>()), (0, None));
+        // A tie goes to the key seen first, whatever the order keys sort in.
+        assert_eq!(tally([(0, 9, 2), (1, 1, 2)].into_iter()), (2, Some((0, 2))));
     }
 
     #[test]
@@ -1971,6 +2107,50 @@ mod tests {
         assert_eq!(want["arg_agreement"]["count"], 5, "{want:#}");
         for other in [openai, anthropic] {
             assert_eq!(decide_line(&line(other)), want);
+        }
+    }
+
+    /// A task whose samples repeat, differ in arguments and in results, counted once per
+    /// distinct sample: every measure equals that of the samples read apart.
+    #[test]
+    fn counted_samples_measure_as_every_sample() {
+        let c = catalog();
+        let call = |city: &str, t: u32| {
+            format!(
+                r#"{{"calls":[{{"tool":"w","arguments":{{"city":"{city}"}},"result":{{"t":{t}}}}}]}}"#
+            )
+        };
+        let (oslo, oslo_other, rome) = (call("Oslo", 3), call("Oslo", 4), call("Rome", 19));
+        let line = format!(
+            r#"{{"task_id":"t","samples":[{rome},{oslo},{oslo},{oslo_other},{rome},{oslo},{rome}]}}"#
+        );
+        let shared = parse_task_line(line.as_bytes()).unwrap();
+        let apart = Task {
+            samples: (shared.samples.iter())
+                .map(|s| Arc::new((**s).clone()))
+                .collect(),
+            ..shared.clone()
+        };
+        let prepared = prepare(&shared, &c, None);
+        let distinct: Vec<(usize, usize)> = (counted(&prepared).iter())
+            .map(|c| (c.at, c.times))
+            .collect();
+        assert_eq!(distinct, [(0, 3), (1, 3), (3, 1)]);
+        let apart_prepared = prepare(&apart, &c, None);
+        assert_eq!(counted(&apart_prepared).len(), 7);
+        let decided = |p: &Prepared| {
+            let d = classify(p, &tool_states(&c), &Options::default());
+            crate::record::decision(&d)
+        };
+        let d = decided(&prepared);
+        assert_eq!(d, decided(&apart_prepared));
+        for part in [
+            r#""arg_agreement":{"count":4,"n":7"#,
+            r#""result_agreement":{"count":3,"n":7"#,
+            r#""path":"$.steps[0].arguments.city","distinct":2,"agreement":{"count":4"#,
+            r#""suspect_tools":["w"]"#,
+        ] {
+            assert!(d.contains(part), "{part} in {d}");
         }
     }
 

@@ -10,6 +10,7 @@ use plangate_gate::catalog::Catalog;
 use plangate_gate::decide::{self, Options, Reason, ToolState, Verdict};
 use plangate_gate::jcs;
 use plangate_gate::json::{self, Value};
+use plangate_gate::record;
 use plangate_gate::seed::{dumps_key, dumps_payload};
 use plangate_gate::task::{Arguments, Call, Observed, Payload, Sample, Task, parse_task_line};
 use proptest::prelude::*;
@@ -375,5 +376,16 @@ proptest! {
         if after.decision == Verdict::Reject {
             prop_assert_eq!(before.decision, Verdict::Reject, "before {:?} after {:?}", before.reasons, after.reasons);
         }
+    }
+
+    /// `classify` counts a shared sample once, with the number of samples sharing it:
+    /// the same task with every sample read apart decides alike, record for record.
+    #[test]
+    fn shared_samples_classify_as_samples_read_apart(t in task(), s in states()) {
+        let apart = Task {
+            samples: t.samples.iter().map(|smp| std::sync::Arc::new((**smp).clone())).collect(),
+            ..t.clone()
+        };
+        prop_assert_eq!(record::decision(&classify(&t, &s)), record::decision(&classify(&apart, &s)));
     }
 }

@@ -171,10 +171,13 @@ impl Prepared {
                     }),
                 });
             }
+            // Read back, every sample stands for itself (the line does not say which
+            // were copies): classified alike, each counted on its own.
             samples.push(PreparedSample {
                 plan,
                 steps,
                 turns: s.turns,
+                first: samples.len(),
             });
         }
         Ok(Prepared {
