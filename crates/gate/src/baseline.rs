@@ -3,14 +3,13 @@
 //! `json.dumps` equality), reject below 0.80. It conflates a fabricated argument with a
 //! flaky tool, which is the whole point of comparing against it.
 
-use std::borrow::Cow;
-use std::collections::BTreeMap;
-
 use crate::decide::{Agreement, Verdict, modal};
 use crate::json::Value;
 use crate::seed::{Dumps, dumps_key};
 use crate::stats::Ratio;
-use crate::task::{Arguments, Form, Keys, Observed, Payload, Recent, Task, has_float, per_sample};
+use crate::task::{
+    Arguments, Form, Jcs, Keys, Observed, Payload, Recent, Table, Task, has_float, per_sample,
+};
 
 /// What the naive scorer decides: accept or reject, never defer.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -53,42 +52,31 @@ impl Form for NaiveForm {
 }
 
 /// Ids of results under the seed's `json.dumps` equality. A float-free result is keyed
-/// by the RFC 8785 form agreement already printed and cached on its payload, compared
-/// where it lies (see [`NaiveForm`]). A result with a float needs `json.dumps` itself
-/// (RFC 8785 keeps `1e400` and `2e400` apart, Python reads both as infinity), but only
-/// to tell two of them apart: it is printed once a task holds a second distinct text
-/// with a float, which results copied byte for byte across samples never make.
+/// by its RFC 8785 form (see [`NaiveForm`]), one with a float by its `json.dumps` form
+/// (RFC 8785 keeps `1e400` and `2e400` apart, Python reads both as infinity): two
+/// tables numbered from one counter, since no result of one dumps equal to one of the
+/// other. Each tells results apart by fingerprint and prints only where two meet (see
+/// `task::Table`), so a float-free result agreement printed is reused, and `json.dumps`
+/// is printed only for two texts with a float whose fingerprints are one.
 struct NaiveResults<'a> {
-    /// The first result keyed, unprinted while it is the only one (as in `Keys`).
+    /// The first result keyed, unsorted while it is the only one: most tasks return one
+    /// text, and whether it holds a float is asked only once another comes.
     waiting: Option<&'a Payload>,
-    plain: BTreeMap<Cow<'a, str>, u32>,
-    floats: Option<FloatResults<'a>>,
+    plain: Table<'a, Jcs>,
+    floats: Table<'a, Dumps>,
     texts: Recent<&'a str, u32>,
     next: u32,
-}
-
-/// The results with a float: the first one's id, and, once a second distinct text
-/// came, each distinct `json.dumps` form with its id.
-struct FloatResults<'a> {
-    first: (&'a Payload, u32),
-    dumps: BTreeMap<String, u32>,
 }
 
 impl<'a> NaiveResults<'a> {
     fn new() -> Self {
         NaiveResults {
             waiting: None,
-            plain: BTreeMap::new(),
-            floats: None,
+            plain: Table::new(Jcs),
+            floats: Table::new(Dumps),
             texts: Recent::new(),
             next: 0,
         }
-    }
-
-    fn fresh(next: &mut u32) -> u32 {
-        let id = *next;
-        *next = next.saturating_add(1);
-        id
     }
 
     /// The id of a result payload, from an earlier copy of its text when there is one.
@@ -105,51 +93,30 @@ impl<'a> NaiveResults<'a> {
     fn keyed(&mut self, p: &'a Payload) -> u32 {
         if self.next == 0 {
             self.waiting = Some(p);
-            return Self::fresh(&mut self.next);
+            self.next = 1;
+            return 0;
         }
         self.settle();
-        let (form, float) = p.canonical_ref();
-        if !float {
-            return self.plain_id(form);
-        }
-        let next = &mut self.next;
-        let Some(floats) = &mut self.floats else {
-            let id = Self::fresh(next);
-            self.floats = Some(FloatResults {
-                first: (p, id),
-                dumps: BTreeMap::new(),
-            });
-            return id;
-        };
-        if floats.dumps.is_empty() {
-            let (first, id) = floats.first;
-            floats.dumps.insert(Dumps.of_payload(first), id);
-        }
-        *floats
-            .dumps
-            .entry(Dumps.of_payload(p))
-            .or_insert_with(|| Self::fresh(next))
+        let mut next = self.next;
+        let id = self.sorted(p, &mut next);
+        self.next = next;
+        id
     }
 
-    /// The id of a float-free RFC 8785 form (an error's, `null`'s for a missing result).
-    fn plain_id(&mut self, form: Cow<'a, str>) -> u32 {
-        self.settle();
-        let next = &mut self.next;
-        *self.plain.entry(form).or_insert_with(|| Self::fresh(next))
+    /// `p` keyed in the table of its kind, numbered from `next`.
+    fn sorted(&mut self, p: &'a Payload, next: &mut u32) -> u32 {
+        if p.has_float() {
+            self.floats.payload(p, next)
+        } else {
+            self.plain.payload(p, next)
+        }
     }
 
     /// Keys the waiting first result (id 0) before another is compared with it.
     fn settle(&mut self) {
         if let Some(first) = self.waiting.take() {
-            let (form, float) = first.canonical_ref();
-            if float {
-                self.floats = Some(FloatResults {
-                    first: (first, 0),
-                    dumps: BTreeMap::new(),
-                });
-            } else {
-                self.plain.insert(form, 0);
-            }
+            // Both tables are empty: the first key of one is numbered 0 from 0.
+            self.sorted(first, &mut 0);
         }
     }
 
@@ -157,11 +124,14 @@ impl<'a> NaiveResults<'a> {
         match o {
             Observed::Result(p) => self.payload(p),
             // An error holds no float: its `json.dumps` is its RFC 8785 form.
-            other => match other.error_form() {
-                Some(form) => self.plain_id(Cow::Owned(form)),
-                // A missing result is null and raw bytes a string: no float in either.
-                None => self.plain_id(Cow::Owned(crate::jcs::to_string(&other.as_value()))),
-            },
+            other => {
+                let form = other
+                    .error_form()
+                    // A missing result is null and raw bytes a string: no float in either.
+                    .unwrap_or_else(|| crate::jcs::to_string(&other.as_value()));
+                self.settle();
+                self.plain.id(form, &mut self.next)
+            }
         }
     }
 }

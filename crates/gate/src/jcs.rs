@@ -357,18 +357,12 @@ impl TextPrinter<'_> {
 
     fn array<'a>(&mut self, c: &mut Cursor<'a>, depth: usize) -> Option<()> {
         self.out.push('[');
-        if !c.eat(b']') {
-            loop {
-                self.one(c, depth + 1)?;
-                if c.eat(b']') {
-                    break;
-                }
-                if !c.eat(b',') {
-                    return None;
-                }
+        each_item(c, |i, c| {
+            if i > 0 {
                 self.out.push(',');
             }
-        }
+            self.one(c, depth + 1)
+        })?;
         self.out.push(']');
         Some(())
     }
@@ -377,20 +371,12 @@ impl TextPrinter<'_> {
     fn object<'a>(&mut self, c: &mut Cursor<'a>, depth: usize) -> Option<()> {
         let start = self.out.len();
         let mut members: Vec<(Cow<'a, str>, std::ops::Range<usize>)> = Vec::new();
-        if !c.eat(b'}') {
-            loop {
-                let key = c.key()?;
-                let at = self.out.len() - start;
-                self.one(c, depth + 1)?;
-                members.push((key, at..self.out.len() - start));
-                if c.eat(b'}') {
-                    break;
-                }
-                if !c.eat(b',') {
-                    return None;
-                }
-            }
-        }
+        each_member(c, |key, c| {
+            let at = self.out.len() - start;
+            self.one(c, depth + 1)?;
+            members.push((key, at..self.out.len() - start));
+            Some(())
+        })?;
         let values = self.out.split_off(start);
         // Stable: of a key written twice, the last comes last, and it is the one kept.
         members.sort_by(|a, b| (self.style.order)(&a.0, &b.0));
@@ -425,6 +411,194 @@ fn quoted(s: &str, borrowed: bool, out: &mut String) {
     } else {
         write_string(s, out);
     }
+}
+
+/// Reads an array's items after its `[` (through its `]`), `item` reading each one
+/// (with its index): the one walk of an array's text, for printing and fingerprinting.
+fn each_item<'a>(
+    c: &mut Cursor<'a>,
+    mut item: impl FnMut(usize, &mut Cursor<'a>) -> Option<()>,
+) -> Option<()> {
+    if c.eat(b']') {
+        return Some(());
+    }
+    for i in 0.. {
+        item(i, c)?;
+        if c.eat(b']') {
+            break;
+        }
+        if !c.eat(b',') {
+            return None;
+        }
+    }
+    Some(())
+}
+
+/// Reads an object's members after its `{` (through its `}`), `member` reading each
+/// value after its key.
+fn each_member<'a>(
+    c: &mut Cursor<'a>,
+    mut member: impl FnMut(Cow<'a, str>, &mut Cursor<'a>) -> Option<()>,
+) -> Option<()> {
+    if c.eat(b'}') {
+        return Some(());
+    }
+    loop {
+        let key = c.key()?;
+        member(key, c)?;
+        if c.eat(b'}') {
+            return Some(());
+        }
+        if !c.eat(b',') {
+            return None;
+        }
+    }
+}
+
+/// A hash of the forms both [`JCS`] and the seed's `json.dumps` style print for a JSON
+/// text, computed from the text in one pass without printing it, and whether a number
+/// in it is written as a float (as [`print_text`] says).
+///
+/// Equal forms in either style have equal fingerprints, so different fingerprints
+/// prove different forms and a text can be told apart from others without printing
+/// it; equal fingerprints prove nothing (two texts are then printed and compared: a
+/// hash is never trusted for equality). Why equal forms hash alike: strings are hashed
+/// by their decoded content (both styles escape alike, and injectively); an object's
+/// members are folded in commutatively (both styles sort keys, in different orders);
+/// and a number is hashed by its nearest double, with -0 taken as 0: numbers RFC 8785
+/// prints alike denote one double (its form is the double's shortest form, or the
+/// exact value), and so do numbers `json.dumps` prints alike (an int's digits, a
+/// float's double). A fingerprint is coarser than either equality (`1.0` and `1`, or
+/// `1e400` and `2e400`, hash alike), never finer.
+///
+/// Printing a form again gives its fingerprint too (a printed number reads back as the
+/// same double), which is how [`crate::task`] fingerprints keys it was handed printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Fingerprint {
+    /// The hash of the form.
+    pub(crate) hash: u64,
+    /// Whether a number in the text is written as a float.
+    pub(crate) float: bool,
+}
+
+/// The [`Fingerprint`] of JSON text the reader has checked; None for text that is not
+/// one JSON value, nests deeper than the printer goes, or writes a key twice in one
+/// object (each printer keeps the last value, which a commutative fold cannot tell):
+/// such text is printed instead.
+pub(crate) fn fingerprint(text: &str) -> Option<Fingerprint> {
+    let mut f = Fingerprinter {
+        float: false,
+        keys: Vec::new(),
+    };
+    let mut c = Cursor::of_str(text);
+    let hash = f.one(&mut c, 0)?;
+    c.at_end().then_some(Fingerprint {
+        hash,
+        float: f.float,
+    })
+}
+
+struct Fingerprinter {
+    float: bool,
+    /// The key hashes of the objects being read, innermost last, to find a key written
+    /// twice.
+    keys: Vec<u64>,
+}
+
+/// Seeds that keep the kinds of value apart.
+const NULL: u64 = 0x9e37_79b9_7f4a_7c15;
+const BOOL: u64 = 0xc2b2_ae3d_27d4_eb4f;
+const NUMBER: u64 = 0x1656_67b1_9e37_79f9;
+const STRING: u64 = 0x85eb_ca77_c2b2_ae63;
+const ARRAY: u64 = 0x27d4_eb2f_1656_67c5;
+const OBJECT: u64 = 0x94d0_49bb_1331_11eb;
+
+impl Fingerprinter {
+    fn one(&mut self, c: &mut Cursor<'_>, depth: usize) -> Option<u64> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        Some(match c.token()? {
+            Token::Null => NULL,
+            Token::Bool(b) => mix(BOOL, u64::from(b)),
+            Token::Number(lex) => {
+                self.float |= Number::float_lexeme(lex);
+                mix(NUMBER, double_bits(lex))
+            }
+            Token::String(s) => hash_bytes(STRING, s.as_bytes()),
+            Token::Array => {
+                let mut h = ARRAY;
+                each_item(c, |_, c| {
+                    h = mix(h, self.one(c, depth + 1)?);
+                    Some(())
+                })?;
+                h
+            }
+            Token::Object => {
+                let start = self.keys.len();
+                let mut sum = 0u64;
+                each_member(c, |key, c| {
+                    let k = hash_bytes(STRING, key.as_bytes());
+                    self.keys.push(k);
+                    sum = sum.wrapping_add(mix(k, self.one(c, depth + 1)?));
+                    Some(())
+                })?;
+                let keys = &mut self.keys[start..];
+                let n = keys.len() as u64;
+                // Keys that hash alike are taken for one key written twice.
+                keys.sort_unstable();
+                let twice = keys.windows(2).any(|w| w[0] == w[1]);
+                self.keys.truncate(start);
+                if twice {
+                    return None;
+                }
+                mix(OBJECT ^ n, sum)
+            }
+        })
+    }
+}
+
+/// The bits of a number lexeme's nearest double, -0 as 0; an integer that an `i64`
+/// holds is converted without parsing a float (`as` rounds to nearest, ties to even,
+/// as the parser does).
+fn double_bits(lex: &str) -> u64 {
+    let b = lex.as_bytes();
+    let negative = b.first() == Some(&b'-');
+    let digits = &b[usize::from(negative)..];
+    let f = if digits.len() <= 18 && digits.iter().all(u8::is_ascii_digit) {
+        let n = digits
+            .iter()
+            .fold(0i64, |n, d| n * 10 + i64::from(d - b'0'));
+        (if negative { -n } else { n }) as f64
+    } else {
+        Number::f64_of_lexeme(lex)
+    };
+    // Adding +0 turns -0 into +0 and leaves every other double as it is.
+    (f + 0.0).to_bits()
+}
+
+/// A folded 128-bit multiply: every bit of either input reaches the result.
+fn mix(a: u64, b: u64) -> u64 {
+    let p = u128::from(a ^ 0x243f_6a88_85a3_08d3) * u128::from(b ^ 0x1319_8a2e_0370_7344);
+    (p as u64) ^ ((p >> 64) as u64)
+}
+
+/// A hash of bytes, eight at a time, their length included.
+fn hash_bytes(seed: u64, bytes: &[u8]) -> u64 {
+    let mut h = mix(seed, bytes.len() as u64);
+    let mut words = bytes.chunks_exact(8);
+    for w in &mut words {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(w);
+        h = mix(h ^ u64::from_le_bytes(word), NULL);
+    }
+    let rest = words.remainder();
+    if !rest.is_empty() {
+        let mut word = [0u8; 8];
+        word[..rest.len()].copy_from_slice(rest);
+        h = mix(h ^ u64::from_le_bytes(word), NULL);
+    }
+    h
 }
 
 impl std::fmt::Display for Value {

@@ -289,17 +289,30 @@ fn task_agreements(task: &Task) -> (f64, f64) {
                 Arguments::Json(v) => args.value(v),
                 Arguments::Malformed(raw) => args.id(dumps_key(&Value::String(raw.clone()))),
             };
-            let r = match &call.observed {
-                Observed::Result(p) => results.payload(p),
-                other => results.id(other
-                    .error_form()
-                    .unwrap_or_else(|| dumps_key(&other.as_value()))),
-            };
-            Some((a, r))
+            Some((a, result_id(&mut results, &call.observed)))
         },
     );
     let keys = || keys.iter().flatten();
     shares(keys().count(), keys().map(|k| k.0), keys().map(|k| k.1))
+}
+
+/// The id of a call's result under `json.dumps` equality, printed from its text only
+/// where its fingerprint meets another's.
+fn result_id<'a>(results: &mut Keys<'a, Dumps>, o: &'a Observed) -> u32 {
+    match o {
+        Observed::Result(p) => results.payload(p),
+        other => results.id(other
+            .error_form()
+            .unwrap_or_else(|| dumps_key(&other.as_value()))),
+    }
+}
+
+/// The ids the seed's agreements give the results of one task's calls, in order;
+/// public only so `tests/props.rs` can hold them to the ids of `json.dumps` forms.
+#[doc(hidden)]
+pub fn dumps_result_ids(results: &[Observed]) -> Vec<u32> {
+    let mut keys = Keys::new(Dumps);
+    results.iter().map(|o| result_id(&mut keys, o)).collect()
 }
 
 /// The seed's `ToolSchema` for the task's tool; a task with no samples names none, and
@@ -366,6 +379,7 @@ const DUMPS: Style = Style {
 };
 
 impl Form for Dumps {
+    const FINGERPRINTS: bool = true;
     fn of_value(&self, v: &Value) -> String {
         dumps_key(v)
     }

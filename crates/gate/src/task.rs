@@ -6,6 +6,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 
+use crate::jcs::{Fingerprint, fingerprint};
 use crate::json::{Cursor, Duplicates, Object, Value, parse_str_with, parse_with};
 
 /// Ground truth attached to a task by an eval team.
@@ -122,6 +123,7 @@ struct Text {
     text: Box<str>,
     value: OnceLock<Value>,
     canonical: OnceLock<(String, bool)>,
+    fingerprint: OnceLock<Option<Fingerprint>>,
 }
 
 impl Payload {
@@ -131,6 +133,7 @@ impl Payload {
             text: text.into(),
             value: OnceLock::new(),
             canonical: OnceLock::new(),
+            fingerprint: OnceLock::new(),
         })))
     }
 
@@ -159,6 +162,23 @@ impl Payload {
                 (Cow::Borrowed(form), *float)
             }
         }
+    }
+
+    /// The [`Fingerprint`] of the result's forms, computed from its text once; None
+    /// for a result without text, or whose text has none. Keys tell results apart by it
+    /// without printing them.
+    pub(crate) fn fingerprint(&self) -> Option<Fingerprint> {
+        match &self.0 {
+            PayloadRepr::Value(_) => None,
+            PayloadRepr::Text(t) => *t.fingerprint.get_or_init(|| fingerprint(&t.text)),
+        }
+    }
+
+    /// Whether a number in the result is written as a float, from its fingerprint
+    /// when it has one, else as [`Payload::canonical`] says.
+    pub(crate) fn has_float(&self) -> bool {
+        self.fingerprint()
+            .map_or_else(|| self.canonical_ref().1, |f| f.float)
     }
 
     /// The result as a value, built from its text the first time it is asked for.
@@ -197,6 +217,12 @@ pub(crate) fn has_float(v: &Value) -> bool {
 /// A printed form of JSON that [`Keys`] compare by, from a value or a result payload
 /// (printed from its text when it has one).
 pub(crate) trait Form {
+    /// Whether payloads are told apart by their [`Fingerprint`]s before printing: true
+    /// only for a form whose equal forms have equal fingerprints, and whose printed
+    /// keys, read as JSON text, have the fingerprint of every text they are the form
+    /// of (or are no JSON at all). RFC 8785 and `json.dumps` are such forms (see
+    /// [`Fingerprint`]).
+    const FINGERPRINTS: bool = false;
     /// The form of a value.
     fn of_value(&self, v: &Value) -> String;
     /// The form of a result payload.
@@ -207,6 +233,7 @@ pub(crate) trait Form {
 pub(crate) struct Jcs;
 
 impl Form for Jcs {
+    const FINGERPRINTS: bool = true;
     fn of_value(&self, v: &Value) -> String {
         crate::jcs::to_string(v)
     }
@@ -266,23 +293,42 @@ pub(crate) fn per_sample<'a, T: Clone>(
 }
 
 /// Task-local ids of keys: equal keys get equal ids. Results are looked up by text
-/// first, so the copies of one result in N samples cost one print, not N, and the print
-/// reads the text without building it; comparing ids is cheaper than comparing printed
-/// results of hundreds of bytes.
+/// first, so the copies of one result in N samples cost one lookup, and a new text is
+/// told apart from the others by its [`Fingerprint`], printed only when another key
+/// has the same one; comparing ids is cheaper than comparing printed results of
+/// hundreds of bytes.
 pub(crate) struct Keys<'a, F> {
     table: Table<'a, F>,
+    next: u32,
     texts: Recent<&'a str, u32>,
     values: Recent<&'a Value, u32>,
 }
 
-/// The ids of [`Keys`] by printed form. The first value or payload keyed waits
-/// unprinted while it is the only key: a task whose samples all returned one text, or
-/// wrote one value, never needs its form (its copies are found by text or as equal
-/// trees), and most tasks are such. It is printed, as id 0, before any other key is
-/// compared with it.
-struct Table<'a, F> {
+/// The ids of keys by printed form, numbered in order of first appearance from a
+/// counter the caller holds (the naive scorer numbers two tables from one).
+///
+/// The first value or payload keyed waits unprinted while it is the only key: a task
+/// whose samples all returned one text, or wrote one value, never needs its form (its
+/// copies are found by text or as equal trees), and most tasks are such. Once there is
+/// more than one key, a payload of a [`Form::FINGERPRINTS`] form is given its id by
+/// fingerprint while no other key has the same one, and stays unprinted; keys handed
+/// over printed are fingerprinted from their text then. Where two fingerprints meet,
+/// both keys are printed and compared by form: a hash never decides that two
+/// results agree, so no tool can make different results agree by writing a collision.
+pub(crate) struct Table<'a, F> {
+    /// Printed forms and their ids.
     ids: BTreeMap<String, u32>,
-    waiting: Option<Waiting<'a>>,
+    /// The first key, not printed yet, and its id.
+    waiting: Option<(Waiting<'a>, u32)>,
+    /// Once a payload was keyed by fingerprint: the fingerprint of every form keyed,
+    /// with the payload and id of the one form not printed (None: printed, in `ids`;
+    /// several printed forms may share a fingerprint). Unprinted forms differ from
+    /// each other and from every printed one.
+    hashes: BTreeMap<u64, Option<(&'a Payload, u32)>>,
+    /// Whether `hashes` is kept.
+    hashed: bool,
+    /// A printed form has no fingerprint (it is no JSON text): every payload is printed.
+    opaque: bool,
     form: F,
 }
 
@@ -293,26 +339,136 @@ enum Waiting<'a> {
 }
 
 impl<'a, F: Form> Table<'a, F> {
-    fn id(&mut self, key: String) -> u32 {
-        if let Some(first) = self.waiting.take() {
-            let form = match first {
-                Waiting::Value(v) => self.form.of_value(v),
-                Waiting::Payload(p) => self.form.of_payload(p),
-            };
-            self.ids.insert(form, 0);
+    /// An empty table keying by `form`.
+    pub(crate) fn new(form: F) -> Self {
+        Table {
+            ids: BTreeMap::new(),
+            waiting: None,
+            hashes: BTreeMap::new(),
+            hashed: false,
+            opaque: false,
+            form,
         }
-        let next = u32::try_from(self.ids.len()).unwrap_or(u32::MAX);
-        *self.ids.entry(key).or_insert(next)
     }
 
-    /// The id of the key `print` gives `first`, which waits when nothing was keyed yet.
-    fn first_or(&mut self, first: Waiting<'a>, print: impl FnOnce(&F) -> String) -> u32 {
-        if self.ids.is_empty() && self.waiting.is_none() {
-            self.waiting = Some(first);
-            return 0;
+    fn fresh(next: &mut u32) -> u32 {
+        let id = *next;
+        *next = next.saturating_add(1);
+        id
+    }
+
+    /// The id of the first key, which waits; None when something was keyed already.
+    fn first(&mut self, first: impl FnOnce() -> Waiting<'a>, next: &mut u32) -> Option<u32> {
+        let empty = self.ids.is_empty() && self.hashes.is_empty() && self.waiting.is_none();
+        empty.then(|| {
+            let id = Self::fresh(next);
+            self.waiting = Some((first(), id));
+            id
+        })
+    }
+
+    /// The id of a printed form.
+    pub(crate) fn id(&mut self, key: String, next: &mut u32) -> u32 {
+        self.settle();
+        if !self.hashed {
+            return *self.ids.entry(key).or_insert_with(|| Self::fresh(next));
         }
-        let key = print(&self.form);
-        self.id(key)
+        if let Some(&id) = self.ids.get(&key) {
+            return id;
+        }
+        // A new form: the unprinted payload it may be is the one of its fingerprint.
+        match fingerprint(&key) {
+            Some(f) => match self.hashes.get_mut(&f.hash) {
+                Some(slot) => {
+                    if let Some((q, id)) = slot.take() {
+                        self.ids.insert(self.form.of_payload(q), id);
+                    }
+                }
+                None => {
+                    self.hashes.insert(f.hash, None);
+                }
+            },
+            None => {
+                self.opaque = true;
+                for slot in self.hashes.values_mut() {
+                    if let Some((q, id)) = slot.take() {
+                        self.ids.insert(self.form.of_payload(q), id);
+                    }
+                }
+            }
+        }
+        *self.ids.entry(key).or_insert_with(|| Self::fresh(next))
+    }
+
+    /// The id of a value's form.
+    pub(crate) fn value(&mut self, v: &'a Value, next: &mut u32) -> u32 {
+        if let Some(id) = self.first(|| Waiting::Value(v), next) {
+            return id;
+        }
+        let key = self.form.of_value(v);
+        self.id(key, next)
+    }
+
+    /// The id of a payload's form, by fingerprint while no other key shares it.
+    pub(crate) fn payload(&mut self, p: &'a Payload, next: &mut u32) -> u32 {
+        if let Some(id) = self.first(|| Waiting::Payload(p), next) {
+            return id;
+        }
+        let Some(f) = p.fingerprint().filter(|_| F::FINGERPRINTS) else {
+            let key = self.form.of_payload(p);
+            return self.id(key, next);
+        };
+        self.settle();
+        self.hash_printed();
+        let slot = match self.hashes.entry(f.hash) {
+            std::collections::btree_map::Entry::Vacant(v) if !self.opaque => {
+                let id = Self::fresh(next);
+                v.insert(Some((p, id)));
+                return id;
+            }
+            entry => entry.or_insert(None),
+        };
+        if let Some((q, id)) = slot.take() {
+            self.ids.insert(self.form.of_payload(q), id);
+        }
+        let key = self.form.of_payload(p);
+        *self.ids.entry(key).or_insert_with(|| Self::fresh(next))
+    }
+
+    /// Keys the waiting first key before another is compared with it: by fingerprint
+    /// when it has one, else printed.
+    fn settle(&mut self) {
+        let Some((first, id)) = self.waiting.take() else {
+            return;
+        };
+        let form = match first {
+            Waiting::Payload(p) => {
+                if let Some(f) = p.fingerprint().filter(|_| F::FINGERPRINTS) {
+                    self.hashed = true;
+                    self.hashes.insert(f.hash, Some((p, id)));
+                    return;
+                }
+                self.form.of_payload(p)
+            }
+            Waiting::Value(v) => self.form.of_value(v),
+        };
+        self.ids.insert(form, id);
+    }
+
+    /// Starts keeping fingerprints: those of the forms printed so far.
+    fn hash_printed(&mut self) {
+        if self.hashed {
+            return;
+        }
+        self.hashed = true;
+        for key in self.ids.keys() {
+            match fingerprint(key) {
+                Some(f) => {
+                    self.hashes.entry(f.hash).or_insert(None);
+                }
+                None => self.opaque = true,
+            }
+        }
     }
 }
 
@@ -320,11 +476,8 @@ impl<'a, F: Form> Keys<'a, F> {
     /// Ids of keys; values and payloads are keyed by their `form`.
     pub(crate) fn new(form: F) -> Self {
         Keys {
-            table: Table {
-                ids: BTreeMap::new(),
-                waiting: None,
-                form,
-            },
+            table: Table::new(form),
+            next: 0,
             texts: Recent::new(),
             values: Recent::new(),
         }
@@ -332,27 +485,33 @@ impl<'a, F: Form> Keys<'a, F> {
 
     /// The id of `key`.
     pub(crate) fn id(&mut self, key: String) -> u32 {
-        self.table.id(key)
+        self.table.id(key, &mut self.next)
     }
 
     /// The id of `v`'s key, from an earlier equal value when there is one (values
     /// equal as trees have equal keys).
     pub(crate) fn value(&mut self, v: &'a Value) -> u32 {
-        let table = &mut self.table;
-        self.values
-            .get_or(v, || table.first_or(Waiting::Value(v), |f| f.of_value(v)))
+        let (table, next) = (&mut self.table, &mut self.next);
+        self.values.get_or(v, || table.value(v, next))
     }
 
     /// The id of `p`'s key, from an earlier copy of its text when there is one.
     pub(crate) fn payload(&mut self, p: &'a Payload) -> u32 {
-        let first =
-            |table: &mut Table<'a, F>| table.first_or(Waiting::Payload(p), |f| f.of_payload(p));
-        let Some(text) = p.text() else {
-            return first(&mut self.table);
-        };
-        let table = &mut self.table;
-        self.texts.get_or(text, || first(table))
+        let (table, next) = (&mut self.table, &mut self.next);
+        match p.text() {
+            Some(text) => self.texts.get_or(text, || table.payload(p, next)),
+            None => table.payload(p, next),
+        }
     }
+}
+
+/// The ids agreement gives the results of one task's calls, in order (`decide::prepare`
+/// keys them so); public only so `tests/props.rs` can hold them to the ids of printed
+/// forms.
+#[doc(hidden)]
+pub fn result_ids(results: &[Observed]) -> Vec<Option<u32>> {
+    let mut keys = Keys::new(Jcs);
+    results.iter().map(|o| o.key_id(&mut keys)).collect()
 }
 
 impl From<Value> for Payload {
@@ -1340,6 +1499,56 @@ fn error_form(kind: &str, message: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Whether a payload's RFC 8785 form was printed.
+    fn printed(o: &Observed) -> bool {
+        match o {
+            Observed::Result(Payload(PayloadRepr::Text(t))) => t.canonical.get().is_some(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// Results whose fingerprints differ from every other key's get their ids unprinted;
+    /// those that print alike are printed, compared and agree, an error among them.
+    #[test]
+    fn results_are_told_apart_without_printing() {
+        let line = br#"{"task_id":"t","samples":[
+            {"calls":[{"tool":"x","arguments":{},"result":{"a":1.0,"b":"x"}}]},
+            {"calls":[{"tool":"x","arguments":{},"result":{"a":2,"b":"x"}}]},
+            {"calls":[{"tool":"x","arguments":{},"result":{"b":"x","a":10e-1}}]},
+            {"calls":[{"tool":"x","arguments":{},"result":{"a":1.0,"b":"x"}}]},
+            {"calls":[{"tool":"x","arguments":{},"error":{"kind":"k","message":"m"}}]},
+            {"calls":[{"tool":"x","arguments":{},"result":{"error":{"message":"m","kind":"k"}}}]},
+            {"calls":[{"tool":"x","arguments":{},"result":{"a":[1,{"c":null}],"b":"y"}}]}]}"#;
+        let task = parse_task_line(line).unwrap();
+        let observed: Vec<Observed> = task
+            .samples
+            .iter()
+            .map(|s| s.calls[0].observed.clone())
+            .collect();
+        let ids: Vec<Option<u32>> = result_ids(&observed).into_iter().collect();
+        let want = [0, 1, 0, 0, 2, 2, 3];
+        assert_eq!(ids, want.map(Some));
+        for (i, o) in observed.iter().enumerate() {
+            // The results that share a form with another key were printed; no other.
+            if i != 4 {
+                assert_eq!(printed(o), [0, 2, 3, 5].contains(&i), "result {i}");
+            }
+        }
+        // A repeated key leaves the fingerprint out; the result is printed and keyed.
+        let line = br#"{"task_id":"t","samples":[
+            {"calls":[{"tool":"x","arguments":{},"result":[1]}]},
+            {"calls":[{"tool":"x","arguments":{},"result":{"a":0,"a":1}}]},
+            {"calls":[{"tool":"x","arguments":{},"result":{"a":1}}]}]}"#;
+        let task = parse_task_line(line).unwrap();
+        let observed: Vec<Observed> = task
+            .samples
+            .iter()
+            .map(|s| s.calls[0].observed.clone())
+            .collect();
+        assert_eq!(result_ids(&observed), [0, 1, 1].map(Some));
+        assert!(printed(&observed[1]) && printed(&observed[2]) && !printed(&observed[0]));
+    }
 
     /// The first result waits unprinted; whatever comes next is still compared with
     /// its printed form: an error that prints the same, a text that reads the same.

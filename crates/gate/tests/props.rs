@@ -11,8 +11,10 @@ use plangate_gate::decide::{self, Options, Reason, ToolState, Verdict};
 use plangate_gate::jcs;
 use plangate_gate::json::{self, Value};
 use plangate_gate::record;
-use plangate_gate::seed::{dumps_key, dumps_payload};
-use plangate_gate::task::{Arguments, Call, Observed, Payload, Sample, Task, parse_task_line};
+use plangate_gate::seed::{dumps_key, dumps_payload, dumps_result_ids};
+use plangate_gate::task::{
+    Arguments, Call, Observed, Payload, Sample, Task, parse_task_line, result_ids,
+};
 use proptest::prelude::*;
 
 /// Lexemes chosen to hit every branch of number canonicalization.
@@ -237,6 +239,161 @@ proptest! {
                 prop_assert_eq!(same(&mixed, a, b), want);
             }
         }
+    }
+}
+
+/// Values written in ways that print alike or not, in either style: equal numbers
+/// spelled apart, numbers both styles part or merge differently, strings with escapes.
+const SPELLED: &[&str] = &[
+    "1",
+    "1.0",
+    "1e0",
+    "10e-1",
+    "2",
+    "-0",
+    "0.0",
+    "1e400",
+    "2e400",
+    "\"1\"",
+    "\"\\u0031\"",
+    "\"k\"",
+    "\"\\u006b\"",
+    "null",
+    "[]",
+    "{}",
+];
+
+/// One result as written: an object of four members from [`SPELLED`] in a rotated
+/// order, its keys perhaps escaped, perhaps one written twice; or an error, or a text
+/// shaped like an error's form.
+#[derive(Debug, Clone)]
+enum Written {
+    Result {
+        values: [usize; 4],
+        rot: usize,
+        escaped: bool,
+        twice: bool,
+    },
+    Error(usize, usize),
+    ErrorText(usize, usize, bool),
+}
+
+fn written() -> impl Strategy<Value = Written> {
+    let pick = 0..SPELLED.len();
+    prop_oneof![
+        4 => (
+            [pick.clone(), pick.clone(), pick.clone(), pick.clone()],
+            0usize..4,
+            any::<bool>(),
+            proptest::bool::weighted(0.15),
+        )
+            .prop_map(|(values, rot, escaped, twice)| Written::Result { values, rot, escaped, twice }),
+        1 => (0usize..2, 0usize..2).prop_map(|(k, m)| Written::Error(k, m)),
+        1 => (0usize..2, 0usize..2, any::<bool>()).prop_map(|(k, m, e)| Written::ErrorText(k, m, e)),
+    ]
+}
+
+/// Pools small enough that equal results come often.
+const KINDS: [&str; 2] = ["k", "timeout"];
+
+fn result_text(w: &Written) -> Option<String> {
+    match w {
+        Written::Result {
+            values,
+            rot,
+            escaped,
+            twice,
+        } => {
+            let keys = if *escaped {
+                ["\\u0061", "b", "\\u0063", "d"]
+            } else {
+                ["a", "b", "c", "d"]
+            };
+            let mut members: Vec<String> = (0..4)
+                .map(|i| {
+                    let j = (i + rot) % 4;
+                    format!("\"{}\":{}", keys[j], SPELLED[values[j]])
+                })
+                .collect();
+            if *twice {
+                members.insert(
+                    0,
+                    format!("\"{}\":{}", keys[*rot], SPELLED[values[(rot + 1) % 4]]),
+                );
+            }
+            // Nest half of them one level down, in an array.
+            Some(format!(
+                "{{{},\"e\":[{}]}}",
+                members[..2].join(","),
+                members[2..].join(",").replace("\":", "\",")
+            ))
+        }
+        Written::Error(..) => None,
+        Written::ErrorText(k, m, reversed) => {
+            let (kind, message) = (
+                format!("\"{}\"", KINDS[*k]),
+                SPELLED[9 + m * 2 + usize::from(*reversed)],
+            );
+            Some(if *reversed {
+                format!(r#"{{"error":{{"message":{message},"kind":{kind}}}}}"#)
+            } else {
+                format!(r#"{{"error": {{"kind":{kind}, "message":{message}}}}}"#)
+            })
+        }
+    }
+}
+
+/// Ids numbered by first appearance of equal forms: what keying by printed forms gives.
+fn ids_of_forms(forms: &[String]) -> Vec<u32> {
+    let mut seen: Vec<&String> = Vec::new();
+    forms
+        .iter()
+        .map(|f| match seen.iter().position(|s| *s == f) {
+            Some(i) => i as u32,
+            None => {
+                seen.push(f);
+                (seen.len() - 1) as u32
+            }
+        })
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1024))]
+
+    /// Results keyed by fingerprint, printed only where fingerprints meet, get exactly
+    /// the ids that keying every printed form gives (RFC 8785 for agreement,
+    /// `json.dumps` for the seed and the naive scorer), errors among them.
+    #[test]
+    fn ids_by_fingerprint_are_ids_by_printed_form(ws in proptest::collection::vec(written(), 1..9)) {
+        let texts: Vec<String> = ws.iter().filter_map(result_text).collect();
+        let mut read = results_read(&texts).into_iter();
+        let observed: Vec<Observed> = ws
+            .iter()
+            .map(|w| match w {
+                Written::Error(k, m) => Observed::Error {
+                    kind: KINDS[*k].to_string(),
+                    message: ["1", "k"][*m].to_string(),
+                },
+                _ => Observed::Result(read.next().unwrap()),
+            })
+            .collect();
+        let value = |o: &Observed| match o {
+            Observed::Result(p) => p.value().clone(),
+            other => other.as_value(),
+        };
+        let jcs_forms: Vec<String> = observed.iter().map(|o| jcs::to_string(&value(o))).collect();
+        let dumps_forms: Vec<String> = observed.iter().map(|o| dumps_key(&value(o))).collect();
+        let want = ids_of_forms(&jcs_forms);
+        prop_assert_eq!(result_ids(&observed), want.iter().map(|&i| Some(i)).collect::<Vec<_>>(), "{:?}", &jcs_forms);
+        prop_assert_eq!(dumps_result_ids(&observed), ids_of_forms(&dumps_forms), "{:?}", &dumps_forms);
+        // The naive scorer, on the results alone.
+        let payloads: Vec<&Payload> = observed.iter().filter_map(|o| match o {
+            Observed::Result(p) => Some(p),
+            _ => None,
+        }).collect();
+        let dumps: Vec<String> = payloads.iter().map(|p| dumps_key(p.value())).collect();
+        prop_assert_eq!(naive_result_ids(&payloads), ids_of_forms(&dumps));
     }
 }
 
