@@ -488,7 +488,7 @@ pub(crate) struct Fingerprint {
 pub(crate) fn fingerprint(text: &str) -> Option<Fingerprint> {
     let mut f = Fingerprinter {
         float: false,
-        keys: Vec::new(),
+        keys: Vec::with_capacity(2 * SHORT_OBJECT),
     };
     let mut c = Cursor::of_str(text);
     let hash = f.one(&mut c, 0)?;
@@ -504,6 +504,10 @@ struct Fingerprinter {
     /// twice.
     keys: Vec<u64>,
 }
+
+/// Members up to which an object's keys are checked for one written twice as they are
+/// read, each against those before it (results are mostly short objects).
+const SHORT_OBJECT: usize = 16;
 
 /// Seeds that keep the kinds of value apart.
 const NULL: u64 = 0x9e37_79b9_7f4a_7c15;
@@ -536,18 +540,23 @@ impl Fingerprinter {
             }
             Token::Object => {
                 let start = self.keys.len();
-                let mut sum = 0u64;
+                let (mut sum, mut twice) = (0u64, false);
                 each_member(c, |key, c| {
                     let k = hash_bytes(STRING, key.as_bytes());
+                    // Keys that hash alike are taken for one key written twice; a short
+                    // object is checked as it is read, a long one sorted below.
+                    let seen = &self.keys[start..];
+                    twice |= seen.len() < SHORT_OBJECT && seen.contains(&k);
                     self.keys.push(k);
                     sum = sum.wrapping_add(mix(k, self.one(c, depth + 1)?));
                     Some(())
                 })?;
                 let keys = &mut self.keys[start..];
                 let n = keys.len() as u64;
-                // Keys that hash alike are taken for one key written twice.
-                keys.sort_unstable();
-                let twice = keys.windows(2).any(|w| w[0] == w[1]);
+                if keys.len() > SHORT_OBJECT {
+                    keys.sort_unstable();
+                    twice |= keys.windows(2).any(|w| w[0] == w[1]);
+                }
                 self.keys.truncate(start);
                 if twice {
                     return None;
