@@ -17,7 +17,7 @@ use crate::convert::raw;
 use crate::jcs;
 use crate::json::{Object, Value};
 use crate::stats::{Ratio, wilson};
-use crate::task::{Arguments, Jcs, Keys, Label, Recent, Task, per_sample, turn_ranges};
+use crate::task::{Arguments, Call, Jcs, Keys, Label, Recent, Task, per_sample, turn_ranges};
 
 mod wire;
 pub use wire::WireError;
@@ -517,12 +517,9 @@ pub fn prepare(
     let mut results = Keys::new(Jcs);
     let mut calls = CallIds {
         keys: Keys::new(Jcs),
+        written: Recent::new(),
         trees: Recent::new(),
     };
-    // Samples mostly repeat each other's calls: canonicalize and key each distinct
-    // (tool, step, arguments) once. The step matters because `$from` may only name
-    // earlier steps.
-    let mut canonical: Recent<(&str, usize, &Value), Canonical> = Recent::new();
     // Each tool's name once per task, shared by the steps that call it.
     let mut names: Recent<&str, Arc<str>> = Recent::new();
     // A sample the reader shared with an earlier one prepares as that one did, unless
@@ -545,26 +542,8 @@ pub fn prepare(
             let start = range.start;
             for j in range.clone() {
                 let call = &sample.calls[j];
-                let canon = match &call.arguments {
-                    Arguments::Malformed(why) => Canonical::Unreadable(vec![why.clone()]),
-                    Arguments::Json(v) => match moved.as_deref().and_then(|m| renumbered(v, m)) {
-                        Some(v) => canonical_call(
-                            &call.tool,
-                            &v,
-                            start,
-                            catalog,
-                            resolver.as_deref_mut(),
-                            &mut calls,
-                        ),
-                        None => {
-                            let id = (call.tool.as_str(), start, v);
-                            let resolver = resolver.as_deref_mut();
-                            canonical.get_or(id, || {
-                                canonical_call(&call.tool, v, start, catalog, resolver, &mut calls)
-                            })
-                        }
-                    },
-                };
+                let step = (start, moved.as_deref());
+                let canon = calls.of(call, step, catalog, resolver.as_deref_mut());
                 let (args, key, violations) = match canon {
                     Canonical::Valid(v, key) => (Some(v), key, None),
                     Canonical::Violates(v, key, why) => (Some(v), key, Some(why)),
@@ -941,13 +920,42 @@ fn resemblance(a: &str, b: &str) -> usize {
     2000 * common / (x.len() + y.len())
 }
 
-/// The ids of a task's calls by key ([`canonical_call`]'s), with the last few valid
-/// calls' canonical arguments: a call whose canonical arguments equal an earlier one's
-/// as trees (the hints map most spellings of one call to one tree) has its key, and
-/// takes its id without printing it.
+/// The ids of a task's calls by key ([`canonical_call`]'s). Samples mostly repeat each
+/// other's calls: each distinct (tool, step, arguments as written) is canonicalized and
+/// keyed once (the step matters because `$from` may only name earlier steps). And a
+/// call whose canonical arguments equal an earlier one's as trees (the hints map most
+/// spellings of one call to one tree) has its key, and takes its id without printing it.
 struct CallIds<'a> {
     keys: Keys<'a, Jcs>,
+    written: Recent<(&'a str, usize, &'a Value), Canonical>,
     trees: Recent<(&'a str, Arc<Value>), u32>,
+}
+
+impl<'a> CallIds<'a> {
+    /// `call`'s canonical form and key, at `step`: the index of its turn's first call,
+    /// and where each call as written landed in canonical order once a turn was
+    /// reordered (its `$from` references are renumbered by it).
+    fn of(
+        &mut self,
+        call: &'a Call,
+        (start, moved): (usize, Option<&[usize]>),
+        catalog: &Catalog,
+        resolver: Option<&mut (dyn Resolver + '_)>,
+    ) -> Canonical {
+        let v = match &call.arguments {
+            Arguments::Malformed(why) => return Canonical::Unreadable(vec![why.clone()]),
+            Arguments::Json(v) => v,
+        };
+        if let Some(v) = moved.and_then(|m| renumbered(v, m)) {
+            return canonical_call(&call.tool, &v, start, catalog, resolver, self);
+        }
+        let mut written = std::mem::replace(&mut self.written, Recent::new());
+        let canon = written.get_or((call.tool.as_str(), start, v), || {
+            canonical_call(&call.tool, v, start, catalog, resolver, self)
+        });
+        self.written = written;
+        canon
+    }
 }
 
 /// One call's key.
@@ -2140,7 +2148,9 @@ mod tests {
         assert_eq!(counted(&apart_prepared).len(), 7);
         let decided = |p: &Prepared| {
             let d = classify(p, &tool_states(&c), &Options::default());
-            crate::record::decision(&d)
+            // The record writer prints what serde does (tests/records.rs); record.rs
+            // imports this file, so its tests here may not import it back.
+            serde_json::to_string(&d).unwrap()
         };
         let d = decided(&prepared);
         assert_eq!(d, decided(&apart_prepared));
