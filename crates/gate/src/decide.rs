@@ -401,6 +401,18 @@ struct PreparedSample {
     first: usize,
 }
 
+impl PreparedSample {
+    /// Sample `first`'s preparation (its copies keep `first`).
+    fn of(first: usize, plan: PlanKey, steps: Vec<PreparedStep>, turns: Vec<usize>) -> Self {
+        PreparedSample {
+            plan,
+            steps,
+            turns,
+            first,
+        }
+    }
+}
+
 /// What samples agree on: the key ids of every step (each turn's sorted) and the turn
 /// lengths, or an unreadable sample, which agrees with nothing.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -592,12 +604,7 @@ pub fn prepare(
         } else {
             PlanKey::Steps(steps.iter().map(|s| s.key).collect(), turns.clone())
         };
-        PreparedSample {
-            plan,
-            steps,
-            turns,
-            first: i,
-        }
+        PreparedSample::of(i, plan, steps, turns)
     });
     // Plan keys are final here, and lining up turns leaves them as they are: the modal
     // plan is found once, for the pairing and for every rule that names it.
@@ -2124,7 +2131,7 @@ mod tests {
         assert_eq!(counted(&apart_prepared).len(), 7);
         let decided = |p: &Prepared| {
             let d = classify(p, &tool_states(&c), &Options::default());
-            crate::record::decision(&d)
+            serde_json::to_string(&d).unwrap()
         };
         let d = decided(&prepared);
         assert_eq!(d, decided(&apart_prepared));
