@@ -401,6 +401,18 @@ struct PreparedSample {
     first: usize,
 }
 
+impl PreparedSample {
+    /// Sample `first`'s preparation (its copies keep `first`).
+    fn of(first: usize, plan: PlanKey, steps: Vec<PreparedStep>, turns: Vec<usize>) -> Self {
+        PreparedSample {
+            plan,
+            steps,
+            turns,
+            first,
+        }
+    }
+}
+
 /// What samples agree on: the key ids of every step (each turn's sorted) and the turn
 /// lengths, or an unreadable sample, which agrees with nothing.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -574,12 +586,7 @@ pub fn prepare(
         } else {
             PlanKey::Steps(steps.iter().map(|s| s.key).collect(), turns.clone())
         };
-        PreparedSample {
-            plan,
-            steps,
-            turns,
-            first: i,
-        }
+        PreparedSample::of(i, plan, steps, turns)
     });
     // Plan keys are final here, and lining up turns leaves them as they are: the modal
     // plan is found once, for the pairing and for every rule that names it.
