@@ -2010,13 +2010,8 @@ mod tests {
 
     #[test]
     fn tally_counts_as_a_map_counts() {
-        let mut x = 0x2545_f491_4f6c_dd1d_u64;
-        let mut next = |m: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x % m) as usize
-        };
+        let mut draw = crate::jcs::xorshift(0x2545_f491_4f6c_dd1d);
+        let mut next = |m: u64| draw(m) as usize;
         for _ in 0..5_000 {
             let len = next(12);
             let keys: Vec<(usize, u8, usize)> = (0..len)

@@ -617,6 +617,18 @@ impl std::fmt::Display for Value {
     }
 }
 
+/// A seeded xorshift generator of numbers below `n`, for the gate's tests that draw
+/// many cases reproducibly without a property-testing harness.
+#[cfg(test)]
+pub(crate) fn xorshift(mut seed: u64) -> impl FnMut(u64) -> u64 {
+    move |n| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -746,13 +758,7 @@ mod tests {
     /// around the 15-digit bound and every point position around the fixed range.
     #[test]
     fn short_numbers_print_as_the_general_path() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
         let mut short = 0;
         for _ in 0..200_000 {
             let mut lex = String::new();

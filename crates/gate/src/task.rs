@@ -1500,6 +1500,14 @@ fn error_form(kind: &str, message: &str) -> String {
 mod tests {
     use super::*;
 
+    /// What each sample's first call of `line` observed.
+    fn first_calls(line: &[u8]) -> Vec<Observed> {
+        let task = parse_task_line(line).unwrap();
+        (task.samples.iter())
+            .map(|s| s.calls[0].observed.clone())
+            .collect()
+    }
+
     /// Whether a payload's RFC 8785 form was printed.
     fn printed(o: &Observed) -> bool {
         match o {
@@ -1520,12 +1528,7 @@ mod tests {
             {"calls":[{"tool":"x","arguments":{},"error":{"kind":"k","message":"m"}}]},
             {"calls":[{"tool":"x","arguments":{},"result":{"error":{"message":"m","kind":"k"}}}]},
             {"calls":[{"tool":"x","arguments":{},"result":{"a":[1,{"c":null}],"b":"y"}}]}]}"#;
-        let task = parse_task_line(line).unwrap();
-        let observed: Vec<Observed> = task
-            .samples
-            .iter()
-            .map(|s| s.calls[0].observed.clone())
-            .collect();
+        let observed = first_calls(line);
         let ids: Vec<Option<u32>> = result_ids(&observed).into_iter().collect();
         let want = [0, 1, 0, 0, 2, 2, 3];
         assert_eq!(ids, want.map(Some));
@@ -1540,12 +1543,7 @@ mod tests {
             {"calls":[{"tool":"x","arguments":{},"result":[1]}]},
             {"calls":[{"tool":"x","arguments":{},"result":{"a":0,"a":1}}]},
             {"calls":[{"tool":"x","arguments":{},"result":{"a":1}}]}]}"#;
-        let task = parse_task_line(line).unwrap();
-        let observed: Vec<Observed> = task
-            .samples
-            .iter()
-            .map(|s| s.calls[0].observed.clone())
-            .collect();
+        let observed = first_calls(line);
         assert_eq!(result_ids(&observed), [0, 1, 1].map(Some));
         assert!(printed(&observed[1]) && printed(&observed[2]) && !printed(&observed[0]));
     }
