@@ -4,6 +4,7 @@
 //! flaky tool, which is the whole point of comparing against it.
 
 use crate::decide::{Agreement, Verdict, modal};
+use crate::jcs::{Fingerprint, fingerprint};
 use crate::json::Value;
 use crate::seed::{Dumps, dumps_key};
 use crate::stats::Ratio;
@@ -26,10 +27,16 @@ pub struct NaiveDecision {
 /// deduplicated alike, and both print integers exactly. A float is where they part
 /// (`1.0` and `1` are one number to RFC 8785, two to Python), so a value with one is
 /// keyed by `json.dumps` itself; and no value with a float dumps equal to one without.
-/// The tag keeps the two kinds of key apart.
+/// The tag keeps the two kinds of key apart. A fingerprint, valid for both forms (see
+/// [`crate::jcs::Fingerprint`]), is valid for either key, and a printed key's is that of
+/// its text after the tag.
 struct NaiveForm;
 
 impl Form for NaiveForm {
+    const FINGERPRINTS: bool = true;
+    fn fingerprint_key(&self, key: &str) -> Option<Fingerprint> {
+        key.strip_prefix(['j', 'd']).and_then(fingerprint)
+    }
     fn of_value(&self, v: &Value) -> String {
         let mut key = String::with_capacity(64);
         if has_float(v) {
@@ -144,6 +151,14 @@ pub fn naive_result_ids(results: &[&Payload]) -> Vec<u32> {
     results.iter().map(|p| ids.payload(p)).collect()
 }
 
+/// Ids the naive scorer gives arguments written as `values`, in order; public only so
+/// `tests/props.rs` can hold their equality to [`dumps_key`]'s.
+#[doc(hidden)]
+pub fn naive_argument_ids(values: &[Value]) -> Vec<u32> {
+    let mut ids = Keys::new(NaiveForm);
+    values.iter().map(|v| ids.value(v)).collect()
+}
+
 /// Scores `task` the naive way. Calls without an observed result count as `null`.
 pub fn naive(task: &Task, threshold: Ratio) -> NaiveDecision {
     // Arguments by the id of their `json.dumps`, results by [`NaiveResults`]: equal
@@ -225,6 +240,25 @@ mod tests {
             &["{}"; 5],
         );
         assert_eq!(naive(&t, "0.80".parse().unwrap()).agreement.count, 5);
+    }
+
+    /// Arguments are told apart by fingerprint, and where two fingerprints meet
+    /// (`1` and `1.0` hash alike) by their `json.dumps` forms, which differ.
+    #[test]
+    fn arguments_key_by_json_dumps_equality() {
+        let values: Vec<Value> = [
+            r#"{"a":1}"#,
+            r#"{"a":2}"#,
+            r#"{"a":1.0}"#,
+            r#"{"a":1}"#,
+            r#"{"a":10e-1}"#,
+            r#"{"b":[1e400]}"#,
+            r#"{"b":[2e400]}"#,
+        ]
+        .iter()
+        .map(|t| crate::json::parse(t).unwrap())
+        .collect();
+        assert_eq!(naive_argument_ids(&values), [0, 1, 2, 0, 2, 3, 3]);
     }
 
     #[test]

@@ -567,6 +567,52 @@ impl Fingerprinter {
     }
 }
 
+/// The [`Fingerprint`] of a value: the one [`fingerprint`] gives any text that reads as
+/// it, computed from the tree without printing it. None where the text's would be none
+/// (a key written twice, keys that hash alike, nesting past the printer's depth).
+pub(crate) fn fingerprint_value(v: &Value) -> Option<Fingerprint> {
+    let mut float = false;
+    let hash = value_hash(v, 0, &mut float)?;
+    Some(Fingerprint { hash, float })
+}
+
+/// [`Fingerprinter::one`] over a tree: the same seeds, folds and order.
+fn value_hash(v: &Value, depth: usize, float: &mut bool) -> Option<u64> {
+    if depth > MAX_DEPTH {
+        return None;
+    }
+    Some(match v {
+        Value::Null => NULL,
+        Value::Bool(b) => mix(BOOL, u64::from(*b)),
+        Value::Number(n) => {
+            *float |= Number::float_lexeme(n.lexeme());
+            mix(NUMBER, double_bits(n.lexeme()))
+        }
+        Value::String(s) => hash_bytes(STRING, s.as_bytes()),
+        Value::Array(items) => {
+            let mut h = ARRAY;
+            for item in items {
+                h = mix(h, value_hash(item, depth + 1, float)?);
+            }
+            h
+        }
+        Value::Object(o) => {
+            let mut keys: Vec<u64> = Vec::with_capacity(o.len());
+            let mut sum = 0u64;
+            for (key, item) in o.iter() {
+                let k = hash_bytes(STRING, key.as_bytes());
+                keys.push(k);
+                sum = sum.wrapping_add(mix(k, value_hash(item, depth + 1, float)?));
+            }
+            keys.sort_unstable();
+            if keys.windows(2).any(|w| w[0] == w[1]) {
+                return None;
+            }
+            mix(OBJECT ^ keys.len() as u64, sum)
+        }
+    })
+}
+
 /// The bits of a number lexeme's nearest double, -0 as 0; an integer that an `i64`
 /// holds is converted without parsing a float (`as` rounds to nearest, ties to even,
 /// as the parser does).
@@ -632,6 +678,43 @@ pub(crate) fn xorshift(mut seed: u64) -> impl FnMut(u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A value's fingerprint is the one of any text that reads as it, key order,
+    /// escapes and number spellings aside; none where the text's is none.
+    #[test]
+    fn values_fingerprint_as_their_texts() {
+        let texts = [
+            r#"{"a":1,"b":[true,null,"x"],"c":{"d":-0.0}}"#,
+            r#"{"c":{"d":0},"b":[true,null,"\u0078"],"a":1.0}"#,
+            r#"[1e400,2e400,10e-1,1,"\ud83d\ude00"]"#,
+            r#"{"a":{"a":{"a":[]}}}"#,
+            r#""a string""#,
+            "12345678901234567890",
+        ];
+        let read = |t: &str| crate::json::parse_str_with(t, crate::json::Duplicates::Flag);
+        for t in texts {
+            let v = read(t).unwrap();
+            assert_eq!(fingerprint_value(&v), fingerprint(t), "{t}");
+            // Its print hashes alike (its float flag is the print's own: `-0.0` prints
+            // as `0`).
+            let hash = |f: Option<Fingerprint>| f.map(|f| f.hash);
+            assert_eq!(
+                hash(fingerprint_value(&v)),
+                hash(fingerprint(&to_string(&v))),
+                "{t}"
+            );
+        }
+        // A key written twice: the text has no fingerprint, the value read from it
+        // keeps the last and has that one's.
+        assert_eq!(fingerprint(r#"{"a":1,"a":2}"#), None);
+        let v = read(r#"{"a":1,"a":2}"#).unwrap();
+        assert_eq!(fingerprint_value(&v), fingerprint(r#"{"a":2}"#));
+        assert!(fingerprint_value(&crate::json::parse(r#"{"a":1}"#).unwrap()).is_some());
+        assert_ne!(
+            fingerprint_value(&crate::json::parse("[1,2]").unwrap()),
+            fingerprint_value(&crate::json::parse("[2,1]").unwrap())
+        );
+    }
 
     #[test]
     fn integers_write_as_display_writes_them() {

@@ -227,6 +227,10 @@ pub(crate) trait Form {
     fn of_value(&self, v: &Value) -> String;
     /// The form of a result payload.
     fn of_payload(&self, p: &Payload) -> String;
+    /// The fingerprint of a key handed over printed: of its text read as JSON.
+    fn fingerprint_key(&self, key: &str) -> Option<Fingerprint> {
+        fingerprint(key)
+    }
 }
 
 /// RFC 8785 as a [`Form`].
@@ -320,11 +324,11 @@ pub(crate) struct Table<'a, F> {
     ids: BTreeMap<String, u32>,
     /// The first key, not printed yet, and its id.
     waiting: Option<(Waiting<'a>, u32)>,
-    /// Once a payload was keyed by fingerprint: the fingerprint of every form keyed,
-    /// with the payload and id of the one form not printed (None: printed, in `ids`;
-    /// several printed forms may share a fingerprint). Unprinted forms differ from
-    /// each other and from every printed one.
-    hashes: BTreeMap<u64, Option<(&'a Payload, u32)>>,
+    /// Once a payload or value was keyed by fingerprint: the fingerprint of every form
+    /// keyed, with the payload or value and id of the one form not printed (None:
+    /// printed, in `ids`; several printed forms may share a fingerprint). Unprinted
+    /// forms differ from each other and from every printed one.
+    hashes: BTreeMap<u64, Option<(Waiting<'a>, u32)>>,
     /// Whether `hashes` is kept.
     hashed: bool,
     /// A printed form has no fingerprint (it is no JSON text): every payload is printed.
@@ -332,10 +336,32 @@ pub(crate) struct Table<'a, F> {
     form: F,
 }
 
-/// What [`Table`] keyed first, not printed yet.
+/// What [`Table`] keyed and has not printed yet.
+#[derive(Clone, Copy)]
 enum Waiting<'a> {
     Value(&'a Value),
     Payload(&'a Payload),
+}
+
+impl Waiting<'_> {
+    /// Its form.
+    fn print(self, form: &impl Form) -> String {
+        match self {
+            Waiting::Value(v) => form.of_value(v),
+            Waiting::Payload(p) => form.of_payload(p),
+        }
+    }
+
+    /// Its fingerprint, where the form tells keys apart by them.
+    fn fingerprint<F: Form>(self) -> Option<Fingerprint> {
+        if !F::FINGERPRINTS {
+            return None;
+        }
+        match self {
+            Waiting::Value(v) => crate::jcs::fingerprint_value(v),
+            Waiting::Payload(p) => p.fingerprint(),
+        }
+    }
 }
 
 impl<'a, F: Form> Table<'a, F> {
@@ -376,12 +402,12 @@ impl<'a, F: Form> Table<'a, F> {
         if let Some(&id) = self.ids.get(&key) {
             return id;
         }
-        // A new form: the unprinted payload it may be is the one of its fingerprint.
-        match fingerprint(&key) {
+        // A new form: the unprinted key it may be is the one of its fingerprint.
+        match self.form.fingerprint_key(&key) {
             Some(f) => match self.hashes.get_mut(&f.hash) {
                 Some(slot) => {
                     if let Some((q, id)) = slot.take() {
-                        self.ids.insert(self.form.of_payload(q), id);
+                        self.ids.insert(q.print(&self.form), id);
                     }
                 }
                 None => {
@@ -392,7 +418,7 @@ impl<'a, F: Form> Table<'a, F> {
                 self.opaque = true;
                 for slot in self.hashes.values_mut() {
                     if let Some((q, id)) = slot.take() {
-                        self.ids.insert(self.form.of_payload(q), id);
+                        self.ids.insert(q.print(&self.form), id);
                     }
                 }
             }
@@ -400,22 +426,22 @@ impl<'a, F: Form> Table<'a, F> {
         *self.ids.entry(key).or_insert_with(|| Self::fresh(next))
     }
 
-    /// The id of a value's form.
+    /// The id of a value's form, by fingerprint while no other key shares it.
     pub(crate) fn value(&mut self, v: &'a Value, next: &mut u32) -> u32 {
-        if let Some(id) = self.first(|| Waiting::Value(v), next) {
-            return id;
-        }
-        let key = self.form.of_value(v);
-        self.id(key, next)
+        self.keyed(Waiting::Value(v), next)
     }
 
     /// The id of a payload's form, by fingerprint while no other key shares it.
     pub(crate) fn payload(&mut self, p: &'a Payload, next: &mut u32) -> u32 {
-        if let Some(id) = self.first(|| Waiting::Payload(p), next) {
+        self.keyed(Waiting::Payload(p), next)
+    }
+
+    fn keyed(&mut self, w: Waiting<'a>, next: &mut u32) -> u32 {
+        if let Some(id) = self.first(|| w, next) {
             return id;
         }
-        let Some(f) = p.fingerprint().filter(|_| F::FINGERPRINTS) else {
-            let key = self.form.of_payload(p);
+        let Some(f) = w.fingerprint::<F>() else {
+            let key = w.print(&self.form);
             return self.id(key, next);
         };
         self.settle();
@@ -423,15 +449,15 @@ impl<'a, F: Form> Table<'a, F> {
         let slot = match self.hashes.entry(f.hash) {
             std::collections::btree_map::Entry::Vacant(v) if !self.opaque => {
                 let id = Self::fresh(next);
-                v.insert(Some((p, id)));
+                v.insert(Some((w, id)));
                 return id;
             }
             entry => entry.or_insert(None),
         };
         if let Some((q, id)) = slot.take() {
-            self.ids.insert(self.form.of_payload(q), id);
+            self.ids.insert(q.print(&self.form), id);
         }
-        let key = self.form.of_payload(p);
+        let key = w.print(&self.form);
         *self.ids.entry(key).or_insert_with(|| Self::fresh(next))
     }
 
@@ -441,18 +467,12 @@ impl<'a, F: Form> Table<'a, F> {
         let Some((first, id)) = self.waiting.take() else {
             return;
         };
-        let form = match first {
-            Waiting::Payload(p) => {
-                if let Some(f) = p.fingerprint().filter(|_| F::FINGERPRINTS) {
-                    self.hashed = true;
-                    self.hashes.insert(f.hash, Some((p, id)));
-                    return;
-                }
-                self.form.of_payload(p)
-            }
-            Waiting::Value(v) => self.form.of_value(v),
-        };
-        self.ids.insert(form, id);
+        if let Some(f) = first.fingerprint::<F>() {
+            self.hashed = true;
+            self.hashes.insert(f.hash, Some((first, id)));
+            return;
+        }
+        self.ids.insert(first.print(&self.form), id);
     }
 
     /// Starts keeping fingerprints: those of the forms printed so far.
@@ -462,7 +482,7 @@ impl<'a, F: Form> Table<'a, F> {
         }
         self.hashed = true;
         for key in self.ids.keys() {
-            match fingerprint(key) {
+            match self.form.fingerprint_key(key) {
                 Some(f) => {
                     self.hashes.entry(f.hash).or_insert(None);
                 }

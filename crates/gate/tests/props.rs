@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use plangate_gate::baseline::naive_result_ids;
+use plangate_gate::baseline::{naive_argument_ids, naive_result_ids};
 use plangate_gate::catalog::Catalog;
 use plangate_gate::decide::{self, Options, Reason, ToolState, Verdict};
 use plangate_gate::jcs;
@@ -394,6 +394,10 @@ proptest! {
         }).collect();
         let dumps: Vec<String> = payloads.iter().map(|p| dumps_key(p.value())).collect();
         prop_assert_eq!(naive_result_ids(&payloads), ids_of_forms(&dumps));
+        // The same values written as arguments, which the naive scorer keys by
+        // fingerprint too (`json.dumps` equality, floats apart from ints).
+        let values: Vec<Value> = observed.iter().map(value).collect();
+        prop_assert_eq!(naive_argument_ids(&values), ids_of_forms(&dumps_forms), "{:?}", &dumps_forms);
     }
 }
 
