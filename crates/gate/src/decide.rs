@@ -14,7 +14,7 @@ use serde_json::value::RawValue;
 use crate::canon::{Invalid, Resolver, Violation, as_from_ref, canonicalize_arguments};
 use crate::catalog::Catalog;
 use crate::convert::raw;
-use crate::jcs;
+use crate::jcs::{self, call_key};
 use crate::json::{Object, Value};
 use crate::stats::{Ratio, wilson};
 use crate::task::{Arguments, Call, Jcs, Keys, Label, Recent, Task, per_sample, turn_ranges};
@@ -974,26 +974,12 @@ fn canonical_call<'a>(
     resolver: Option<&mut (dyn Resolver + '_)>,
     calls: &mut CallIds<'a>,
 ) -> Canonical {
-    let key_of = |v: &Value, violates: bool| {
-        let mut key = String::with_capacity(96);
-        key.push_str("{\"arguments\":");
-        jcs::write(v, &mut key);
-        key.push_str(",\"tool\":");
-        jcs::write_string(tool, &mut key);
-        // Arguments that break the schema keep their own keys, apart from every
-        // canonical form.
-        if violates {
-            key.push_str(",\"violates\":true");
-        }
-        key.push('}');
-        key
-    };
     let v = match catalog.get(tool) {
         Some(spec) => match canonicalize_arguments(spec, v, step, resolver) {
             Ok(c) => c,
             Err(Invalid::Unreadable(problems)) => return Canonical::Unreadable(problems),
             Err(Invalid::Violates(why)) => {
-                let id = calls.keys.id(key_of(v, true));
+                let id = calls.keys.id(call_key(tool, v, true));
                 return Canonical::Violates(Arc::new(v.clone()), id, Arc::new(why));
             }
         },
@@ -1019,7 +1005,7 @@ fn canonical_call<'a>(
     let keys = &mut calls.keys;
     let id = calls
         .trees
-        .get_or((tool, Arc::clone(&v)), || keys.id(key_of(&v, false)));
+        .get_or((tool, Arc::clone(&v)), || keys.call(tool, Arc::clone(&v)));
     Canonical::Valid(v, id)
 }
 
@@ -2044,6 +2030,45 @@ mod tests {
             .unwrap(),
         )
         .unwrap()
+    }
+
+    /// Calls keyed by fingerprint, unprinted while no two meet, get the ids their printed
+    /// keys would: valid calls (spellings the hints merge among them), calls that break
+    /// the schema, and unreadable ones, numbered by first appearance.
+    #[test]
+    fn call_ids_are_the_ids_of_their_printed_keys() {
+        let c = catalog();
+        let call =
+            |args: &str| format!(r#"{{"calls":[{{"tool":"w","arguments":{args},"result":1}}]}}"#);
+        let samples = [
+            call(r#"{"city":"Oslo"}"#),
+            call(r#"{"city":7}"#),
+            call(r#"{"city":"Rome","unit":"c"}"#),
+            call(r#"{"city":"Oslo","unit":"c"}"#),
+            call(r#"{"city":"Oslo","city":"Rome"}"#),
+            call(r#"{"city":"Rome"}"#),
+            call(r#"{"city":7}"#),
+            call(r#"{"city":1.0}"#),
+        ];
+        let line = format!(r#"{{"task_id":"t","samples":[{}]}}"#, samples.join(","));
+        let p = prepare(&parse_task_line(line.as_bytes()).unwrap(), &c, None);
+        let mut forms: Vec<String> = Vec::new();
+        let mut want = Vec::new();
+        for (i, s) in p.samples.iter().enumerate() {
+            let step = &s.steps[0];
+            let form = match &step.args {
+                Some(v) => call_key("w", v, step.violations.is_some()),
+                None => format!("\u{0}malformed:{i}:0"),
+            };
+            let id = forms.iter().position(|f| *f == form).unwrap_or_else(|| {
+                forms.push(form);
+                forms.len() - 1
+            });
+            want.push(id as u32);
+        }
+        let keys: Vec<u32> = p.samples.iter().map(|s| s.steps[0].key).collect();
+        assert_eq!(keys, want);
+        assert_eq!(keys, [0, 1, 2, 0, 3, 2, 1, 4]);
     }
 
     fn decide_line(line: &str) -> serde_json::Value {

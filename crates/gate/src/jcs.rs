@@ -576,6 +576,37 @@ pub(crate) fn fingerprint_value(v: &Value) -> Option<Fingerprint> {
     Some(Fingerprint { hash, float })
 }
 
+/// A call's key: the RFC 8785 form of `{"arguments": args, "tool": tool}`, with
+/// `"violates": true` for arguments that break the schema, which keeps them apart from
+/// every canonical form.
+pub(crate) fn call_key(tool: &str, args: &Value, violates: bool) -> String {
+    let mut key = String::with_capacity(96);
+    key.push_str("{\"arguments\":");
+    write(args, &mut key);
+    key.push_str(",\"tool\":");
+    write_string(tool, &mut key);
+    if violates {
+        key.push_str(",\"violates\":true");
+    }
+    key.push('}');
+    key
+}
+
+/// The [`Fingerprint`] of a call's key ([`call_key`], not violating): that of the
+/// object `{"arguments": args, "tool": tool}`, from its parts.
+pub(crate) fn fingerprint_call(tool: &str, args: &Value) -> Option<Fingerprint> {
+    let mut float = false;
+    let args = value_hash(args, 1, &mut float)?;
+    let sum = mix(hash_bytes(STRING, b"arguments"), args).wrapping_add(mix(
+        hash_bytes(STRING, b"tool"),
+        hash_bytes(STRING, tool.as_bytes()),
+    ));
+    Some(Fingerprint {
+        hash: mix(OBJECT ^ 2, sum),
+        float,
+    })
+}
+
 /// [`Fingerprinter::one`] over a tree: the same seeds, folds and order.
 fn value_hash(v: &Value, depth: usize, float: &mut bool) -> Option<u64> {
     if depth > MAX_DEPTH {
@@ -692,16 +723,26 @@ mod tests {
             "12345678901234567890",
         ];
         let read = |t: &str| crate::json::parse_str_with(t, crate::json::Duplicates::Flag);
+        let hash = |f: Option<Fingerprint>| f.map(|f| f.hash);
         for t in texts {
             let v = read(t).unwrap();
             assert_eq!(fingerprint_value(&v), fingerprint(t), "{t}");
             // Its print hashes alike (its float flag is the print's own: `-0.0` prints
             // as `0`).
-            let hash = |f: Option<Fingerprint>| f.map(|f| f.hash);
             assert_eq!(
                 hash(fingerprint_value(&v)),
                 hash(fingerprint(&to_string(&v))),
                 "{t}"
+            );
+        }
+        // A call's key hashes as its printed text.
+        for t in &texts[..4] {
+            let v = read(t).unwrap();
+            let key = call_key("w\u{e9}\"", &v, false);
+            assert_eq!(
+                hash(fingerprint_call("w\u{e9}\"", &v)),
+                hash(fingerprint(&key)),
+                "{key}"
             );
         }
         // A key written twice: the text has no fingerprint, the value read from it

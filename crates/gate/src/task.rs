@@ -337,29 +337,33 @@ pub(crate) struct Table<'a, F> {
 }
 
 /// What [`Table`] keyed and has not printed yet.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 enum Waiting<'a> {
     Value(&'a Value),
     Payload(&'a Payload),
+    /// A call of a tool with canonical arguments (see [`crate::jcs::call_key`]).
+    Call(&'a str, Arc<Value>),
 }
 
 impl Waiting<'_> {
     /// Its form.
-    fn print(self, form: &impl Form) -> String {
+    fn print(&self, form: &impl Form) -> String {
         match self {
             Waiting::Value(v) => form.of_value(v),
             Waiting::Payload(p) => form.of_payload(p),
+            Waiting::Call(tool, v) => crate::jcs::call_key(tool, v, false),
         }
     }
 
     /// Its fingerprint, where the form tells keys apart by them.
-    fn fingerprint<F: Form>(self) -> Option<Fingerprint> {
+    fn fingerprint<F: Form>(&self) -> Option<Fingerprint> {
         if !F::FINGERPRINTS {
             return None;
         }
         match self {
             Waiting::Value(v) => crate::jcs::fingerprint_value(v),
             Waiting::Payload(p) => p.fingerprint(),
+            Waiting::Call(tool, v) => crate::jcs::fingerprint_call(tool, v),
         }
     }
 }
@@ -437,7 +441,7 @@ impl<'a, F: Form> Table<'a, F> {
     }
 
     fn keyed(&mut self, w: Waiting<'a>, next: &mut u32) -> u32 {
-        if let Some(id) = self.first(|| w, next) {
+        if let Some(id) = self.first(|| w.clone(), next) {
             return id;
         }
         let Some(f) = w.fingerprint::<F>() else {
@@ -449,7 +453,7 @@ impl<'a, F: Form> Table<'a, F> {
         let slot = match self.hashes.entry(f.hash) {
             std::collections::btree_map::Entry::Vacant(v) if !self.opaque => {
                 let id = Self::fresh(next);
-                v.insert(Some((w, id)));
+                v.insert(Some((w.clone(), id)));
                 return id;
             }
             entry => entry.or_insert(None),
@@ -513,6 +517,12 @@ impl<'a, F: Form> Keys<'a, F> {
     pub(crate) fn value(&mut self, v: &'a Value) -> u32 {
         let (table, next) = (&mut self.table, &mut self.next);
         self.values.get_or(v, || table.value(v, next))
+    }
+
+    /// The id of the key of a call of `tool` with canonical arguments `args`
+    /// ([`crate::jcs::call_key`]'s, not violating the schema).
+    pub(crate) fn call(&mut self, tool: &'a str, args: Arc<Value>) -> u32 {
+        self.table.keyed(Waiting::Call(tool, args), &mut self.next)
     }
 
     /// The id of `p`'s key, from an earlier copy of its text when there is one.
