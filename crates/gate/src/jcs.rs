@@ -486,10 +486,7 @@ pub(crate) struct Fingerprint {
 /// object (each printer keeps the last value, which a commutative fold cannot tell):
 /// such text is printed instead.
 pub(crate) fn fingerprint(text: &str) -> Option<Fingerprint> {
-    let mut f = Fingerprinter {
-        float: false,
-        keys: Vec::with_capacity(2 * SHORT_OBJECT),
-    };
+    let mut f = Fingerprinter::new(2 * SHORT_OBJECT);
     let mut c = Cursor::of_str(text);
     let hash = f.one(&mut c, 0)?;
     c.at_end().then_some(Fingerprint {
@@ -518,6 +515,15 @@ const ARRAY: u64 = 0x27d4_eb2f_1656_67c5;
 const OBJECT: u64 = 0x94d0_49bb_1331_11eb;
 
 impl Fingerprinter {
+    /// Room for `keys` object keys before the stack grows: a result text's objects
+    /// take some; an argument's few are left to grow it.
+    fn new(keys: usize) -> Self {
+        Fingerprinter {
+            float: false,
+            keys: Vec::with_capacity(keys),
+        }
+    }
+
     fn one(&mut self, c: &mut Cursor<'_>, depth: usize) -> Option<u64> {
         if depth > MAX_DEPTH {
             return None;
@@ -525,10 +531,7 @@ impl Fingerprinter {
         Some(match c.token()? {
             Token::Null => NULL,
             Token::Bool(b) => mix(BOOL, u64::from(b)),
-            Token::Number(lex) => {
-                self.float |= Number::float_lexeme(lex);
-                mix(NUMBER, double_bits(lex))
-            }
+            Token::Number(lex) => self.number(lex),
             Token::String(s) => hash_bytes(STRING, s.as_bytes()),
             Token::Array => {
                 let mut h = ARRAY;
@@ -539,41 +542,101 @@ impl Fingerprinter {
                 h
             }
             Token::Object => {
-                let start = self.keys.len();
-                let (mut sum, mut twice) = (0u64, false);
+                let mut o = self.open();
                 each_member(c, |key, c| {
-                    let k = hash_bytes(STRING, key.as_bytes());
-                    // Keys that hash alike are taken for one key written twice; a short
-                    // object is checked as it is read, a long one sorted below.
-                    let seen = &self.keys[start..];
-                    twice |= seen.len() < SHORT_OBJECT && seen.contains(&k);
-                    self.keys.push(k);
-                    sum = sum.wrapping_add(mix(k, self.one(c, depth + 1)?));
+                    let k = self.key(&mut o, &key);
+                    o.sum = o.sum.wrapping_add(mix(k, self.one(c, depth + 1)?));
                     Some(())
                 })?;
-                let keys = &mut self.keys[start..];
-                let n = keys.len() as u64;
-                if keys.len() > SHORT_OBJECT {
-                    keys.sort_unstable();
-                    twice |= keys.windows(2).any(|w| w[0] == w[1]);
-                }
-                self.keys.truncate(start);
-                if twice {
-                    return None;
-                }
-                mix(OBJECT ^ n, sum)
+                self.close(o)?
             }
         })
     }
+
+    /// [`Fingerprinter::one`] over a tree: the same seeds, folds and order.
+    fn value(&mut self, v: &Value, depth: usize) -> Option<u64> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        Some(match v {
+            Value::Null => NULL,
+            Value::Bool(b) => mix(BOOL, u64::from(*b)),
+            Value::Number(n) => self.number(n.lexeme()),
+            Value::String(s) => hash_bytes(STRING, s.as_bytes()),
+            Value::Array(items) => {
+                let mut h = ARRAY;
+                for item in items {
+                    h = mix(h, self.value(item, depth + 1)?);
+                }
+                h
+            }
+            Value::Object(members) => {
+                let mut o = self.open();
+                for (key, item) in members.iter() {
+                    let k = self.key(&mut o, key);
+                    o.sum = o.sum.wrapping_add(mix(k, self.value(item, depth + 1)?));
+                }
+                self.close(o)?
+            }
+        })
+    }
+
+    fn number(&mut self, lex: &str) -> u64 {
+        self.float |= Number::float_lexeme(lex);
+        mix(NUMBER, double_bits(lex))
+    }
+
+    /// An object begun: its members are folded into it as they come.
+    fn open(&self) -> OpenObject {
+        OpenObject {
+            start: self.keys.len(),
+            sum: 0,
+            twice: false,
+        }
+    }
+
+    /// A member's key, noted in `o`; its hash, for folding in the member's value.
+    fn key(&mut self, o: &mut OpenObject, key: &str) -> u64 {
+        let k = hash_bytes(STRING, key.as_bytes());
+        // Keys that hash alike are taken for one key written twice; a short object is
+        // checked as it is read, a long one sorted when it closes.
+        let seen = &self.keys[o.start..];
+        o.twice |= seen.len() < SHORT_OBJECT && seen.contains(&k);
+        self.keys.push(k);
+        k
+    }
+
+    /// The object's hash, None when a key was written twice.
+    fn close(&mut self, mut o: OpenObject) -> Option<u64> {
+        let keys = &mut self.keys[o.start..];
+        let n = keys.len() as u64;
+        if keys.len() > SHORT_OBJECT {
+            keys.sort_unstable();
+            o.twice |= keys.windows(2).any(|w| w[0] == w[1]);
+        }
+        self.keys.truncate(o.start);
+        (!o.twice).then(|| mix(OBJECT ^ n, o.sum))
+    }
+}
+
+/// An object being fingerprinted: where its keys start on the stack, the fold of its
+/// members so far, and whether a key came twice.
+struct OpenObject {
+    start: usize,
+    sum: u64,
+    twice: bool,
 }
 
 /// The [`Fingerprint`] of a value: the one [`fingerprint`] gives any text that reads as
 /// it, computed from the tree without printing it. None where the text's would be none
 /// (a key written twice, keys that hash alike, nesting past the printer's depth).
 pub(crate) fn fingerprint_value(v: &Value) -> Option<Fingerprint> {
-    let mut float = false;
-    let hash = value_hash(v, 0, &mut float)?;
-    Some(Fingerprint { hash, float })
+    let mut f = Fingerprinter::new(8);
+    let hash = f.value(v, 0)?;
+    Some(Fingerprint {
+        hash,
+        float: f.float,
+    })
 }
 
 /// A call's key: the RFC 8785 form of `{"arguments": args, "tool": tool}`, with
@@ -592,55 +655,21 @@ pub(crate) fn call_key(tool: &str, args: &Value, violates: bool) -> String {
     key
 }
 
-/// The [`Fingerprint`] of a call's key ([`call_key`], not violating): that of the
-/// object `{"arguments": args, "tool": tool}`, from its parts.
+/// The [`Fingerprint`] of a call's key ([`call_key`], not violating): the object's,
+/// folded from its two members as [`fingerprint`] folds the printed key.
 pub(crate) fn fingerprint_call(tool: &str, args: &Value) -> Option<Fingerprint> {
-    let mut float = false;
-    let args = value_hash(args, 1, &mut float)?;
-    let sum = mix(hash_bytes(STRING, b"arguments"), args).wrapping_add(mix(
-        hash_bytes(STRING, b"tool"),
-        hash_bytes(STRING, tool.as_bytes()),
-    ));
+    let mut f = Fingerprinter::new(8);
+    let mut o = f.open();
+    let k = f.key(&mut o, "arguments");
+    o.sum = o.sum.wrapping_add(mix(k, f.value(args, 1)?));
+    let k = f.key(&mut o, "tool");
+    o.sum = o
+        .sum
+        .wrapping_add(mix(k, hash_bytes(STRING, tool.as_bytes())));
+    let hash = f.close(o)?;
     Some(Fingerprint {
-        hash: mix(OBJECT ^ 2, sum),
-        float,
-    })
-}
-
-/// [`Fingerprinter::one`] over a tree: the same seeds, folds and order.
-fn value_hash(v: &Value, depth: usize, float: &mut bool) -> Option<u64> {
-    if depth > MAX_DEPTH {
-        return None;
-    }
-    Some(match v {
-        Value::Null => NULL,
-        Value::Bool(b) => mix(BOOL, u64::from(*b)),
-        Value::Number(n) => {
-            *float |= Number::float_lexeme(n.lexeme());
-            mix(NUMBER, double_bits(n.lexeme()))
-        }
-        Value::String(s) => hash_bytes(STRING, s.as_bytes()),
-        Value::Array(items) => {
-            let mut h = ARRAY;
-            for item in items {
-                h = mix(h, value_hash(item, depth + 1, float)?);
-            }
-            h
-        }
-        Value::Object(o) => {
-            let mut keys: Vec<u64> = Vec::with_capacity(o.len());
-            let mut sum = 0u64;
-            for (key, item) in o.iter() {
-                let k = hash_bytes(STRING, key.as_bytes());
-                keys.push(k);
-                sum = sum.wrapping_add(mix(k, value_hash(item, depth + 1, float)?));
-            }
-            keys.sort_unstable();
-            if keys.windows(2).any(|w| w[0] == w[1]) {
-                return None;
-            }
-            mix(OBJECT ^ keys.len() as u64, sum)
-        }
+        hash,
+        float: f.float,
     })
 }
 
