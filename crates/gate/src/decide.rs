@@ -530,7 +530,6 @@ pub fn prepare(
     let mut calls = CallIds {
         keys: Keys::new(Jcs),
         written: Recent::new(),
-        trees: Recent::new(),
     };
     // Each tool's name once per task, shared by the steps that call it.
     let mut names: Recent<&str, Arc<str>> = Recent::new();
@@ -929,13 +928,10 @@ fn resemblance(a: &str, b: &str) -> usize {
 
 /// The ids of a task's calls by key ([`canonical_call`]'s). Samples mostly repeat each
 /// other's calls: each distinct (tool, step, arguments as written) is canonicalized and
-/// keyed once (the step matters because `$from` may only name earlier steps). And a
-/// call whose canonical arguments equal an earlier one's as trees (the hints map most
-/// spellings of one call to one tree) has its key, and takes its id without printing it.
+/// keyed once (the step matters because `$from` may only name earlier steps).
 struct CallIds<'a> {
     keys: Keys<'a, Jcs>,
     written: Recent<(&'a str, usize, &'a Value), Canonical>,
-    trees: Recent<(&'a str, Arc<Value>), u32>,
 }
 
 impl<'a> CallIds<'a> {
@@ -1002,10 +998,7 @@ fn canonical_call<'a>(
         },
     };
     let v = Arc::new(v);
-    let keys = &mut calls.keys;
-    let id = calls
-        .trees
-        .get_or((tool, Arc::clone(&v)), || keys.call(tool, Arc::clone(&v)));
+    let id = calls.keys.call(tool, &v);
     Canonical::Valid(v, id)
 }
 

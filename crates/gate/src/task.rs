@@ -164,12 +164,12 @@ impl Payload {
         }
     }
 
-    /// The [`Fingerprint`] of the result's forms, computed from its text once; None
-    /// for a result without text, or whose text has none. Keys tell results apart by it
-    /// without printing them.
+    /// The [`Fingerprint`] of the result's forms, computed from its text once (from the
+    /// value, for a result built as one); None for one that has none. Keys tell results
+    /// apart by it without printing them.
     pub(crate) fn fingerprint(&self) -> Option<Fingerprint> {
         match &self.0 {
-            PayloadRepr::Value(_) => None,
+            PayloadRepr::Value(v) => crate::jcs::fingerprint_value(v),
             PayloadRepr::Text(t) => *t.fingerprint.get_or_init(|| fingerprint(&t.text)),
         }
     }
@@ -306,6 +306,7 @@ pub(crate) struct Keys<'a, F> {
     next: u32,
     texts: Recent<&'a str, u32>,
     values: Recent<&'a Value, u32>,
+    calls: Recent<(&'a str, Arc<Value>), u32>,
 }
 
 /// The ids of keys by printed form, numbered in order of first appearance from a
@@ -504,6 +505,7 @@ impl<'a, F: Form> Keys<'a, F> {
             next: 0,
             texts: Recent::new(),
             values: Recent::new(),
+            calls: Recent::new(),
         }
     }
 
@@ -520,9 +522,14 @@ impl<'a, F: Form> Keys<'a, F> {
     }
 
     /// The id of the key of a call of `tool` with canonical arguments `args`
-    /// ([`crate::jcs::call_key`]'s, not violating the schema).
-    pub(crate) fn call(&mut self, tool: &'a str, args: Arc<Value>) -> u32 {
-        self.table.keyed(Waiting::Call(tool, args), &mut self.next)
+    /// ([`crate::jcs::call_key`]'s, not violating the schema), from an earlier call
+    /// equal as a tree when there is one (the hints map most spellings of a call to one
+    /// tree).
+    pub(crate) fn call(&mut self, tool: &'a str, args: &Arc<Value>) -> u32 {
+        let (table, next) = (&mut self.table, &mut self.next);
+        self.calls.get_or((tool, Arc::clone(args)), || {
+            table.keyed(Waiting::Call(tool, Arc::clone(args)), next)
+        })
     }
 
     /// The id of `p`'s key, from an earlier copy of its text when there is one.
