@@ -288,7 +288,7 @@ impl Writer {
             w.string(&s.tool)?;
             w.string("arguments")?;
             // The canonical arguments are JSON text in the decision, as in its record.
-            w.value(&json::parse_str_with(s.arguments.get(), Duplicates::LastWins).ok()?)
+            w.value(&json::parse_str_with(&s.arguments, Duplicates::LastWins).ok()?)
         })
     }
 

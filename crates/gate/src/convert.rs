@@ -165,12 +165,14 @@ impl<'a> Array<'a, GateJson> for &'a [Value] {
     }
 }
 
-/// Wraps a canonical JSON text for output without re-parsing its numbers, so an exact
-/// integer such as 9007199254740993 reaches the decisions file unchanged.
-pub(crate) fn raw(canonical: String) -> Box<serde_json::value::RawValue> {
-    serde_json::value::RawValue::from_string(canonical).unwrap_or_else(|_| {
-        serde_json::value::RawValue::from_string("null".into()).expect("null is JSON")
-    })
+/// Serializes a canonical JSON text as the JSON it is, without reading its numbers, so
+/// an exact integer such as 9007199254740993 reaches the output unchanged. Only serde's
+/// writers come here; the decisions file's writer copies the text.
+pub(crate) fn verbatim<S: serde::Serializer>(canonical: &str, s: S) -> Result<S::Ok, S::Error> {
+    use serde::Serialize;
+    let raw = serde_json::value::RawValue::from_string(canonical.to_owned())
+        .map_err(|e| serde::ser::Error::custom(format!("canonical arguments are not JSON: {e}")))?;
+    raw.serialize(s)
 }
 
 #[cfg(test)]

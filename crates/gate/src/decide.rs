@@ -9,11 +9,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use serde::Serialize;
-use serde_json::value::RawValue;
 
 use crate::canon::{Invalid, Resolver, Violation, as_from_ref, canonicalize_arguments};
 use crate::catalog::Catalog;
-use crate::convert::raw;
 use crate::jcs::{self, call_key};
 use crate::json::{Object, Value};
 use crate::stats::{Ratio, wilson};
@@ -266,8 +264,10 @@ impl Agreement {
 pub struct PlanStep {
     /// Tool name.
     pub tool: String,
-    /// Canonical arguments, verbatim.
-    pub arguments: Box<RawValue>,
+    /// Canonical arguments, as their RFC 8785 text: the record writes it as it is, and
+    /// serde as raw JSON (checked then, not each time a decision is made).
+    #[serde(serialize_with = "crate::convert::verbatim")]
+    pub arguments: String,
 }
 
 /// An argument path on which samples differ.
@@ -1160,10 +1160,8 @@ fn analyse(p: &Prepared, samples: &[Counted], tools: &dyn ToolStates) -> Decisio
                     .iter()
                     .map(|st| PlanStep {
                         tool: String::from(&*st.tool),
-                        arguments: raw(st
-                            .args
-                            .as_deref()
-                            .map_or_else(|| "null".into(), jcs::to_string)),
+                        arguments: (st.args.as_deref())
+                            .map_or_else(|| "null".into(), jcs::to_string),
                     })
                     .collect()
             }),

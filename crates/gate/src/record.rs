@@ -186,7 +186,7 @@ fn plan_step(o: &mut String, s: &PlanStep) {
     o.push_str("{\"tool\":");
     write_string(&s.tool, o);
     o.push_str(",\"arguments\":");
-    o.push_str(s.arguments.get());
+    o.push_str(&s.arguments);
     o.push('}');
 }
 

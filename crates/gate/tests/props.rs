@@ -520,7 +520,7 @@ proptest! {
         let modal = t.samples.iter().find(|smp| {
             smp.calls.iter().map(|c| c.tool.as_str()).collect::<Vec<_>>() == modal_tools
                 && plan.iter().zip(&smp.calls).all(|(p, c)| match &c.arguments {
-                    Arguments::Json(v) => p.arguments.get() == jcs::to_string(v),
+                    Arguments::Json(v) => p.arguments == jcs::to_string(v),
                     Arguments::Malformed(_) => false,
                 })
         }).cloned();
