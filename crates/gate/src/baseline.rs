@@ -3,6 +3,8 @@
 //! `json.dumps` equality), reject below 0.80. It conflates a fabricated argument with a
 //! flaky tool, which is the whole point of comparing against it.
 
+use std::collections::BTreeMap;
+
 use crate::decide::{Agreement, Verdict, modal};
 use crate::jcs::{Fingerprint, fingerprint};
 use crate::json::Value;
@@ -143,6 +145,32 @@ impl<'a> NaiveResults<'a> {
     }
 }
 
+/// Task-local numbers for tool names, so that whole plans sort as numbers, not as
+/// strings. A task calls a handful of tools, found in a short list; past that (a
+/// hostile line naming thousands), a map keeps each search from growing with them.
+#[derive(Default)]
+struct Names<'a> {
+    listed: Vec<&'a str>,
+    more: BTreeMap<&'a str, u32>,
+}
+
+impl<'a> Names<'a> {
+    const LISTED: usize = 16;
+
+    /// `name`'s number: the count of distinct names before its first appearance.
+    fn id(&mut self, name: &'a str) -> u32 {
+        if let Some(i) = self.listed.iter().position(|n| *n == name) {
+            return i as u32;
+        }
+        if self.listed.len() < Self::LISTED {
+            self.listed.push(name);
+            return (self.listed.len() - 1) as u32;
+        }
+        let next = (Self::LISTED + self.more.len()) as u32;
+        *self.more.entry(name).or_insert(next)
+    }
+}
+
 /// Ids the naive scorer gives `results`, in order; public only so `tests/props.rs`
 /// can hold their equality to [`dumps_key`]'s.
 #[doc(hidden)]
@@ -165,7 +193,8 @@ pub fn naive(task: &Task, threshold: Ratio) -> NaiveDecision {
     // ids, equal dumps.
     let mut dumps = Keys::new(NaiveForm);
     let mut results = NaiveResults::new();
-    let keys: Vec<Vec<(&str, u32, u32)>> = per_sample(
+    let mut tools = Names::default();
+    let keys: Vec<Vec<(u32, u32, u32)>> = per_sample(
         &task.samples,
         |_| true,
         |_, s| {
@@ -177,7 +206,7 @@ pub fn naive(task: &Task, threshold: Ratio) -> NaiveDecision {
                         // No key of NaiveForm starts with `r`.
                         Arguments::Malformed(raw) => dumps.id(format!("raw:{raw}")),
                     };
-                    (c.tool.as_str(), args, results.observed(&c.observed))
+                    (tools.id(&c.tool), args, results.observed(&c.observed))
                 })
                 .collect()
         },
@@ -259,6 +288,15 @@ mod tests {
         .map(|t| crate::json::parse(t).unwrap())
         .collect();
         assert_eq!(naive_argument_ids(&values), [0, 1, 2, 0, 2, 3, 3]);
+    }
+
+    #[test]
+    fn names_number_in_order_of_first_appearance() {
+        let names: Vec<String> = (0..40).map(|i| format!("tool_{}", i % 37)).collect();
+        let mut ids = Names::default();
+        let got: Vec<u32> = names.iter().map(|n| ids.id(n)).collect();
+        let want: Vec<u32> = (0..40).map(|i| i % 37).collect();
+        assert_eq!(got, want);
     }
 
     #[test]
