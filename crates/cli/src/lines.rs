@@ -81,8 +81,28 @@ const REPEATS_SHOWN: usize = 20;
 /// kept as 64-bit hashes with their first line, so memory stays small.
 #[derive(Default)]
 pub(crate) struct TaskIds {
-    first: std::collections::HashMap<u64, usize>,
+    first: std::collections::HashMap<u64, usize, std::hash::BuildHasherDefault<Hashed>>,
     repeats: usize,
+}
+
+/// The map's hasher for keys that are hashes already: the key is its own hash, where
+/// the default hasher would run SipHash over it a second time for every task.
+#[derive(Default)]
+struct Hashed(u64);
+
+impl std::hash::Hasher for Hashed {
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `write_u64` is called for a u64 key; anything else still hashes.
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
 }
 
 impl TaskIds {
