@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 
-use crate::json::{Cursor, Decimal, MAX_DEPTH, Number, Token, Value, decimal_of, plain_len};
+use crate::json::{Cursor, Decimal, MAX_DEPTH, Number, Token, Value, Walk, decimal_of, plain_len};
 
 /// The canonical form of `value`.
 pub fn to_string(value: &Value) -> String {
@@ -481,22 +481,36 @@ pub(crate) struct Fingerprint {
     pub(crate) float: bool,
 }
 
-/// The [`Fingerprint`] of JSON text the reader has checked; None for text that is not
-/// one JSON value, nests deeper than the printer goes, or writes a key twice in one
-/// object (each printer keeps the last value, which a commutative fold cannot tell):
-/// such text is printed instead.
+/// The [`Fingerprint`] of JSON text; None for text that is not one JSON value, nests
+/// deeper than the reader reads, or writes a key twice in one object (each printer
+/// keeps the last value, which a commutative fold cannot tell): such text is printed
+/// instead.
 pub(crate) fn fingerprint(text: &str) -> Option<Fingerprint> {
-    let mut f = Fingerprinter::new(2 * SHORT_OBJECT);
     let mut c = Cursor::of_str(text);
-    let hash = f.one(&mut c, 0)?;
-    c.at_end().then_some(Fingerprint {
+    let (_, f) = checked_fingerprint(&mut c, 0)?;
+    c.at_end().then_some(f)?
+}
+
+/// The next value's text, checked as [`Cursor::raw`] checks it (at nesting `depth` of
+/// the whole document), with its [`Fingerprint`] computed in the same pass: a result
+/// is read once, not once to check it and again to fingerprint it.
+pub(crate) fn checked_fingerprint<'a>(
+    c: &mut Cursor<'a>,
+    depth: usize,
+) -> Option<(&'a str, Option<Fingerprint>)> {
+    let mut f = Fingerprinter::new(2 * SHORT_OBJECT);
+    let (text, hash) = c.walk(depth, &mut f)?;
+    let fingerprint = (!f.twice).then_some(Fingerprint {
         hash,
         float: f.float,
-    })
+    });
+    Some((text, fingerprint))
 }
 
 struct Fingerprinter {
     float: bool,
+    /// Whether an object of a text wrote a key twice (its text then has no fingerprint).
+    twice: bool,
     /// The key hashes of the objects being read, innermost last, to find a key written
     /// twice.
     keys: Vec<u64>,
@@ -514,54 +528,82 @@ const STRING: u64 = 0x85eb_ca77_c2b2_ae63;
 const ARRAY: u64 = 0x27d4_eb2f_1656_67c5;
 const OBJECT: u64 = 0x94d0_49bb_1331_11eb;
 
+/// An array or object of a text being fingerprinted.
+struct OpenValue {
+    /// An array's fold so far; an object's last key's hash.
+    hash: u64,
+    /// The object, None for an array.
+    object: Option<OpenObject>,
+}
+
+/// A text's fingerprint, folded as the reader walks it: the same seeds, folds and order
+/// as [`Fingerprinter::value`] over a tree.
+impl Walk for Fingerprinter {
+    type Out = u64;
+    type Open = OpenValue;
+    const DECODES: bool = true;
+    fn null(&mut self) -> u64 {
+        NULL
+    }
+    fn boolean(&mut self, b: bool) -> u64 {
+        mix(BOOL, u64::from(b))
+    }
+    fn number(&mut self, lexeme: &str) -> u64 {
+        self.number_hash(lexeme)
+    }
+    fn string(&mut self, s: &str) -> u64 {
+        hash_bytes(STRING, s.as_bytes())
+    }
+    fn open(&mut self, object: bool) -> OpenValue {
+        OpenValue {
+            hash: ARRAY,
+            object: object.then(|| self.open_object()),
+        }
+    }
+    fn key(&mut self, open: &mut OpenValue, key: &str) {
+        if let Some(o) = &mut open.object {
+            open.hash = self.object_key(o, key);
+        }
+    }
+    fn item(&mut self, open: &mut OpenValue, v: u64) {
+        match &mut open.object {
+            Some(o) => o.sum = o.sum.wrapping_add(mix(open.hash, v)),
+            None => open.hash = mix(open.hash, v),
+        }
+    }
+    fn close(&mut self, open: OpenValue) -> u64 {
+        let Some(o) = open.object else {
+            return open.hash;
+        };
+        self.close_object(o).unwrap_or_else(|| {
+            self.twice = true;
+            0
+        })
+    }
+}
+
 impl Fingerprinter {
     /// Room for `keys` object keys before the stack grows: a result text's objects
     /// take some; an argument's few are left to grow it.
     fn new(keys: usize) -> Self {
         Fingerprinter {
             float: false,
+            twice: false,
             keys: Vec::with_capacity(keys),
         }
     }
 
-    fn one(&mut self, c: &mut Cursor<'_>, depth: usize) -> Option<u64> {
-        if depth > MAX_DEPTH {
-            return None;
-        }
-        Some(match c.token()? {
-            Token::Null => NULL,
-            Token::Bool(b) => mix(BOOL, u64::from(b)),
-            Token::Number(lex) => self.number(lex),
-            Token::String(s) => hash_bytes(STRING, s.as_bytes()),
-            Token::Array => {
-                let mut h = ARRAY;
-                each_item(c, |_, c| {
-                    h = mix(h, self.one(c, depth + 1)?);
-                    Some(())
-                })?;
-                h
-            }
-            Token::Object => {
-                let mut o = self.open();
-                each_member(c, |key, c| {
-                    let k = self.key(&mut o, &key);
-                    o.sum = o.sum.wrapping_add(mix(k, self.one(c, depth + 1)?));
-                    Some(())
-                })?;
-                self.close(o)?
-            }
-        })
-    }
-
-    /// [`Fingerprinter::one`] over a tree: the same seeds, folds and order.
+    /// The hash of a tree, as [`Walk`] folds its text; None where the text's
+    /// fingerprint is none.
     fn value(&mut self, v: &Value, depth: usize) -> Option<u64> {
-        if depth > MAX_DEPTH {
+        // The reader's bound: no array or object at nesting MAX_DEPTH.
+        if depth >= MAX_DEPTH && matches!(v, Value::Array(_) | Value::Object(_)) {
             return None;
         }
         Some(match v {
             Value::Null => NULL,
             Value::Bool(b) => mix(BOOL, u64::from(*b)),
-            Value::Number(n) => self.number(n.lexeme()),
+            Value::Number(n) => self.number_hash(n.lexeme()),
             Value::String(s) => hash_bytes(STRING, s.as_bytes()),
             Value::Array(items) => {
                 let mut h = ARRAY;
@@ -571,23 +613,23 @@ impl Fingerprinter {
                 h
             }
             Value::Object(members) => {
-                let mut o = self.open();
+                let mut o = self.open_object();
                 for (key, item) in members.iter() {
-                    let k = self.key(&mut o, key);
+                    let k = self.object_key(&mut o, key);
                     o.sum = o.sum.wrapping_add(mix(k, self.value(item, depth + 1)?));
                 }
-                self.close(o)?
+                self.close_object(o)?
             }
         })
     }
 
-    fn number(&mut self, lex: &str) -> u64 {
+    fn number_hash(&mut self, lex: &str) -> u64 {
         self.float |= Number::float_lexeme(lex);
         mix(NUMBER, double_bits(lex))
     }
 
     /// An object begun: its members are folded into it as they come.
-    fn open(&self) -> OpenObject {
+    fn open_object(&self) -> OpenObject {
         OpenObject {
             start: self.keys.len(),
             sum: 0,
@@ -596,7 +638,7 @@ impl Fingerprinter {
     }
 
     /// A member's key, noted in `o`; its hash, for folding in the member's value.
-    fn key(&mut self, o: &mut OpenObject, key: &str) -> u64 {
+    fn object_key(&mut self, o: &mut OpenObject, key: &str) -> u64 {
         let k = hash_bytes(STRING, key.as_bytes());
         // Keys that hash alike are taken for one key written twice; a short object is
         // checked as it is read, a long one sorted when it closes.
@@ -607,7 +649,7 @@ impl Fingerprinter {
     }
 
     /// The object's hash, None when a key was written twice.
-    fn close(&mut self, mut o: OpenObject) -> Option<u64> {
+    fn close_object(&mut self, mut o: OpenObject) -> Option<u64> {
         let keys = &mut self.keys[o.start..];
         let n = keys.len() as u64;
         if keys.len() > SHORT_OBJECT {
@@ -659,14 +701,14 @@ pub(crate) fn call_key(tool: &str, args: &Value, violates: bool) -> String {
 /// folded from its two members as [`fingerprint`] folds the printed key.
 pub(crate) fn fingerprint_call(tool: &str, args: &Value) -> Option<Fingerprint> {
     let mut f = Fingerprinter::new(8);
-    let mut o = f.open();
-    let k = f.key(&mut o, "arguments");
+    let mut o = f.open_object();
+    let k = f.object_key(&mut o, "arguments");
     o.sum = o.sum.wrapping_add(mix(k, f.value(args, 1)?));
-    let k = f.key(&mut o, "tool");
+    let k = f.object_key(&mut o, "tool");
     o.sum = o
         .sum
         .wrapping_add(mix(k, hash_bytes(STRING, tool.as_bytes())));
-    let hash = f.close(o)?;
+    let hash = f.close_object(o)?;
     Some(Fingerprint {
         hash,
         float: f.float,
@@ -784,6 +826,41 @@ mod tests {
             fingerprint_value(&crate::json::parse("[1,2]").unwrap()),
             fingerprint_value(&crate::json::parse("[2,1]").unwrap())
         );
+    }
+
+    /// A result is checked and fingerprinted in one walk: it reads what `Cursor::raw`
+    /// reads, to the same nesting bound, and a key written twice anywhere in it leaves
+    /// it read, with no fingerprint, the walk going on past that object.
+    #[test]
+    fn a_checked_text_is_fingerprinted_on_the_way() {
+        fn read(t: &str) -> Option<(&str, Option<Fingerprint>)> {
+            let mut c = Cursor::of_str(t);
+            checked_fingerprint(&mut c, 5).filter(|_| c.at_end())
+        }
+        let raw = |t: &str| {
+            let mut c = Cursor::of_str(t);
+            c.raw(5).filter(|_| c.at_end()).is_some()
+        };
+        let deep = |n| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        for t in [
+            r#"{"a":1,"b":[true,null,"x\u00e9"],"c":{"d":-0.0}}"#.to_string(),
+            r#"{"a":{"b":1,"b":2},"c":[1,2]}"#.to_string(),
+            r#"[{"a":1,"a":1},{"a":[1,}]"#.to_string(),
+            r#"{"a":1,"a":2} x"#.to_string(),
+            deep(MAX_DEPTH - 5),
+            deep(MAX_DEPTH - 4),
+        ] {
+            assert_eq!(
+                read(&t).map(|(text, _)| text),
+                raw(&t).then_some(&*t),
+                "{t}"
+            );
+        }
+        let (_, f) = read(r#"{"a":{"b":1,"b":2},"c":[1,2]}"#).unwrap();
+        assert_eq!(f, None, "a key written twice, deep in the text");
+        let t = r#"{"c":[1,2],"a":{"b":"\u0078"}}"#;
+        let v = crate::json::parse(t).unwrap();
+        assert_eq!(read(t).unwrap().1, fingerprint_value(&v));
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, LazyLock, OnceLock};
 
 use crate::jcs::{Fingerprint, fingerprint};
 use crate::json::{Cursor, Duplicates, Object, Value, parse_str_with, parse_with};
@@ -127,13 +127,14 @@ struct Text {
 }
 
 impl Payload {
-    /// Keeps JSON text the reader has checked ([`Cursor::raw`]).
-    fn checked_text(text: &str) -> Self {
+    /// Keeps JSON text the reader has checked, with the fingerprint it computed on the
+    /// way ([`crate::jcs::checked_fingerprint`]).
+    fn checked_text(text: &str, fingerprint: Option<Fingerprint>) -> Self {
         Payload(PayloadRepr::Text(Arc::new(Text {
             text: text.into(),
             value: OnceLock::new(),
             canonical: OnceLock::new(),
-            fingerprint: OnceLock::new(),
+            fingerprint: OnceLock::from(fingerprint),
         })))
     }
 
@@ -846,8 +847,8 @@ fn native_result<'a>(c: &mut Cursor<'a>, seen: &mut Seen<'a, Payload>) -> Option
     if let Some(p) = seen.again(c) {
         return Some(p);
     }
-    let text = plain_result(c)?;
-    let p = Payload::checked_text(text);
+    let (text, fingerprint) = plain_result(c)?;
+    let p = Payload::checked_text(text, fingerprint);
     // A number or literal may continue past what an earlier copy matched (`1` in `12`).
     if text.starts_with(['{', '[', '"']) {
         seen.keep(text, p.clone());
@@ -906,21 +907,34 @@ fn native_error(c: &mut Cursor<'_>) -> Option<Observed> {
     })
 }
 
-/// A result's text, checked but not built; None for a result that may be an MCP error
-/// or a JSON-RPC envelope (a top-level key `jsonrpc` or `isError`, however escaped),
-/// which the general reader reads (`observed_result` looks at nothing else).
-fn plain_result<'a>(c: &mut Cursor<'a>) -> Option<&'a str> {
-    if !c.peek(b'{') {
-        return c.raw(5);
+/// A result's text, checked but not built, and its fingerprint; None for a result that
+/// may be an MCP error or a JSON-RPC envelope (a top-level key `jsonrpc` or `isError`,
+/// however escaped), which the general reader reads (`observed_result` looks at nothing
+/// else).
+fn plain_result<'a>(c: &mut Cursor<'a>) -> Option<(&'a str, Option<Fingerprint>)> {
+    let (text, fingerprint) = crate::jcs::checked_fingerprint(c, 5)?;
+    (!text.starts_with('{') || !may_be_envelope(text)).then_some((text, fingerprint))
+}
+
+/// Whether checked object text may have a top-level key `jsonrpc` or `isError`. Such a
+/// key is written plainly or with a `\u` escape (no other escape gives a letter), so
+/// text holding neither spelling has none, and its keys are not read one by one: that
+/// took most of reading a result.
+fn may_be_envelope(text: &str) -> bool {
+    static SPELLINGS: LazyLock<[memchr::memmem::Finder<'static>; 3]> = LazyLock::new(|| {
+        [b"\\u".as_slice(), b"jsonrpc", b"isError"].map(memchr::memmem::Finder::new)
+    });
+    if !SPELLINGS.iter().any(|f| f.find(text.as_bytes()).is_some()) {
+        return false;
     }
-    c.spanned(|c| {
-        members(c, |c, key| {
-            if matches!(key, "jsonrpc" | "isError") {
-                return None;
-            }
-            c.raw(6).map(drop)
-        })
+    let mut c = Cursor::of_str(text);
+    members(&mut c, |c, key| {
+        if matches!(key, "jsonrpc" | "isError") {
+            return None;
+        }
+        c.raw(1).map(drop)
     })
+    .is_none()
 }
 
 /// What a line's reader notes on the way, for the decision's warnings.
@@ -1868,6 +1882,43 @@ mod tests {
             read_native(deep.as_bytes()).is_some(),
             "nesting within the limit reads"
         );
+    }
+
+    /// A result's top-level keys are read only when its text spells `jsonrpc` or
+    /// `isError`, or has a `\u` escape that may: an envelope written any of those ways
+    /// goes to the general reader, and text that only mentions the words stays plain.
+    #[test]
+    fn envelopes_are_found_however_their_keys_are_written() {
+        let plain = |text: &str| {
+            let mut c = Cursor::of_str(text);
+            plain_result(&mut c).filter(|_| c.at_end()).map(|(t, _)| t) == Some(text)
+        };
+        for envelope in [
+            r#"{"jsonrpc":"2.0","id":1,"result":2}"#,
+            r#"{"id":1,"json\u0072pc":"2.0","result":2}"#,
+            r#"{"content":[],"\u0069sError":true}"#,
+            r#"{"a":1,"isError":false}"#,
+        ] {
+            assert!(!plain(envelope), "{envelope}");
+        }
+        for result in [
+            r#"{"a":{"jsonrpc":"2.0","isError":true}}"#,
+            r#"{"note":"isError jsonrpc \u0041","v":["jsonrpc"]}"#,
+            r#"{"a":"\n"}"#,
+            r#"["jsonrpc"]"#,
+            r#"{}"#,
+        ] {
+            assert!(plain(result), "{result}");
+        }
+        for line in [
+            r#"{"id":1,"json\u0072pc":"2.0","result":2}"#,
+            r#"{"note":"isError jsonrpc \u0041","v":["jsonrpc"]}"#,
+        ] {
+            let line = format!(
+                r#"{{"task_id":"t","samples":[{{"calls":[{{"tool":"a","result":{line}}}]}}]}}"#
+            );
+            same_either_way(line.as_bytes());
+        }
     }
 
     fn observed(line: &str) -> Vec<Vec<(String, String, Observed)>> {
