@@ -553,7 +553,7 @@ pub fn prepare(
             let start = range.start;
             for j in range.clone() {
                 let call = &sample.calls[j];
-                let step = (start, moved.as_deref());
+                let step = (start, moved.as_deref(), sample.calls.len() > 1);
                 let canon = calls.of(call, step, catalog, resolver.as_deref_mut());
                 let (args, key, violations) = match canon {
                     Canonical::Valid(v, key) => (Some(v), key, None),
@@ -927,8 +927,13 @@ fn resemblance(a: &str, b: &str) -> usize {
 }
 
 /// The ids of a task's calls by key ([`canonical_call`]'s). Samples mostly repeat each
-/// other's calls: each distinct (tool, step, arguments as written) is canonicalized and
-/// keyed once (the step matters because `$from` may only name earlier steps).
+/// other's calls: each distinct (tool, step, arguments as written) of a sample of several
+/// calls is canonicalized and keyed once (the step matters because `$from` may only name
+/// earlier steps). A sample of one call that repeats an earlier one was shared by the
+/// reader when it repeated it whole, so what is left to find is a call that returned
+/// something else, too rare to pay for comparing every such call with the earlier ones
+/// (on the benchmark's 20,000 tasks the memo found 8% of them, and cost more than it
+/// saved).
 struct CallIds<'a> {
     keys: Keys<'a, Jcs>,
     written: Recent<(&'a str, usize, &'a Value), Canonical>,
@@ -936,12 +941,13 @@ struct CallIds<'a> {
 
 impl<'a> CallIds<'a> {
     /// `call`'s canonical form and key, at `step`: the index of its turn's first call,
-    /// and where each call as written landed in canonical order once a turn was
-    /// reordered (its `$from` references are renumbered by it).
+    /// where each call as written landed in canonical order once a turn was reordered
+    /// (its `$from` references are renumbered by it), and whether its sample has several
+    /// calls (only then is it looked for among the earlier ones).
     fn of(
         &mut self,
         call: &'a Call,
-        (start, moved): (usize, Option<&[usize]>),
+        (start, moved, several): (usize, Option<&[usize]>, bool),
         catalog: &Catalog,
         resolver: Option<&mut (dyn Resolver + '_)>,
     ) -> Canonical {
@@ -951,6 +957,9 @@ impl<'a> CallIds<'a> {
         };
         if let Some(v) = moved.and_then(|m| renumbered(v, m)) {
             return canonical_call(&call.tool, &v, start, catalog, resolver, self);
+        }
+        if !several {
+            return canonical_call(&call.tool, v, start, catalog, resolver, self);
         }
         let mut written = std::mem::replace(&mut self.written, Recent::new());
         let canon = written.get_or((call.tool.as_str(), start, v), || {
@@ -2062,6 +2071,38 @@ mod tests {
         let keys: Vec<u32> = p.samples.iter().map(|s| s.steps[0].key).collect();
         assert_eq!(keys, want);
         assert_eq!(keys, [0, 1, 2, 0, 3, 2, 1, 4]);
+    }
+
+    /// A call of a sample of several calls is canonicalized once for the samples that
+    /// repeat it (they share its canonical tree); a sample's only call is canonicalized
+    /// anew, to the same key.
+    #[test]
+    fn calls_of_several_call_samples_are_looked_up_again() {
+        let c = catalog();
+        let line = r#"{"task_id":"t","samples":[{"calls":[
+          {"tool":"w","arguments":{"city":"Oslo"},"result":1},
+          {"tool":"w","arguments":{"city":"Rome"},"result":2}]}]}"#;
+        let t = parse_task_line(line.as_bytes()).unwrap();
+        let mut ids = CallIds {
+            keys: Keys::new(Jcs),
+            written: Recent::new(),
+        };
+        let mut of = |j: usize, several: bool| match ids.of(
+            &t.samples[0].calls[j],
+            (j, None, several),
+            &c,
+            None,
+        ) {
+            Canonical::Valid(v, key) => (v, key),
+            other => panic!("{other:?}"),
+        };
+        let (first, key) = of(0, true);
+        let (again, key_again) = of(0, true);
+        assert!(Arc::ptr_eq(&first, &again) && key == key_again);
+        let (single, key_single) = of(1, false);
+        let (single_again, key_single_again) = of(1, false);
+        assert!(!Arc::ptr_eq(&single, &single_again));
+        assert_eq!((key_single, key_single_again), (1, 1));
     }
 
     fn decide_line(line: &str) -> serde_json::Value {
