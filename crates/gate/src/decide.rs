@@ -101,7 +101,7 @@ struct Looked<'a> {
 impl<'a> Looked<'a> {
     fn up(samples: &[Counted<'a>], batch: &'a dyn ToolStates) -> Self {
         let mut states: Vec<(&str, Option<ToolState>)> = Vec::new();
-        for st in samples.iter().flat_map(|c| &c.sample.steps) {
+        for st in samples.iter().flat_map(|c| c.sample.steps.iter()) {
             // A handful is the rule; a task of thousands of tools is asked of the batch,
             // so a lookup here stays a few comparisons.
             if states.len() < 8 && !states.iter().any(|(t, _)| *t == &*st.tool) {
@@ -392,7 +392,9 @@ struct PreparedSample {
     plan: PlanKey,
     /// Steps in canonical order: the calls of each turn sorted by key (so a turn compares
     /// as a multiset), then lined up with the modal plan's turn for per-step analysis.
-    steps: Vec<PreparedStep>,
+    /// Shared with the copies of a sample the reader shared (most samples of most tasks
+    /// are such copies), which cost a count instead of a copy of every step.
+    steps: Arc<Vec<PreparedStep>>,
     /// Turn lengths; empty when every call is its own turn.
     turns: Vec<usize>,
     /// The sample this one was prepared as (its own index when it was prepared for
@@ -406,18 +408,19 @@ impl PreparedSample {
     fn of(first: usize, plan: PlanKey, steps: Vec<PreparedStep>, turns: Vec<usize>) -> Self {
         PreparedSample {
             plan,
-            steps,
+            steps: Arc::new(steps),
             turns,
             first,
         }
     }
 }
 
-/// What samples agree on: the key ids of every step (each turn's sorted) and the turn
-/// lengths, or an unreadable sample, which agrees with nothing.
+/// What samples agree on: the key ids of every step (each turn's sorted; shared, like the
+/// steps, with the sample's copies) and the turn lengths, or an unreadable sample, which
+/// agrees with nothing.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 enum PlanKey {
-    Steps(Vec<u32>, Vec<usize>),
+    Steps(Arc<[u32]>, Vec<usize>),
     Malformed(usize),
 }
 
@@ -775,7 +778,7 @@ fn line_up_turns(samples: &mut [PreparedSample], modal_plan: Option<(usize, usiz
             let calls = &s.steps[range.clone()];
             let order = best_pairing(calls, targets);
             let lined: Vec<PreparedStep> = order.iter().map(|&k| calls[k].clone()).collect();
-            s.steps.splice(range, lined);
+            Arc::make_mut(&mut s.steps).splice(range, lined);
         }
     }
 }
@@ -2261,5 +2264,31 @@ mod tests {
             .map(|m| &m["sample"])
             .collect();
         assert_eq!(spoiled_at, [1, 4], "{d}");
+    }
+
+    /// The copies of a sample the reader shared hold its steps, not copies of them; a
+    /// copy lined up with the modal plan gets steps of its own, and the others keep theirs.
+    #[test]
+    fn shared_samples_share_their_steps() {
+        let c = catalog();
+        let call = |city: &str, r: u32| {
+            format!(r#"{{"tool":"w","arguments":{{"city":"{city}"}},"result":{r}}}"#)
+        };
+        let turn = |a: &str, b: &str| format!(r#"{{"turns":[[{},{}]]}}"#, call(a, 1), call(b, 2));
+        let (modal, off) = (turn("Oslo", "Rome"), turn("Rome", "Pisa"));
+        let line = format!(r#"{{"task_id":"t","samples":[{modal},{modal},{off},{off},{modal}]}}"#);
+        let mut t = parse_task_line(line.as_bytes()).unwrap();
+        // As the reader shares copies of a sample (it does so for native `calls` lines).
+        for (copy, of) in [(1, 0), (3, 2), (4, 0)] {
+            t.samples[copy] = Arc::clone(&t.samples[of]);
+        }
+        let p = prepare(&t, &c, None);
+        let steps = |i: usize| &p.samples[i].steps;
+        assert!(Arc::ptr_eq(steps(0), steps(1)) && Arc::ptr_eq(steps(0), steps(4)));
+        let keys = |i: usize| -> Vec<u32> { steps(i).iter().map(|st| st.key).collect() };
+        assert_eq!(
+            (keys(0), keys(2), keys(3)),
+            (vec![0, 1], vec![2, 1], vec![2, 1])
+        );
     }
 }
