@@ -12,7 +12,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 
 use crate::canon::{Invalid, Resolver, Violation, as_from_ref, canonicalize_arguments};
-use crate::catalog::Catalog;
+use crate::catalog::{Catalog, ToolSpec};
 use crate::convert::raw;
 use crate::jcs::{self, call_key};
 use crate::json::{Object, Value};
@@ -457,7 +457,7 @@ struct Miss {
 
 /// What a step's call says of its references, when it found nothing.
 fn reference_miss(
-    spec: Option<&crate::catalog::ToolSpec>,
+    spec: Option<&ToolSpec>,
     args: Option<&Value>,
     observed: &crate::task::Observed,
 ) -> Option<Arc<Miss>> {
@@ -556,8 +556,9 @@ pub fn prepare(
             let start = range.start;
             for j in range.clone() {
                 let call = &sample.calls[j];
+                let spec = catalog.get(&call.tool);
                 let step = (start, moved.as_deref(), sample.calls.len() > 1);
-                let canon = calls.of(call, step, catalog, resolver.as_deref_mut());
+                let canon = calls.of(call, step, spec, resolver.as_deref_mut());
                 let (args, key, violations) = match canon {
                     Canonical::Valid(v, key) => (Some(v), key, None),
                     Canonical::Violates(v, key, why) => (Some(v), key, Some(why)),
@@ -573,7 +574,7 @@ pub fn prepare(
                     }
                 };
                 steps.push(PreparedStep {
-                    miss: reference_miss(catalog.get(&call.tool), args.as_deref(), &call.observed),
+                    miss: reference_miss(spec, args.as_deref(), &call.observed),
                     tool: names.get_or(&call.tool, || Arc::from(call.tool.as_str())),
                     args,
                     key,
@@ -951,7 +952,7 @@ impl<'a> CallIds<'a> {
         &mut self,
         call: &'a Call,
         (start, moved, several): (usize, Option<&[usize]>, bool),
-        catalog: &Catalog,
+        spec: Option<&ToolSpec>,
         resolver: Option<&mut (dyn Resolver + '_)>,
     ) -> Canonical {
         let v = match &call.arguments {
@@ -959,30 +960,30 @@ impl<'a> CallIds<'a> {
             Arguments::Json(v) => v,
         };
         if let Some(v) = moved.and_then(|m| renumbered(v, m)) {
-            return canonical_call(&call.tool, &v, start, catalog, resolver, self);
+            return canonical_call(&call.tool, &v, start, spec, resolver, self);
         }
         if !several {
-            return canonical_call(&call.tool, v, start, catalog, resolver, self);
+            return canonical_call(&call.tool, v, start, spec, resolver, self);
         }
         let mut written = std::mem::replace(&mut self.written, Recent::new());
         let canon = written.get_or((call.tool.as_str(), start, v), || {
-            canonical_call(&call.tool, v, start, catalog, resolver, self)
+            canonical_call(&call.tool, v, start, spec, resolver, self)
         });
         self.written = written;
         canon
     }
 }
 
-/// One call's key.
+/// One call's key; `spec` is its tool's, when the catalog has it.
 fn canonical_call<'a>(
     tool: &'a str,
     v: &Value,
     step: usize,
-    catalog: &Catalog,
+    spec: Option<&ToolSpec>,
     resolver: Option<&mut (dyn Resolver + '_)>,
     calls: &mut CallIds<'a>,
 ) -> Canonical {
-    let v = match catalog.get(tool) {
+    let v = match spec {
         Some(spec) => match canonicalize_arguments(spec, v, step, resolver) {
             Ok(c) => c,
             Err(Invalid::Unreadable(problems)) => return Canonical::Unreadable(problems),
@@ -2093,7 +2094,7 @@ mod tests {
         let mut of = |j: usize, several: bool| match ids.of(
             &t.samples[0].calls[j],
             (j, None, several),
-            &c,
+            c.get("w"),
             None,
         ) {
             Canonical::Valid(v, key) => (v, key),
