@@ -534,7 +534,8 @@ pub fn prepare(
         keys: Keys::new(Jcs),
         written: Recent::new(),
     };
-    // Each tool's name once per task, shared by the steps that call it.
+    // Each tool's name once per task, shared by the steps that call it (the catalog's
+    // copy, for a tool it has).
     let mut names: Recent<&str, Arc<str>> = Recent::new();
     // A sample the reader shared with an earlier one prepares as that one did, unless
     // that one was unreadable: its malformed entries name their own sample.
@@ -575,7 +576,10 @@ pub fn prepare(
                 };
                 steps.push(PreparedStep {
                     miss: reference_miss(spec, args.as_deref(), &call.observed),
-                    tool: names.get_or(&call.tool, || Arc::from(call.tool.as_str())),
+                    tool: match spec {
+                        Some(spec) => Arc::clone(&spec.shared_name),
+                        None => names.get_or(&call.tool, || Arc::from(call.tool.as_str())),
+                    },
                     args,
                     key,
                     result: call.observed.key_id(&mut results),
@@ -2265,6 +2269,21 @@ mod tests {
             .map(|m| &m["sample"])
             .collect();
         assert_eq!(spoiled_at, [1, 4], "{d}");
+    }
+
+    /// A step names its tool with the catalog's copy of the name; a tool the catalog
+    /// lacks is named once per task.
+    #[test]
+    fn steps_share_their_tool_names() {
+        let c = catalog();
+        let line = r#"{"task_id":"t","samples":[
+          {"calls":[{"tool":"w","arguments":{"city":"Oslo"},"result":1},
+                    {"tool":"v","arguments":{},"result":1}]},
+          {"calls":[{"tool":"v","arguments":{"a":1},"result":1}]}]}"#;
+        let p = prepare(&parse_task_line(line.as_bytes()).unwrap(), &c, None);
+        let tool = |i: usize, j: usize| &p.samples[i].steps[j].tool;
+        assert!(Arc::ptr_eq(tool(0, 0), &c.get("w").unwrap().shared_name));
+        assert!(Arc::ptr_eq(tool(0, 1), tool(1, 0)) && &**tool(1, 0) == "v");
     }
 
     /// The copies of a sample the reader shared hold its steps, not copies of them; a
