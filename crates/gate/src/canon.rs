@@ -23,22 +23,23 @@ pub trait Resolver {
 /// taken back (never above `/`), no trailing `/`. It never touches a filesystem, so it
 /// cannot tell a symlink; two paths it merges name one file on any sane tree.
 pub fn normalize_path(path: &str, base: &str) -> String {
-    let mut parts: Vec<&str> = Vec::new();
-    let joined = if path.starts_with('/') {
-        path.to_string()
-    } else {
-        format!("{base}/{path}")
-    };
-    for seg in joined.split('/') {
+    // Built in one string, segment by segment: `..` cuts back to the last `/`.
+    let mut out = String::with_capacity(base.len() + path.len() + 1);
+    let base = if path.starts_with('/') { "" } else { base };
+    for seg in base.split('/').chain(path.split('/')) {
         match seg {
             "" | "." => {}
-            ".." => {
-                parts.pop();
+            ".." => out.truncate(out.rfind('/').unwrap_or(0)),
+            s => {
+                out.push('/');
+                out.push_str(s);
             }
-            s => parts.push(s),
         }
     }
-    format!("/{}", parts.join("/"))
+    if out.is_empty() {
+        out.push('/');
+    }
+    out
 }
 
 /// Is this value a `{"$from": {"step": N, "pointer": "/..."}}` reference?
@@ -156,7 +157,9 @@ pub fn canonicalize_arguments(
         return Err(Invalid::Violates(violations));
     }
     let mut resolver = resolver;
-    Ok(apply(&tool.hints, args, &mut resolver))
+    let mut out = args.clone();
+    apply(&tool.hints, &mut out, &mut resolver);
+    Ok(out)
 }
 
 /// Whether `v` holds no `$from` reference and no duplicate key, so [`scan`] would find
@@ -213,71 +216,93 @@ fn scan(
     }
 }
 
-fn apply(hints: &Hints, v: &Value, resolver: &mut Option<&mut (dyn Resolver + '_)>) -> Value {
+/// Puts `v` in canonical form where it stands: the arguments are copied once, and a hint
+/// that finds a value already canonical (most do) leaves it untouched instead of
+/// rebuilding it.
+fn apply(hints: &Hints, v: &mut Value, resolver: &mut Option<&mut (dyn Resolver + '_)>) {
     // A reference is symbolic on purpose: an upstream result, flaky or not, never
     // reaches the argument signal through one. Where the schema has no hint and no
     // default at or below this place, the value is its own canonical form (it holds no
     // duplicate key: those are unreadable first).
     if as_from_ref(v).is_some() || hints.is_empty() {
-        return v.clone();
+        return;
     }
-    let mut out = match v {
+    match v {
         Value::Object(o) => {
-            let mut res = Object::with_capacity(o.len());
-            for (k, sub) in o.iter() {
-                res.push_new(k.clone(), apply(hints.property(k), sub, resolver));
+            for (k, sub) in o.iter_mut() {
+                apply(hints.property(k), sub, resolver);
             }
             for (k, sub) in hints.properties() {
-                if sub.default().is_none() || res.contains_key(k) {
+                let Some(d) = sub.default() else { continue };
+                if o.contains_key(k) {
                     continue;
                 }
-                if let Some(d) = sub.default() {
-                    // A default goes through its own hints, so `"default": "./a"`
-                    // agrees with an explicit "/a".
-                    res.insert(k.clone(), apply(sub, d, resolver));
+                // A default goes through its own hints, so `"default": "./a"` agrees
+                // with an explicit "/a".
+                let mut d = d.clone();
+                apply(sub, &mut d, resolver);
+                o.push_new(k.clone(), d);
+            }
+        }
+        Value::Array(items) => {
+            for i in items.iter_mut() {
+                apply(hints.items(), i, resolver);
+            }
+        }
+        _ => {}
+    }
+    for hint in hints.hints() {
+        match (hint, &mut *v) {
+            (Hint::Trim, Value::String(t)) => {
+                let kept = t.trim();
+                if kept.len() != t.len() {
+                    *t = kept.to_string();
                 }
             }
-            Value::Object(res)
-        }
-        Value::Array(items) => Value::Array(
-            items
-                .iter()
-                .map(|i| apply(hints.items(), i, resolver))
-                .collect(),
-        ),
-        other => other.clone(),
-    };
-    for hint in hints.hints() {
-        out = match (hint, out) {
-            (Hint::Trim, Value::String(t)) if t.trim().len() == t.len() => Value::String(t),
-            (Hint::Trim, Value::String(t)) => Value::String(t.trim().to_string()),
             // ASCII lowercases alike either way, in place.
-            (Hint::Casefold, Value::String(mut t)) if t.is_ascii() => {
-                t.make_ascii_lowercase();
-                Value::String(t)
+            (Hint::Casefold, Value::String(t)) if t.is_ascii() => t.make_ascii_lowercase(),
+            (Hint::Casefold, Value::String(t)) => *t = t.to_lowercase(),
+            (Hint::Path { base }, Value::String(p)) => *p = normalize_path(p, base),
+            (Hint::Id { resolve }, val) => {
+                if let Some(r) = resolver {
+                    *val = match r.resolve(resolve, val) {
+                        Some(id) => id,
+                        // Kept apart from every resolved value: a fabricated ID that
+                        // happens to look canonical must not agree with a resolved one.
+                        None => Value::Object(Object::from_iter([(
+                            "$unresolved".to_string(),
+                            std::mem::replace(val, Value::Null),
+                        )])),
+                    };
+                }
             }
-            (Hint::Casefold, Value::String(t)) => Value::String(t.to_lowercase()),
-            (Hint::Path { base }, Value::String(p)) => Value::String(normalize_path(&p, base)),
-            (Hint::Id { resolve }, val) => match resolver {
-                None => val,
-                Some(r) => match r.resolve(resolve, &val) {
-                    Some(id) => id,
-                    // Kept apart from every resolved value: a fabricated ID that happens
-                    // to look canonical must not agree with a resolved one.
-                    None => Value::Object(Object::from_iter([("$unresolved".to_string(), val)])),
-                },
-            },
-            (Hint::Unordered, Value::Array(items)) => {
-                let mut keyed: Vec<(String, Value)> =
-                    items.into_iter().map(|i| (jcs::to_string(&i), i)).collect();
-                keyed.sort_by(|a, b| a.0.cmp(&b.0));
-                keyed.dedup_by(|a, b| a.0 == b.0);
-                Value::Array(keyed.into_iter().map(|(_, i)| i).collect())
-            }
-            (_, other) => other,
-        };
+            (Hint::Unordered, Value::Array(items)) => sort_as_set(items),
+            _ => {}
+        }
     }
-    out
+}
+
+/// Sorts `items` by their RFC 8785 forms and drops repeats. Strings of bytes past `"`
+/// other than the backslash print as themselves between quotes, and the closing quote sorts
+/// before any of those bytes, so a list of only such strings sorts alike by its text,
+/// without printing each item.
+fn sort_as_set(items: &mut Vec<Value>) {
+    let bare = |i: &Value| {
+        i.as_str()
+            .is_some_and(|s| s.bytes().all(|b| b > b'"' && b != b'\\'))
+    };
+    if items.iter().all(bare) {
+        items.sort_by(|a, b| a.as_str().cmp(&b.as_str()));
+        items.dedup();
+        return;
+    }
+    let mut keyed: Vec<(String, Value)> = std::mem::take(items)
+        .into_iter()
+        .map(|i| (jcs::to_string(&i), i))
+        .collect();
+    keyed.sort_by(|a, b| a.0.cmp(&b.0));
+    keyed.dedup_by(|a, b| a.0 == b.0);
+    *items = keyed.into_iter().map(|(_, i)| i).collect();
 }
 
 #[cfg(test)]
@@ -311,6 +336,53 @@ mod tests {
         assert_eq!(normalize_path("./a/../b//c/", "/world"), "/world/b/c");
         assert_eq!(normalize_path("/../../etc", "/world"), "/etc");
         assert_eq!(normalize_path("", "/world"), "/world");
+        for (path, base, normal) in [
+            ("..", "/", "/"),
+            ("a/../../b", "/w/", "/b"),
+            ("/a/b/..", "/w", "/a"),
+            ("a//b/.", "/w//x", "/w/x/a/b"),
+            ("/", "/w", "/"),
+            ("...", "/w", "/w/..."),
+        ] {
+            assert_eq!(normalize_path(path, base), normal, "{path} against {base}");
+        }
+    }
+
+    /// Strings sorted by their own text (the quick way) come out as when sorted by their
+    /// RFC 8785 forms; lists with strings that print escaped, or that hold a byte
+    /// sorting before the closing quote, still sort by the forms.
+    #[test]
+    fn sets_sort_by_their_printed_forms() {
+        let by_forms = |items: &[Value]| {
+            let mut keyed: Vec<String> = items.iter().map(jcs::to_string).collect();
+            keyed.sort();
+            keyed.dedup();
+            keyed
+        };
+        let words = [
+            "a", "ab", "ab!", "ab ", "ab#", "a\"b", "a\\", "a\n", "é", "Z", "~", "ab",
+        ];
+        for i in 0..words.len() {
+            for j in 0..words.len() {
+                for k in 0..words.len() {
+                    let mut items: Vec<Value> = [words[i], words[j], words[k], "ab"]
+                        .iter()
+                        .map(|w| Value::String(w.to_string()))
+                        .collect();
+                    let want = by_forms(&items);
+                    sort_as_set(&mut items);
+                    let got: Vec<String> = items.iter().map(jcs::to_string).collect();
+                    assert_eq!(got, want, "{:?}", [words[i], words[j], words[k]]);
+                }
+            }
+        }
+        let mut mixed = vec![
+            Value::String("b".into()),
+            Value::Null,
+            Value::String("a".into()),
+        ];
+        sort_as_set(&mut mixed);
+        assert_eq!(jcs::to_string(&Value::Array(mixed)), r#"["a","b",null]"#);
     }
 
     #[test]

@@ -222,6 +222,8 @@ pub struct ToolSpec {
     declared: bool,
     /// The schema's canonicalization hints, read once.
     pub(crate) hints: Hints,
+    /// `name`, for the prepared steps that call the tool to share instead of copying.
+    pub(crate) shared_name: Arc<str>,
     pub(crate) validator: Arc<jsonschema::Validator>,
     /// The same schema compiled for our own values, which asks whether arguments are
     /// valid without converting them. `None` for a schema over `IN_PLACE_NODES` values,
@@ -669,6 +671,7 @@ fn parse_entry(
     Ok(ToolSpec {
         references: references_of(&hints),
         hints,
+        shared_name: Arc::from(name.as_str()),
         name,
         module,
         deterministic,

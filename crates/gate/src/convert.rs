@@ -163,6 +163,25 @@ impl<'a> Array<'a, GateJson> for &'a [Value] {
     fn elements(&self) -> std::slice::Iter<'a, Value> {
         self.iter()
     }
+    /// Strings are equal as JSON exactly when their texts are, so a list of only strings
+    /// (a set of names, the rule in arguments) is told unique without converting each
+    /// element as the validator's own answer does.
+    fn is_unique(&self) -> bool {
+        match self
+            .iter()
+            .map(Value::as_str)
+            .collect::<Option<Vec<&str>>>()
+        {
+            Some(mut texts) => {
+                texts.sort_unstable();
+                texts.windows(2).all(|w| w[0] != w[1])
+            }
+            None => {
+                let values: Vec<serde_json::Value> = self.iter().map(to_serde).collect();
+                jsonschema::json::unique::is_unique(&values)
+            }
+        }
+    }
 }
 
 /// Serializes a canonical JSON text as the JSON it is, without reading its numbers, so
@@ -194,6 +213,7 @@ mod tests {
             json!({"oneOf": [{"required": ["a"]}, {"required": ["b"]}], "not": {"properties": {"c": {"type": "null"}}, "required": ["c"]}}),
             json!({"anyOf": [{"properties": {"a": {"maximum": 18446744073709551615u64}}}, {"properties": {"b": {"minimum": -9223372036854775808i64}}}], "if": {"required": ["a"]}, "then": {"properties": {"a": {"type": "number"}}}, "else": {"properties": {"b": {"type": ["string", "integer"]}}}}),
             json!({"properties": {"a": {"$ref": "#"}, "b": {"type": "object", "unevaluatedProperties": false, "properties": {"a": true}}}, "dependentRequired": {"b": ["a"]}}),
+            json!({"properties": {"a": {"uniqueItems": true}, "b": {"items": {"uniqueItems": true}}}}),
         ]
     }
 
@@ -267,6 +287,31 @@ mod tests {
         }
     }
 
+    /// Lists of strings, told unique by their texts, answer as converted ones do, beside
+    /// lists that mix in other values.
+    #[test]
+    fn unique_strings_are_unique_as_converted() {
+        let schema = json!({"uniqueItems": true});
+        let serde = jsonschema::validator_for(&schema).unwrap();
+        let in_place = jsonschema::options_for::<GateJson>()
+            .build(&schema)
+            .unwrap();
+        for (t, unique) in [
+            (r#"["a","b","c","d"]"#, true),
+            (r#"["d","b","c","b"]"#, false),
+            (r#"["b","a","b"]"#, false),
+            (r#"["\u00e9","e\u0301"]"#, true),
+            (r#"["é","\u00e9"]"#, false),
+            (r#"[]"#, true),
+            (r#"["1",1,"1.0"]"#, true),
+            (r#"["a",1,1.0]"#, false),
+        ] {
+            let v = crate::json::parse(t).unwrap();
+            assert_eq!(in_place.is_valid(&v), unique, "{t}");
+            assert_eq!(serde.is_valid(&to_serde(&v)), unique, "{t}");
+        }
+    }
+
     #[test]
     fn the_schemas_tell_values_apart() {
         // The property above would hold trivially if every value passed or failed.
@@ -280,6 +325,7 @@ mod tests {
                 r#"{"b":true}"#,
                 "[]",
                 r#"{"a":[2,2],"b":{"a":1,"z":1}}"#,
+                r#"{"a":["ab","ab"]}"#,
             ]
             .iter()
             .map(|t| v.is_valid(&crate::json::parse(t).unwrap()))

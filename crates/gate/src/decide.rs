@@ -11,7 +11,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::canon::{Invalid, Resolver, Violation, as_from_ref, canonicalize_arguments};
-use crate::catalog::Catalog;
+use crate::catalog::{Catalog, ToolSpec};
 use crate::jcs::{self, call_key};
 use crate::json::{Object, Value};
 use crate::stats::{Ratio, wilson};
@@ -99,7 +99,7 @@ struct Looked<'a> {
 impl<'a> Looked<'a> {
     fn up(samples: &[Counted<'a>], batch: &'a dyn ToolStates) -> Self {
         let mut states: Vec<(&str, Option<ToolState>)> = Vec::new();
-        for st in samples.iter().flat_map(|c| &c.sample.steps) {
+        for st in samples.iter().flat_map(|c| c.sample.steps.iter()) {
             // A handful is the rule; a task of thousands of tools is asked of the batch,
             // so a lookup here stays a few comparisons.
             if states.len() < 8 && !states.iter().any(|(t, _)| *t == &*st.tool) {
@@ -392,7 +392,9 @@ struct PreparedSample {
     plan: PlanKey,
     /// Steps in canonical order: the calls of each turn sorted by key (so a turn compares
     /// as a multiset), then lined up with the modal plan's turn for per-step analysis.
-    steps: Vec<PreparedStep>,
+    /// Shared with the copies of a sample the reader shared (most samples of most tasks
+    /// are such copies), which cost a count instead of a copy of every step.
+    steps: Arc<Vec<PreparedStep>>,
     /// Turn lengths; empty when every call is its own turn.
     turns: Vec<usize>,
     /// The sample this one was prepared as (its own index when it was prepared for
@@ -406,18 +408,19 @@ impl PreparedSample {
     fn of(first: usize, plan: PlanKey, steps: Vec<PreparedStep>, turns: Vec<usize>) -> Self {
         PreparedSample {
             plan,
-            steps,
+            steps: Arc::new(steps),
             turns,
             first,
         }
     }
 }
 
-/// What samples agree on: the key ids of every step (each turn's sorted) and the turn
-/// lengths, or an unreadable sample, which agrees with nothing.
+/// What samples agree on: the key ids of every step (each turn's sorted; shared, like the
+/// steps, with the sample's copies) and the turn lengths, or an unreadable sample, which
+/// agrees with nothing.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 enum PlanKey {
-    Steps(Vec<u32>, Vec<usize>),
+    Steps(Arc<[u32]>, Vec<usize>),
     Malformed(usize),
 }
 
@@ -454,7 +457,7 @@ struct Miss {
 
 /// What a step's call says of its references, when it found nothing.
 fn reference_miss(
-    spec: Option<&crate::catalog::ToolSpec>,
+    spec: Option<&ToolSpec>,
     args: Option<&Value>,
     observed: &crate::task::Observed,
 ) -> Option<Arc<Miss>> {
@@ -531,7 +534,8 @@ pub fn prepare(
         keys: Keys::new(Jcs),
         written: Recent::new(),
     };
-    // Each tool's name once per task, shared by the steps that call it.
+    // Each tool's name once per task, shared by the steps that call it (the catalog's
+    // copy, for a tool it has).
     let mut names: Recent<&str, Arc<str>> = Recent::new();
     // A sample the reader shared with an earlier one prepares as that one did, unless
     // that one was unreadable: its malformed entries name their own sample.
@@ -553,8 +557,9 @@ pub fn prepare(
             let start = range.start;
             for j in range.clone() {
                 let call = &sample.calls[j];
-                let step = (start, moved.as_deref());
-                let canon = calls.of(call, step, catalog, resolver.as_deref_mut());
+                let spec = catalog.get(&call.tool);
+                let step = (start, moved.as_deref(), sample.calls.len() > 1);
+                let canon = calls.of(call, step, spec, resolver.as_deref_mut());
                 let (args, key, violations) = match canon {
                     Canonical::Valid(v, key) => (Some(v), key, None),
                     Canonical::Violates(v, key, why) => (Some(v), key, Some(why)),
@@ -570,8 +575,11 @@ pub fn prepare(
                     }
                 };
                 steps.push(PreparedStep {
-                    miss: reference_miss(catalog.get(&call.tool), args.as_deref(), &call.observed),
-                    tool: names.get_or(&call.tool, || Arc::from(call.tool.as_str())),
+                    miss: reference_miss(spec, args.as_deref(), &call.observed),
+                    tool: match spec {
+                        Some(spec) => Arc::clone(&spec.shared_name),
+                        None => names.get_or(&call.tool, || Arc::from(call.tool.as_str())),
+                    },
                     args,
                     key,
                     result: call.observed.key_id(&mut results),
@@ -775,7 +783,7 @@ fn line_up_turns(samples: &mut [PreparedSample], modal_plan: Option<(usize, usiz
             let calls = &s.steps[range.clone()];
             let order = best_pairing(calls, targets);
             let lined: Vec<PreparedStep> = order.iter().map(|&k| calls[k].clone()).collect();
-            s.steps.splice(range, lined);
+            Arc::make_mut(&mut s.steps).splice(range, lined);
         }
     }
 }
@@ -927,8 +935,13 @@ fn resemblance(a: &str, b: &str) -> usize {
 }
 
 /// The ids of a task's calls by key ([`canonical_call`]'s). Samples mostly repeat each
-/// other's calls: each distinct (tool, step, arguments as written) is canonicalized and
-/// keyed once (the step matters because `$from` may only name earlier steps).
+/// other's calls: each distinct (tool, step, arguments as written) of a sample of several
+/// calls is canonicalized and keyed once (the step matters because `$from` may only name
+/// earlier steps). A sample of one call that repeats an earlier one was shared by the
+/// reader when it repeated it whole, so what is left to find is a call that returned
+/// something else, too rare to pay for comparing every such call with the earlier ones
+/// (on the benchmark's 20,000 tasks the memo found 8% of them, and cost more than it
+/// saved).
 struct CallIds<'a> {
     keys: Keys<'a, Jcs>,
     written: Recent<(&'a str, usize, &'a Value), Canonical>,
@@ -936,13 +949,14 @@ struct CallIds<'a> {
 
 impl<'a> CallIds<'a> {
     /// `call`'s canonical form and key, at `step`: the index of its turn's first call,
-    /// and where each call as written landed in canonical order once a turn was
-    /// reordered (its `$from` references are renumbered by it).
+    /// where each call as written landed in canonical order once a turn was reordered
+    /// (its `$from` references are renumbered by it), and whether its sample has several
+    /// calls (only then is it looked for among the earlier ones).
     fn of(
         &mut self,
         call: &'a Call,
-        (start, moved): (usize, Option<&[usize]>),
-        catalog: &Catalog,
+        (start, moved, several): (usize, Option<&[usize]>, bool),
+        spec: Option<&ToolSpec>,
         resolver: Option<&mut (dyn Resolver + '_)>,
     ) -> Canonical {
         let v = match &call.arguments {
@@ -950,27 +964,30 @@ impl<'a> CallIds<'a> {
             Arguments::Json(v) => v,
         };
         if let Some(v) = moved.and_then(|m| renumbered(v, m)) {
-            return canonical_call(&call.tool, &v, start, catalog, resolver, self);
+            return canonical_call(&call.tool, &v, start, spec, resolver, self);
+        }
+        if !several {
+            return canonical_call(&call.tool, v, start, spec, resolver, self);
         }
         let mut written = std::mem::replace(&mut self.written, Recent::new());
         let canon = written.get_or((call.tool.as_str(), start, v), || {
-            canonical_call(&call.tool, v, start, catalog, resolver, self)
+            canonical_call(&call.tool, v, start, spec, resolver, self)
         });
         self.written = written;
         canon
     }
 }
 
-/// One call's key.
+/// One call's key; `spec` is its tool's, when the catalog has it.
 fn canonical_call<'a>(
     tool: &'a str,
     v: &Value,
     step: usize,
-    catalog: &Catalog,
+    spec: Option<&ToolSpec>,
     resolver: Option<&mut (dyn Resolver + '_)>,
     calls: &mut CallIds<'a>,
 ) -> Canonical {
-    let v = match catalog.get(tool) {
+    let v = match spec {
         Some(spec) => match canonicalize_arguments(spec, v, step, resolver) {
             Ok(c) => c,
             Err(Invalid::Unreadable(problems)) => return Canonical::Unreadable(problems),
@@ -2062,6 +2079,38 @@ mod tests {
         assert_eq!(keys, [0, 1, 2, 0, 3, 2, 1, 4]);
     }
 
+    /// A call of a sample of several calls is canonicalized once for the samples that
+    /// repeat it (they share its canonical tree); a sample's only call is canonicalized
+    /// anew, to the same key.
+    #[test]
+    fn calls_of_several_call_samples_are_looked_up_again() {
+        let c = catalog();
+        let line = r#"{"task_id":"t","samples":[{"calls":[
+          {"tool":"w","arguments":{"city":"Oslo"},"result":1},
+          {"tool":"w","arguments":{"city":"Rome"},"result":2}]}]}"#;
+        let t = parse_task_line(line.as_bytes()).unwrap();
+        let mut ids = CallIds {
+            keys: Keys::new(Jcs),
+            written: Recent::new(),
+        };
+        let mut of = |j: usize, several: bool| match ids.of(
+            &t.samples[0].calls[j],
+            (j, None, several),
+            c.get("w"),
+            None,
+        ) {
+            Canonical::Valid(v, key) => (v, key),
+            other => panic!("{other:?}"),
+        };
+        let (first, key) = of(0, true);
+        let (again, key_again) = of(0, true);
+        assert!(Arc::ptr_eq(&first, &again) && key == key_again);
+        let (single, key_single) = of(1, false);
+        let (single_again, key_single_again) = of(1, false);
+        assert!(!Arc::ptr_eq(&single, &single_again));
+        assert_eq!((key_single, key_single_again), (1, 1));
+    }
+
     fn decide_line(line: &str) -> serde_json::Value {
         let c = catalog();
         let t = parse_task_line(line.as_bytes()).unwrap_or_else(|e| panic!("{line}: {e}"));
@@ -2218,5 +2267,46 @@ mod tests {
             .map(|m| &m["sample"])
             .collect();
         assert_eq!(spoiled_at, [1, 4], "{d}");
+    }
+
+    /// A step names its tool with the catalog's copy of the name; a tool the catalog
+    /// lacks is named once per task.
+    #[test]
+    fn steps_share_their_tool_names() {
+        let c = catalog();
+        let line = r#"{"task_id":"t","samples":[
+          {"calls":[{"tool":"w","arguments":{"city":"Oslo"},"result":1},
+                    {"tool":"v","arguments":{},"result":1}]},
+          {"calls":[{"tool":"v","arguments":{"a":1},"result":1}]}]}"#;
+        let p = prepare(&parse_task_line(line.as_bytes()).unwrap(), &c, None);
+        let tool = |i: usize, j: usize| &p.samples[i].steps[j].tool;
+        assert!(Arc::ptr_eq(tool(0, 0), &c.get("w").unwrap().shared_name));
+        assert!(Arc::ptr_eq(tool(0, 1), tool(1, 0)) && &**tool(1, 0) == "v");
+    }
+
+    /// The copies of a sample the reader shared hold its steps, not copies of them; a
+    /// copy lined up with the modal plan gets steps of its own, and the others keep theirs.
+    #[test]
+    fn shared_samples_share_their_steps() {
+        let c = catalog();
+        let call = |city: &str, r: u32| {
+            format!(r#"{{"tool":"w","arguments":{{"city":"{city}"}},"result":{r}}}"#)
+        };
+        let turn = |a: &str, b: &str| format!(r#"{{"turns":[[{},{}]]}}"#, call(a, 1), call(b, 2));
+        let (modal, off) = (turn("Oslo", "Rome"), turn("Rome", "Pisa"));
+        let line = format!(r#"{{"task_id":"t","samples":[{modal},{modal},{off},{off},{modal}]}}"#);
+        let mut t = parse_task_line(line.as_bytes()).unwrap();
+        // As the reader shares copies of a sample (it does so for native `calls` lines).
+        for (copy, of) in [(1, 0), (3, 2), (4, 0)] {
+            t.samples[copy] = Arc::clone(&t.samples[of]);
+        }
+        let p = prepare(&t, &c, None);
+        let steps = |i: usize| &p.samples[i].steps;
+        assert!(Arc::ptr_eq(steps(0), steps(1)) && Arc::ptr_eq(steps(0), steps(4)));
+        let keys = |i: usize| -> Vec<u32> { steps(i).iter().map(|st| st.key).collect() };
+        assert_eq!(
+            (keys(0), keys(2), keys(3)),
+            (vec![0, 1], vec![2, 1], vec![2, 1])
+        );
     }
 }

@@ -261,6 +261,12 @@ impl<K: PartialEq, V: Clone> Recent<K, V> {
         Recent(Vec::new())
     }
 
+    /// An empty list with room for the `n` things a caller expects to keep (never
+    /// more than it keeps), so it is allocated once instead of grown.
+    pub(crate) fn with_room(n: usize) -> Self {
+        Recent(Vec::with_capacity(n.min(Self::CAP)))
+    }
+
     /// What was computed for a key equal to `key`, or `compute`'s answer, kept while
     /// there is room.
     pub(crate) fn get_or(&mut self, key: K, compute: impl FnOnce() -> V) -> V {
@@ -285,7 +291,7 @@ pub(crate) fn per_sample<'a, T: Clone>(
     mut per: impl FnMut(usize, &'a Sample) -> T,
 ) -> Vec<T> {
     let mut out: Vec<T> = Vec::with_capacity(samples.len());
-    let mut firsts: Recent<*const Sample, usize> = Recent::new();
+    let mut firsts: Recent<*const Sample, usize> = Recent::with_room(samples.len());
     for (i, sample) in samples.iter().enumerate() {
         let first = firsts.get_or(Arc::as_ptr(sample), || i);
         let answer = match out.get(first) {

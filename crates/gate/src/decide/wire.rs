@@ -86,7 +86,7 @@ impl Prepared {
             .iter()
             .map(|s| WireSample {
                 plan: match &s.plan {
-                    PlanKey::Steps(keys, turns) => Some((keys.clone(), turns.clone())),
+                    PlanKey::Steps(keys, turns) => Some((keys.to_vec(), turns.clone())),
                     PlanKey::Malformed(_) => None,
                 },
                 malformed: match s.plan {
@@ -143,7 +143,7 @@ impl Prepared {
         let mut samples = Vec::with_capacity(line.samples.len());
         for s in line.samples {
             let plan = match (s.plan, s.malformed) {
-                (Some((keys, turns)), None) => PlanKey::Steps(keys, turns),
+                (Some((keys, turns)), None) => PlanKey::Steps(keys.into(), turns),
                 (None, Some(i)) => PlanKey::Malformed(i),
                 _ => return Err(WireError("a sample needs one of plan, malformed".into())),
             };
@@ -173,12 +173,7 @@ impl Prepared {
             }
             // Read back, every sample stands for itself (the line does not say which
             // were copies): classified alike, each counted on its own.
-            samples.push(PreparedSample {
-                plan,
-                steps,
-                turns: s.turns,
-                first: samples.len(),
-            });
+            samples.push(PreparedSample::of(samples.len(), plan, steps, s.turns));
         }
         Ok(Prepared {
             task_id: line.id,
