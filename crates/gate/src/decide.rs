@@ -1031,6 +1031,14 @@ pub(crate) fn modal<K: Ord>(keys: impl Iterator<Item = K>) -> Option<(usize, usi
 /// a task has a handful of samples, and a map cost an allocation and a search per key.
 fn tally<K: Ord>(keys: impl Iterator<Item = (usize, K, usize)>) -> (usize, Option<(usize, usize)>) {
     let mut all: Vec<(K, usize, usize)> = keys.map(|(i, k, times)| (k, i, times)).collect();
+    // Samples mostly agree: one key throughout needs no sort.
+    if let Some((one, ..)) = all.first()
+        && all.iter().all(|(k, ..)| k == one)
+    {
+        let first = all.iter().map(|(_, i, _)| *i).min();
+        let count = all.iter().map(|(.., times)| times).sum();
+        return (1, first.map(|f| (f, count)));
+    }
     // Each key's samples together, its first one first.
     all.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
     let (mut distinct, mut best) = (0, None);
@@ -2014,6 +2022,8 @@ mod tests {
             assert_eq!(tally(keys.iter().copied()), tally_by_map(&keys), "{keys:?}");
         }
         assert_eq!(tally(std::iter::empty::<(usize, u8, usize)>()), (0, None));
+        // One key throughout: its first sample, whatever order the samples come in.
+        assert_eq!(tally([(4, 7, 1), (2, 7, 3)].into_iter()), (1, Some((2, 4))));
         // A tie goes to the key seen first, whatever the order keys sort in.
         assert_eq!(tally([(0, 9, 2), (1, 1, 2)].into_iter()), (2, Some((0, 2))));
     }
