@@ -963,18 +963,16 @@ impl<'a> CallIds<'a> {
             Arguments::Malformed(why) => return Canonical::Unreadable(vec![why.clone()]),
             Arguments::Json(v) => v,
         };
+        let keys = &mut self.keys;
         if let Some(v) = moved.and_then(|m| renumbered(v, m)) {
-            return canonical_call(&call.tool, &v, start, spec, resolver, self);
+            return canonical_call(&call.tool, &v, start, spec, resolver, keys);
         }
         if !several {
-            return canonical_call(&call.tool, v, start, spec, resolver, self);
+            return canonical_call(&call.tool, v, start, spec, resolver, keys);
         }
-        let mut written = std::mem::replace(&mut self.written, Recent::new());
-        let canon = written.get_or((call.tool.as_str(), start, v), || {
-            canonical_call(&call.tool, v, start, spec, resolver, self)
-        });
-        self.written = written;
-        canon
+        self.written.get_or((call.tool.as_str(), start, v), || {
+            canonical_call(&call.tool, v, start, spec, resolver, keys)
+        })
     }
 }
 
@@ -985,14 +983,14 @@ fn canonical_call<'a>(
     step: usize,
     spec: Option<&ToolSpec>,
     resolver: Option<&mut (dyn Resolver + '_)>,
-    calls: &mut CallIds<'a>,
+    keys: &mut Keys<'a, Jcs>,
 ) -> Canonical {
     let v = match spec {
         Some(spec) => match canonicalize_arguments(spec, v, step, resolver) {
             Ok(c) => c,
             Err(Invalid::Unreadable(problems)) => return Canonical::Unreadable(problems),
             Err(Invalid::Violates(why)) => {
-                let id = calls.keys.id(call_key(tool, v, true));
+                let id = keys.id(call_key(tool, v, true));
                 return Canonical::Violates(Arc::new(v.clone()), id, Arc::new(why));
             }
         },
@@ -1015,7 +1013,7 @@ fn canonical_call<'a>(
         },
     };
     let v = Arc::new(v);
-    let id = calls.keys.call(tool, &v);
+    let id = keys.call(tool, &v);
     Canonical::Valid(v, id)
 }
 

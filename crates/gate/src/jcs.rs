@@ -671,7 +671,7 @@ struct OpenObject {
 
 /// The [`Fingerprint`] of a value: the one [`fingerprint`] gives any text that reads as
 /// it, computed from the tree without printing it. None where the text's would be none
-/// (a key written twice, keys that hash alike, nesting past the printer's depth).
+/// (a key written twice, keys that hash alike, nesting past the reader's depth).
 pub(crate) fn fingerprint_value(v: &Value) -> Option<Fingerprint> {
     let mut f = Fingerprinter::new(8);
     let hash = f.value(v, 0)?;
