@@ -136,12 +136,11 @@ impl TaskIds {
 }
 
 /// A line's hash (or a task ID's), to tell later whether the one seen again is the
-/// same: std's default hasher with its fixed keys, the same in every run.
+/// same: XXH3, a specified algorithm, so the same in every run and every build (std's
+/// default hasher promises neither across Rust releases), and fast enough to run over
+/// every input line.
 pub(crate) fn line_hash(line: &[u8]) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::hash::DefaultHasher::new();
-    line.hash(&mut h);
-    h.finish()
+    xxhash_rust::xxh3::xxh3_64(line)
 }
 
 /// The tasks on the given lines of a samples file, read again (the defer path retries
