@@ -129,9 +129,13 @@ pub(crate) struct Prefix(u64);
 impl Prefix {
     /// Adds line `number`.
     pub(crate) fn add(&mut self, number: usize, line: crate::lines::Line<'_>) {
+        let length;
         let (tag, bytes) = match line {
             Ok(bytes) => (0u8, bytes),
-            Err(length) => (u8::MAX, &(length as u64).to_le_bytes()[..]),
+            Err(n) => {
+                length = n.to_le_bytes();
+                (u8::MAX, &length[..])
+            }
         };
         let mut head = [0u8; 9];
         head[..8].copy_from_slice(&(number as u64).to_le_bytes());
