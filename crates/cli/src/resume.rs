@@ -122,7 +122,7 @@ pub(crate) struct Checkpoint {
 /// to read counts as its length): each step hashes the one before with the next line.
 /// One number, so a checkpoint can keep it; it guards against a changed file, not
 /// against an adversary. XXH3 (see [`crate::lines::line_hash`]): every input line goes
-/// through it, and SipHash over them was a twentieth of `score`'s time.
+/// through it, and SipHash over them was about 4% of `score`'s time.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Prefix(u64);
 
