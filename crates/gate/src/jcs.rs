@@ -4,7 +4,9 @@
 
 use std::borrow::Cow;
 
-use crate::json::{Cursor, Decimal, MAX_DEPTH, Number, Token, Value, Walk, decimal_of, plain_len};
+use crate::json::{
+    Cursor, Decimal, MAX_DEPTH, Number, Token, Value, Walk, decimal_of, plain_len, walk_value,
+};
 
 /// The canonical form of `value`.
 pub fn to_string(value: &Value) -> String {
@@ -488,7 +490,7 @@ pub(crate) struct Fingerprint {
 pub(crate) fn fingerprint(text: &str) -> Option<Fingerprint> {
     let mut c = Cursor::of_str(text);
     let (_, f) = checked_fingerprint(&mut c, 0)?;
-    c.at_end().then_some(f)?
+    if c.at_end() { f } else { None }
 }
 
 /// The next value's text, checked as [`Cursor::raw`] checks it (at nesting `depth` of
@@ -500,11 +502,7 @@ pub(crate) fn checked_fingerprint<'a>(
 ) -> Option<(&'a str, Option<Fingerprint>)> {
     let mut f = Fingerprinter::new(2 * SHORT_OBJECT);
     let (text, hash) = c.walk(depth, &mut f)?;
-    let fingerprint = (!f.twice).then_some(Fingerprint {
-        hash,
-        float: f.float,
-    });
-    Some((text, fingerprint))
+    Some((text, f.fingerprint(hash)))
 }
 
 struct Fingerprinter {
@@ -536,8 +534,8 @@ struct OpenValue {
     object: Option<OpenObject>,
 }
 
-/// A text's fingerprint, folded as the reader walks it: the same seeds, folds and order
-/// as [`Fingerprinter::value`] over a tree.
+/// A fingerprint, folded as the reader walks a text or [`walk_value`] a tree: one fold
+/// for both, so a tree and any text that reads as it fingerprint alike.
 impl Walk for Fingerprinter {
     type Out = u64;
     type Open = OpenValue;
@@ -593,33 +591,11 @@ impl Fingerprinter {
         }
     }
 
-    /// The hash of a tree, as [`Walk`] folds its text; None where the text's
-    /// fingerprint is none.
-    fn value(&mut self, v: &Value, depth: usize) -> Option<u64> {
-        // The reader's bound: no array or object at nesting MAX_DEPTH.
-        if depth >= MAX_DEPTH && matches!(v, Value::Array(_) | Value::Object(_)) {
-            return None;
-        }
-        Some(match v {
-            Value::Null => NULL,
-            Value::Bool(b) => mix(BOOL, u64::from(*b)),
-            Value::Number(n) => self.number_hash(n.lexeme()),
-            Value::String(s) => hash_bytes(STRING, s.as_bytes()),
-            Value::Array(items) => {
-                let mut h = ARRAY;
-                for item in items {
-                    h = mix(h, self.value(item, depth + 1)?);
-                }
-                h
-            }
-            Value::Object(members) => {
-                let mut o = self.open_object();
-                for (key, item) in members.iter() {
-                    let k = self.object_key(&mut o, key);
-                    o.sum = o.sum.wrapping_add(mix(k, self.value(item, depth + 1)?));
-                }
-                self.close_object(o)?
-            }
+    /// The fingerprint of what was walked to `hash`: none when a key came twice.
+    fn fingerprint(&self, hash: u64) -> Option<Fingerprint> {
+        (!self.twice).then_some(Fingerprint {
+            hash,
+            float: self.float,
         })
     }
 
@@ -674,11 +650,8 @@ struct OpenObject {
 /// (a key written twice, keys that hash alike, nesting past the reader's depth).
 pub(crate) fn fingerprint_value(v: &Value) -> Option<Fingerprint> {
     let mut f = Fingerprinter::new(8);
-    let hash = f.value(v, 0)?;
-    Some(Fingerprint {
-        hash,
-        float: f.float,
-    })
+    let hash = walk_value(v, 0, &mut f)?;
+    f.fingerprint(hash)
 }
 
 /// A call's key: the RFC 8785 form of `{"arguments": args, "tool": tool}`, with
@@ -701,18 +674,15 @@ pub(crate) fn call_key(tool: &str, args: &Value, violates: bool) -> String {
 /// folded from its two members as [`fingerprint`] folds the printed key.
 pub(crate) fn fingerprint_call(tool: &str, args: &Value) -> Option<Fingerprint> {
     let mut f = Fingerprinter::new(8);
-    let mut o = f.open_object();
-    let k = f.object_key(&mut o, "arguments");
-    o.sum = o.sum.wrapping_add(mix(k, f.value(args, 1)?));
-    let k = f.object_key(&mut o, "tool");
-    o.sum = o
-        .sum
-        .wrapping_add(mix(k, hash_bytes(STRING, tool.as_bytes())));
-    let hash = f.close_object(o)?;
-    Some(Fingerprint {
-        hash,
-        float: f.float,
-    })
+    let mut call = f.open(true);
+    f.key(&mut call, "arguments");
+    let args = walk_value(args, 1, &mut f)?;
+    f.item(&mut call, args);
+    f.key(&mut call, "tool");
+    let tool = f.string(tool);
+    f.item(&mut call, tool);
+    let hash = f.close(call);
+    f.fingerprint(hash)
 }
 
 /// The bits of a number lexeme's nearest double, -0 as 0; an integer that an `i64`
@@ -826,6 +796,17 @@ mod tests {
             fingerprint_value(&crate::json::parse("[1,2]").unwrap()),
             fingerprint_value(&crate::json::parse("[2,1]").unwrap())
         );
+        // Nesting: a tree has a fingerprint exactly as deep as the reader reads text.
+        for n in [MAX_DEPTH - 1, MAX_DEPTH, MAX_DEPTH + 1] {
+            let tree = (0..n).fold(Value::Null, |v, _| Value::Array(vec![v]));
+            let text = format!("{}null{}", "[".repeat(n), "]".repeat(n));
+            assert_eq!(fingerprint_value(&tree), fingerprint(&text), "{n} deep");
+            assert_eq!(
+                fingerprint_value(&tree).is_some(),
+                n <= MAX_DEPTH,
+                "{n} deep"
+            );
+        }
     }
 
     /// A result is checked and fingerprinted in one walk: it reads what `Cursor::raw`

@@ -949,7 +949,7 @@ impl Text for Discard {
 
 /// What [`Cursor::walk`] makes of a value as it checks it, told its parts in order:
 /// nothing ([`Discard`]), or a hash of it (`jcs`'s fingerprints, computed in the same
-/// pass that checks a result).
+/// pass that checks a result). [`walk_value`] tells a tree's parts the same way.
 pub(crate) trait Walk {
     /// What a value comes to.
     type Out;
@@ -983,6 +983,41 @@ impl Walk for Discard {
     fn key(&mut self, _: &mut (), _: &str) {}
     fn item(&mut self, _: &mut (), _: ()) {}
     fn close(&mut self, _: ()) {}
+}
+
+/// Tells `w` the parts of `v`, at nesting `depth`, as [`Cursor::walk`] tells those of any
+/// text that reads as `v`: the same calls in the same order. None where the reader would
+/// refuse that text for nesting (an array or object at [`MAX_DEPTH`]).
+pub(crate) fn walk_value<W: Walk>(v: &Value, depth: usize, w: &mut W) -> Option<W::Out> {
+    let object = match v {
+        Value::Null => return Some(w.null()),
+        Value::Bool(b) => return Some(w.boolean(*b)),
+        Value::Number(n) => return Some(w.number(n.lexeme())),
+        Value::String(s) => return Some(w.string(s)),
+        Value::Array(_) => false,
+        Value::Object(_) => true,
+    };
+    if depth >= MAX_DEPTH {
+        return None;
+    }
+    let mut open = w.open(object);
+    match v {
+        Value::Object(members) => {
+            for (key, item) in members.iter() {
+                w.key(&mut open, key);
+                let item = walk_value(item, depth + 1, w)?;
+                w.item(&mut open, item);
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                let item = walk_value(item, depth + 1, w)?;
+                w.item(&mut open, item);
+            }
+        }
+        _ => {}
+    }
+    Some(w.close(open))
 }
 
 /// What [`Cursor::token`] found.
