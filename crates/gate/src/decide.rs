@@ -426,10 +426,10 @@ enum PlanKey {
 
 /// Equal exactly when `Ord` says so, but two empty turn lists are equal without a call to
 /// `memcmp`: an empty `Vec` points at a dangling address (0x8), and glibc's AVX-512
-/// `memcmp` reads its first bytes with a masked load, which on AMD Zen cores costs a
-/// microcode assist of about 150 ns for an address with no page behind it. Plans of
-/// single-call turns (most of them) have empty turn lists, and these comparisons were a
-/// fifth of `score`'s time there (see docs/benchmarks.md).
+/// `memcmp` reads its first bytes with a masked load, which on the AMD EPYC (Zen 5) we
+/// measured costs a microcode assist of about 150 ns for an address with no page behind
+/// it. Plans of single-call turns (most of them) have empty turn lists, and these
+/// comparisons were a fifth of `score`'s time there (see docs/benchmarks.md).
 impl PartialEq for PlanKey {
     fn eq(&self, other: &Self) -> bool {
         match (self, other) {
