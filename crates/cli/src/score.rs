@@ -175,7 +175,7 @@ impl Writer<'_> {
                     if let (Some(gate), Some((naive, label))) = (verdict, compared) {
                         tally.baseline.count(gate, naive, label);
                     }
-                    writeln!(self.out, "{json}").context("failed to write decisions")?;
+                    write_record(&mut self.out, &json)?;
                 }
                 Scored::Bad(e) => {
                     if let Some(ev) = self.evidence.as_mut() {
@@ -196,7 +196,7 @@ impl Writer<'_> {
                         tally.baseline.count(d.decision, naive, label);
                     }
                     let json = plangate_gate::record::decision(&d);
-                    writeln!(self.out, "{json}").context("failed to write decisions")?;
+                    write_record(&mut self.out, &json)?;
                     let entry = Entry::Task {
                         line: number,
                         prepared,
@@ -210,6 +210,14 @@ impl Writer<'_> {
         }
         Ok(())
     }
+}
+
+/// One record and its line ending, written as bytes: `writeln!` would run the
+/// formatting machinery for every one of them.
+fn write_record(out: &mut Output, json: &str) -> Result<()> {
+    out.write_all(json.as_bytes())
+        .and_then(|()| out.write_all(b"\n"))
+        .context("failed to write decisions")
 }
 
 /// Reads, decides and writes as a pipeline: this thread reads lines into chunks,
