@@ -23,7 +23,7 @@ rm -f "$out/eval-mem.jsonl"
 eval_growth="$(awk -v a="$first_eval_rss" -v b="$last_eval_rss" 'BEGIN{printf "%.2f", b/a}')"
 row "7. \`plangate eval\` peak RSS growth, smallest to largest batch ($eval_mem)" "${eval_growth}x" "< 1.5x" \
     "$(check "$eval_growth" "<=" 1.5)" \
-    "scripts/bench.d/repeat.py target/bench/demo-samples.jsonl N > S; /usr/bin/time -v target/release/plangate eval --catalog examples/seed-world/catalog.json --samples S --out /dev/null"
+    "scripts/bench.d/repeat.py target/bench/demo-samples.jsonl N > S; /usr/bin/time -v \$P eval --catalog examples/seed-world/catalog.json --samples S --out /dev/null"
 
 # ---- 8. plangate merge ---------------------------------------------------------------
 merge_counts="${BENCH_MERGE:-100000 1000000}"
@@ -52,4 +52,4 @@ rm -f "$out"/merge-*.jsonl "$out"/merge-*.jsonl.evidence
 merge_growth="$(awk -v a="$first_merge_rss" -v b="$last_merge_rss" 'BEGIN{printf "%.2f", b/a}')"
 row "8. \`plangate merge\`, 3 score shards ($merge_line); peak RSS growth" "${merge_growth}x" "flat (~1x)" \
     "$(check "$merge_growth" "<=" 1.25)" \
-    "scripts/bench.d/repeat.py target/bench/tasks.jsonl N > T; target/release/plangate score --catalog target/bench/catalog.json --samples T --shard K/3 --out sK.jsonl (K = 1, 2, 3); /usr/bin/time -v target/release/plangate merge --out m.jsonl s1.jsonl s2.jsonl s3.jsonl"
+    "scripts/bench.d/repeat.py target/bench/tasks.jsonl N > T; \$P score --catalog target/bench/catalog.json --samples T --shard K/3 --out sK.jsonl (K = 1, 2, 3); /usr/bin/time -v \$P merge --out m.jsonl s1.jsonl s2.jsonl s3.jsonl"
