@@ -479,6 +479,34 @@ fn score_resumes_only_the_same_lines() {
     assert_eq!(std::fs::read(&out).expect("out"), whole, "resumed = whole");
 }
 
+/// A kill between making the journal and making the partial decisions leaves a journal
+/// that kept nothing and no partial file: `--resume` starts from the first line.
+#[test]
+fn a_journal_that_kept_nothing_resumes_without_its_partial_file() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (catalog, samples) = score_batch(dir.path(), 1_000);
+    let base = ["score", "--catalog", s(&catalog), "--samples", s(&samples)];
+    let (_, whole) = uninterrupted(dir.path(), &base, 2);
+    let out = dir.path().join("out.jsonl");
+    let journal = dir.path().join("out.jsonl.journal");
+    // Interrupted before any line came: a journal without a checkpoint.
+    let mut child = score_on_stdin(&catalog, &out, &[]);
+    wait_for(&journal, &mut child);
+    let (code, said) = stop_on_stdin(child);
+    assert_eq!(code, Some(130), "{said}");
+    std::fs::remove_file(dir.path().join("out.jsonl.partial")).expect("the partial file");
+    let resumed = plangate(&[&base[..], &["--out", s(&out), "--resume"]].concat());
+    // Exit 2 for the batch's bad lines; a refusal would exit 2 too, and say so.
+    assert_eq!(resumed.code, 2, "{}", resumed.stderr);
+    assert!(
+        !resumed.stderr.contains("cannot resume"),
+        "{}",
+        resumed.stderr
+    );
+    assert_eq!(std::fs::read(&out).expect("out"), whole, "resumed = whole");
+    assert!(!journal.exists());
+}
+
 /// The journal and the partial decisions are outputs too: an input or a report that
 /// names one is refused before any work.
 #[test]

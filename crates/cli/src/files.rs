@@ -125,6 +125,9 @@ impl Output {
                 target.display()
             )
         })?;
+        // A run that kept nothing needs no partial file: one killed between making its
+        // journal and making the partial file resumes from its first line.
+        let keep = keep.filter(|&bytes| bytes > 0);
         if let Some(keep) = keep {
             let have = std::fs::metadata(partial).ok().filter(|m| m.is_file());
             match have {

@@ -466,10 +466,15 @@ pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
     if let (Some(evidence), Some(digest)) = (writer.evidence.take(), digest) {
         write_evidence(&args, &catalog, evidence, digest, &tally)?;
     }
-    writer.out.finish()?;
+    // Flushed, then the journal removed, then the decisions put in place of --out: a
+    // kill between the last two leaves them whole in `OUT.partial` with no journal, and
+    // the next run starts over. In the other order, a kill left a journal whose kept
+    // decisions were already renamed away, which `--resume` refused.
+    writer.out.flush().context("failed to write decisions")?;
     if let Some(journal) = writer.journal.take() {
         journal.remove()?;
     }
+    writer.out.finish()?;
     writer.ids.report(&source);
     tally.report(&source);
     Ok(tally.exit_code())
