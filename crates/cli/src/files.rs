@@ -126,7 +126,8 @@ impl Output {
             )
         })?;
         // A run that kept nothing needs no partial file: one killed between making its
-        // journal and making the partial file resumes from its first line.
+        // journal and making the partial file, or after its decisions left the partial
+        // file (see `score::run`), resumes from its first line.
         let keep = keep.filter(|&bytes| bytes > 0);
         if let Some(keep) = keep {
             let have = std::fs::metadata(partial).ok().filter(|m| m.is_file());

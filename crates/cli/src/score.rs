@@ -466,15 +466,19 @@ pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
     if let (Some(evidence), Some(digest)) = (writer.evidence.take(), digest) {
         write_evidence(&args, &catalog, evidence, digest, &tally)?;
     }
-    // Flushed, then the journal removed, then the decisions put in place of --out: a
-    // kill between the last two leaves them whole in `OUT.partial` with no journal, and
-    // the next run starts over. In the other order, a kill left a journal whose kept
-    // decisions were already renamed away, which `--resume` refused.
+    // Before the decisions leave `OUT.partial` for --out, the journal's last checkpoint
+    // becomes one that kept nothing, so a kill before the journal is removed leaves a
+    // journal the next `--resume` starts over from (it needs no partial file) instead of
+    // one whose kept decisions were renamed away. The journal stays locked until the
+    // rename is done, so no second run on this --out can start in between.
     writer.out.flush().context("failed to write decisions")?;
+    if let Some(journal) = writer.journal.as_mut() {
+        journal.checkpoint(&Checkpoint::default())?;
+    }
+    writer.out.finish()?;
     if let Some(journal) = writer.journal.take() {
         journal.remove()?;
     }
-    writer.out.finish()?;
     writer.ids.report(&source);
     tally.report(&source);
     Ok(tally.exit_code())
