@@ -336,14 +336,16 @@ fn score_chunks(
             .and_then(|rx| rx.recv().map_err(drop));
         let Ok((seq, chunk)) = next else { return };
         let mut records = Vec::with_capacity(chunk.lines.len());
+        // A `--seed-compat` record's text; taken by each record written to it.
+        let mut text = String::new();
         for (number, at) in &chunk.lines {
             let decided = match at {
-                Ok(range) => scorer.decide_guarded(&chunk.data[range.clone()]),
+                Ok(range) => scorer.decide_guarded(&chunk.data[range.clone()], &mut text),
                 Err(unread) => Decided::Scored(Scored::Bad(unread.error(shared.max_line_bytes))),
             };
             records.push(match decided {
                 Decided::Gate(d, _) => Record::Decision(d),
-                Decided::Scored(Scored::Record(json, ..)) => Record::Text(json),
+                Decided::Scored(Scored::Record(..)) => Record::Text(std::mem::take(&mut text)),
                 Decided::Scored(Scored::Bad(e)) => Record::Text(bad_line_record(*number, &e)),
                 // This scorer is never a shard's: it decides every line.
                 Decided::Scored(Scored::Other | Scored::Kept(_)) => {

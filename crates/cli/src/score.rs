@@ -10,8 +10,10 @@ use std::sync::{Mutex, mpsc};
 use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
 use plangate_gate::catalog::Catalog;
+use plangate_gate::decide::Verdict;
 use plangate_gate::score::{self, Scored};
 use plangate_gate::seed;
+use plangate_gate::task::{Label, TaskError};
 use plangate_harness::Entry;
 
 use crate::args::{Baseline, IoArgs, ThresholdArgs};
@@ -76,11 +78,33 @@ const CHUNK: usize = 256;
 const CHUNK_BYTES: usize = 1 << 20;
 
 /// Consecutive lines of the input, in one buffer: (line number, byte range) each, or
-/// the length of a line over `--max-line-bytes`.
+/// the length of a line over `--max-line-bytes`. A worker writes their records to
+/// `records`, one after another, each with its line ending, and their task IDs to
+/// `ids`: a chunk's records cross to the writer as one buffer, written with one call,
+/// where a string per record cost an allocation in the worker and a free in the writer.
 #[derive(Default)]
 struct Chunk {
     data: Vec<u8>,
     lines: Vec<(usize, Result<std::ops::Range<usize>, u64>)>,
+    records: String,
+    ids: String,
+}
+
+/// What a worker made of one line: [`Scored`], with a record's text and its task ID
+/// left in the chunk's buffers (`end` and `id_end`: where they end there).
+enum Outcome {
+    Record {
+        verdict: Option<Verdict>,
+        compared: Option<(Verdict, Option<Label>)>,
+        end: usize,
+        id_end: usize,
+    },
+    Kept {
+        kept: Box<score::KeptDecision>,
+        end: usize,
+    },
+    Bad(TaskError),
+    Other,
 }
 
 impl Chunk {
@@ -89,9 +113,9 @@ impl Chunk {
     }
 }
 
-/// A chunk back from a worker: its place in the input, its emptied-to-be buffer, and
-/// what each of its lines produced.
-type Decided = (usize, Chunk, Vec<(usize, Scored)>);
+/// A chunk back from a worker: its place in the input, its buffers (emptied once
+/// written), and what each of its lines produced.
+type Decided = (usize, Chunk, Vec<(usize, Outcome)>);
 
 /// Everything a line is decided against (the gate's [`score::Scorer`]) and the flags
 /// the pipeline reads; shared read-only by the workers.
@@ -101,20 +125,51 @@ struct Scorer<'a> {
 }
 
 impl Scorer<'_> {
-    fn score_chunk(&self, chunk: &Chunk) -> Vec<(usize, Scored)> {
-        chunk
-            .lines
+    /// Decides every line of `chunk`, writing the records to its buffers.
+    fn score_chunk(&self, chunk: &mut Chunk) -> Vec<(usize, Outcome)> {
+        let Chunk {
+            data,
+            lines,
+            records,
+            ids,
+        } = chunk;
+        lines
             .iter()
             .map(|(number, at)| {
-                let scored = match chunk.line(at) {
-                    Ok(line) => self.gate.score_guarded(line),
-                    Err(bytes) => Scored::Bad(too_long(bytes, self.args.io.max_line_bytes)),
+                let scored = match at {
+                    Ok(range) => self.gate.score_guarded(&data[range.clone()], records),
+                    Err(bytes) => Scored::Bad(too_long(*bytes, self.args.io.max_line_bytes)),
                 };
-                let scored = match (scored, self.args.shard) {
-                    (Scored::Bad(e), Some(s)) if !s.owns_bad_line(*number, &e) => Scored::Other,
-                    (scored, _) => scored,
+                let outcome = match scored {
+                    Scored::Record(verdict, compared, task_id) => {
+                        records.push('\n');
+                        ids.push_str(&task_id);
+                        Outcome::Record {
+                            verdict,
+                            compared,
+                            end: records.len(),
+                            id_end: ids.len(),
+                        }
+                    }
+                    Scored::Kept(kept) => {
+                        records.push('\n');
+                        Outcome::Kept {
+                            kept,
+                            end: records.len(),
+                        }
+                    }
+                    Scored::Bad(e)
+                        if self
+                            .args
+                            .shard
+                            .is_some_and(|s| !s.owns_bad_line(*number, &e)) =>
+                    {
+                        Outcome::Other
+                    }
+                    Scored::Bad(e) => Outcome::Bad(e),
+                    Scored::Other => Outcome::Other,
                 };
-                (*number, scored)
+                (*number, outcome)
             })
             .collect()
     }
@@ -162,12 +217,23 @@ impl Writer<'_> {
         Ok(())
     }
 
-    fn write(&mut self, scored: Vec<(usize, Scored)>) -> Result<()> {
+    /// Writes a decided chunk's records in order, each line not a task's in its place
+    /// among them.
+    fn write(&mut self, chunk: &Chunk, outcomes: Vec<(usize, Outcome)>) -> Result<()> {
         let tally = &mut self.tally;
-        for (number, scored) in scored {
-            match scored {
-                Scored::Record(json, verdict, compared, task_id) => {
-                    self.ids.check(self.source, number, &task_id);
+        // The records not written yet start at `from`; the next task ID at `id_from`.
+        let (mut from, mut to, mut id_from) = (0, 0, 0);
+        for (number, outcome) in outcomes {
+            match outcome {
+                Outcome::Record {
+                    verdict,
+                    compared,
+                    end,
+                    id_end,
+                } => {
+                    self.ids
+                        .check(self.source, number, &chunk.ids[id_from..id_end]);
+                    id_from = id_end;
                     match verdict {
                         Some(v) => tally.count(v),
                         None => tally.refused += 1,
@@ -175,9 +241,11 @@ impl Writer<'_> {
                     if let (Some(gate), Some((naive, label))) = (verdict, compared) {
                         tally.baseline.count(gate, naive, label);
                     }
-                    write_record(&mut self.out, &json)?;
+                    to = end;
                 }
-                Scored::Bad(e) => {
+                Outcome::Bad(e) => {
+                    write_records(&mut self.out, &chunk.records[from..to])?;
+                    from = to;
                     if let Some(ev) = self.evidence.as_mut() {
                         let entry = Entry::Bad {
                             line: number,
@@ -187,16 +255,15 @@ impl Writer<'_> {
                     }
                     skip_line(&mut self.out, self.source, number, &e, tally)?
                 }
-                Scored::Other => tally.other_shards += 1,
-                Scored::Kept(b) => {
-                    let (d, prepared, compared) = *b;
+                Outcome::Other => tally.other_shards += 1,
+                Outcome::Kept { kept, end } => {
+                    let (d, prepared, compared) = *kept;
                     self.ids.check(self.source, number, &d.task_id);
                     tally.count(d.decision);
                     if let Some((naive, label)) = compared {
                         tally.baseline.count(d.decision, naive, label);
                     }
-                    let json = plangate_gate::record::decision(&d);
-                    write_record(&mut self.out, &json)?;
+                    to = end;
                     let entry = Entry::Task {
                         line: number,
                         prepared,
@@ -208,15 +275,13 @@ impl Writer<'_> {
                 }
             }
         }
-        Ok(())
+        write_records(&mut self.out, &chunk.records[from..to])
     }
 }
 
-/// One record and its line ending, written as bytes: `writeln!` would run the
-/// formatting machinery for every one of them.
-fn write_record(out: &mut Output, json: &str) -> Result<()> {
-    out.write_all(json.as_bytes())
-        .and_then(|()| out.write_all(b"\n"))
+/// Records, each with its line ending, written as bytes.
+fn write_records(out: &mut Output, records: &str) -> Result<()> {
+    out.write_all(records.as_bytes())
         .context("failed to write decisions")
 }
 
@@ -279,9 +344,9 @@ fn decide_chunks(
             .lock()
             .map_err(drop)
             .and_then(|rx| rx.recv().map_err(drop));
-        let Ok((seq, chunk)) = next else { return };
-        let scored = scorer.score_chunk(&chunk);
-        if done.send((seq, chunk, scored)).is_err() {
+        let Ok((seq, mut chunk)) = next else { return };
+        let outcomes = scorer.score_chunk(&mut chunk);
+        if done.send((seq, chunk, outcomes)).is_err() {
             return;
         }
     }
@@ -298,12 +363,14 @@ fn write_in_order(
     let mut next = 0;
     for (seq, chunk, scored) in done {
         waiting.insert(seq, (chunk, scored));
-        while let Some((mut chunk, scored)) = waiting.remove(&next) {
-            writer.write(scored)?;
+        while let Some((mut chunk, outcomes)) = waiting.remove(&next) {
+            writer.write(&chunk, outcomes)?;
             writer.checkpoint(&chunk)?;
             next += 1;
             chunk.data.clear();
             chunk.lines.clear();
+            chunk.records.clear();
+            chunk.ids.clear();
             credits.send(chunk).ok();
         }
     }

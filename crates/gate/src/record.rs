@@ -15,7 +15,12 @@ use std::sync::OnceLock;
 /// `serde_json::to_string(d)`, written without serde.
 pub fn decision(d: &Decision) -> String {
     let mut out = String::with_capacity(1024);
-    let o = &mut out;
+    write_decision(d, &mut out);
+    out
+}
+
+/// [`decision`], appended to `o`.
+pub fn write_decision(d: &Decision, o: &mut String) {
     o.push_str("{\"task_id\":");
     write_string(&d.task_id, o);
     o.push_str(",\"decision\":\"");
@@ -61,14 +66,18 @@ pub fn decision(d: &Decision) -> String {
         o.push('"');
     });
     o.push('}');
-    out
 }
 
 /// The `--seed-compat` record of task `task_id`: the seed's verdict and agreements, or
 /// its refusal, with serde_json's key order (sorted: its maps are ordered by key).
 pub fn seed(task_id: &str, outcome: &SeedOutcome) -> String {
     let mut out = String::with_capacity(160);
-    let o = &mut out;
+    write_seed(task_id, outcome, &mut out);
+    out
+}
+
+/// [`seed`], appended to `o`.
+pub fn write_seed(task_id: &str, outcome: &SeedOutcome, o: &mut String) {
     match outcome {
         SeedOutcome::Decided { decision, samples } => {
             o.push_str("{\"arg_agreement\":");
@@ -91,7 +100,6 @@ pub fn seed(task_id: &str, outcome: &SeedOutcome) -> String {
     o.push_str(",\"task_id\":");
     write_string(task_id, o);
     o.push('}');
-    out
 }
 
 fn list<T>(o: &mut String, items: &[T], mut item: impl FnMut(&mut String, &T)) {

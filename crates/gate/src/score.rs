@@ -16,20 +16,16 @@ use crate::task::{Label, Observed, Task, TaskError, parse_task_line};
 /// What scoring one line produced.
 #[derive(Debug)]
 pub enum Scored {
-    /// A record to write, the verdict it carries (None: the seed's gate refused), the
-    /// naive scorer's verdict with the task's label when they are compared, and the
-    /// task's ID.
-    Record(
-        String,
-        Option<Verdict>,
-        Option<(Verdict, Option<Label>)>,
-        String,
-    ),
+    /// A record, written to the caller's buffer: the verdict it carries (None: the
+    /// seed's gate refused), the naive scorer's verdict with the task's label when they
+    /// are compared, and the task's ID.
+    Record(Option<Verdict>, Option<(Verdict, Option<Label>)>, String),
     /// The line is not a task.
     Bad(TaskError),
     /// A shard's scorer: another shard decides this task.
     Other,
-    /// A shard's scorer: a decision, with what `plangate merge` needs of it.
+    /// A shard's scorer: a decision, its record written to the caller's buffer, with
+    /// what `plangate merge` needs of it.
     Kept(Box<KeptDecision>),
 }
 
@@ -82,13 +78,18 @@ impl<'a> Scorer<'a> {
         }
     }
 
-    /// Scores one line (without its line ending).
-    pub fn score(&self, line: &[u8]) -> Scored {
-        match self.decide(line) {
+    /// Scores one line (without its line ending), appending its record, if it has
+    /// one, to `out`: the records of many lines go to one buffer, not a string each.
+    pub fn score(&self, line: &[u8], out: &mut String) -> Scored {
+        match self.decide(line, out) {
             Decided::Gate(d, task) => {
                 let compared = self.compared(&task);
-                let json = crate::record::decision(&d);
-                Scored::Record(json, Some(d.decision), compared, task.task_id)
+                crate::record::write_decision(&d, out);
+                Scored::Record(Some(d.decision), compared, task.task_id)
+            }
+            Decided::Scored(Scored::Kept(kept)) => {
+                crate::record::write_decision(&kept.0, out);
+                Scored::Kept(kept)
             }
             Decided::Scored(scored) => scored,
         }
@@ -97,9 +98,9 @@ impl<'a> Scorer<'a> {
     /// Decides one line as [`Scorer::score`] does, but hands the gate's decision over
     /// as it is, with its task, instead of its record: the Python package builds its
     /// records from the decision itself, and reads no naive comparison. A
-    /// `--seed-compat` record, a shard's work and a line that is not a task come back
-    /// as `score` gives them.
-    pub fn decide(&self, line: &[u8]) -> Decided {
+    /// `--seed-compat` record (written to `out`), a shard's work (its record not
+    /// written) and a line that is not a task come back as `score` gives them.
+    pub fn decide(&self, line: &[u8], out: &mut String) -> Decided {
         let task = match parse_task_line(line) {
             Ok(t) => t,
             Err(e) => return Decided::Scored(Scored::Bad(e)),
@@ -109,13 +110,8 @@ impl<'a> Scorer<'a> {
         }
         if let Some((entry, seed_opts)) = self.seed_compat {
             let outcome = seed::judge(&task, self.catalog, entry, &seed_opts);
-            let record = crate::record::seed(&task.task_id, &outcome);
-            return Decided::Scored(Scored::Record(
-                record,
-                outcome.verdict(),
-                None,
-                task.task_id,
-            ));
+            crate::record::write_seed(&task.task_id, &outcome, out);
+            return Decided::Scored(Scored::Record(outcome.verdict(), None, task.task_id));
         }
         if let Some(bad) = missing_result(&task) {
             return Decided::Scored(Scored::Bad(TaskError {
@@ -138,8 +134,8 @@ impl<'a> Scorer<'a> {
 
     /// [`Scorer::score`], with a panic (a bug in plangate) reported as that line's
     /// failure: the rest of the run is still decided, and the summary counts the line.
-    pub fn score_guarded(&self, line: &[u8]) -> Scored {
-        guarded(|| self.score(line), Scored::Bad)
+    pub fn score_guarded(&self, line: &[u8], out: &mut String) -> Scored {
+        guarded(out, |out| self.score(line, out), Scored::Bad)
     }
 
     /// The naive scorer's verdict on `task`, with its label, when the two are compared.
@@ -149,8 +145,12 @@ impl<'a> Scorer<'a> {
     }
 
     /// [`Scorer::decide`], guarded as [`Scorer::score_guarded`] is.
-    pub fn decide_guarded(&self, line: &[u8]) -> Decided {
-        guarded(|| self.decide(line), |e| Decided::Scored(Scored::Bad(e)))
+    pub fn decide_guarded(&self, line: &[u8], out: &mut String) -> Decided {
+        guarded(
+            out,
+            |out| self.decide(line, out),
+            |e| Decided::Scored(Scored::Bad(e)),
+        )
     }
 }
 
@@ -164,9 +164,16 @@ pub enum Decided {
     Scored(Scored),
 }
 
-/// `f()`, or a panic inside it as the line's error.
-fn guarded<T>(f: impl FnOnce() -> T, bad: impl FnOnce(TaskError) -> T) -> T {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|panic| {
+/// `f(out)`, or a panic inside it as the line's error, with whatever part of a record
+/// it wrote to `out` taken back.
+fn guarded<T>(
+    out: &mut String,
+    f: impl FnOnce(&mut String) -> T,
+    bad: impl FnOnce(TaskError) -> T,
+) -> T {
+    let start = out.len();
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(out))).unwrap_or_else(|panic| {
+        out.truncate(start);
         let what = panic
             .downcast_ref::<&str>()
             .map(|s| s.to_string())
@@ -205,4 +212,30 @@ fn missing_result(task: &Task) -> Option<String> {
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A panic halfway through a record leaves none of it in the buffer the records
+    /// before it share, and becomes the line's error.
+    #[test]
+    fn a_panic_takes_back_the_half_written_record() {
+        let mut out = String::from("{\"earlier\":1}\n");
+        let scored = guarded(
+            &mut out,
+            |out| -> Result<(), TaskError> {
+                out.push_str("{\"task_id\":");
+                panic!("halfway");
+            },
+            Err,
+        );
+        assert_eq!(out, "{\"earlier\":1}\n");
+        let e = scored.unwrap_err();
+        assert!(
+            e.message
+                .contains("internal error while deciding this line (halfway)")
+        );
+    }
 }
