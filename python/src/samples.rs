@@ -115,14 +115,13 @@ fn read_lines(
     chunk: &mut Chunk,
 ) -> PyResult<bool> {
     while chunk.lines.len() < CHUNK && chunk.data.len() < CHUNK_BYTES {
-        let next = reader.advance().map_err(|e| {
+        let next = reader.next_line().map_err(|e| {
             pyo3::exceptions::PyOSError::new_err(format!("failed to read samples: {e}"))
         })?;
-        let Some(number) = next else {
+        let Some((number, line)) = next else {
             return Ok(true);
         };
-        let at = reader
-            .line()
+        let at = line
             .map(|line| {
                 let start = chunk.data.len();
                 chunk.data.extend_from_slice(line);

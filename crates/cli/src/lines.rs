@@ -44,13 +44,21 @@ pub(crate) fn for_each_line(
     let mut reader = plangate_harness::LineReader::new(input, max);
     let (lines, blank) = (tally.lines, tally.blank);
     loop {
-        let next = reader.advance().context("failed to read samples");
-        tally.lines = lines + reader.lines();
-        tally.blank = blank + reader.blank();
-        let Some(number) = next? else {
-            return Ok(());
-        };
-        each(number, reader.line(), tally)?;
+        let (read, skipped) = (reader.lines(), reader.blank());
+        match reader.next_line() {
+            Ok(Some((number, line))) => {
+                // The lines between the last one and this one were blank.
+                tally.lines = lines + number;
+                tally.blank = blank + skipped + (number - read - 1);
+                each(number, line, tally)?;
+            }
+            end => {
+                let end = end.map(|_| ());
+                tally.lines = lines + reader.lines();
+                tally.blank = blank + reader.blank();
+                return end.context("failed to read samples");
+            }
+        }
     }
 }
 

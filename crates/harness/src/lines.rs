@@ -12,15 +12,16 @@ use plangate_gate::task::TaskError;
 /// the memory).
 pub type Line<'a> = Result<&'a [u8], u64>;
 
-/// Reads lines one at a time: [`LineReader::advance`] to the next line that is not
-/// blank, then [`LineReader::line`] for it.
+/// Reads lines one at a time ([`LineReader::next_line`]).
 #[derive(Debug)]
 pub struct LineReader<R> {
     input: R,
     max: u64,
+    /// A line that did not lie whole in the input's buffer, copied.
     buf: Vec<u8>,
-    /// Where the current line's bytes are in `buf`, or its length when over `max`.
-    current: Result<std::ops::Range<usize>, u64>,
+    /// Bytes of the input's buffer the line last handed over still takes up: they are
+    /// consumed when the next line is asked for.
+    lent: usize,
     lines: usize,
     blank: usize,
 }
@@ -32,16 +33,41 @@ impl<R: BufRead> LineReader<R> {
             input,
             max,
             buf: Vec::new(),
-            current: Ok(0..0),
+            lent: 0,
             lines: 0,
             blank: 0,
         }
     }
 
-    /// Moves to the next line that is not blank and returns its 1-based number, or
-    /// None at the end of the input.
-    pub fn advance(&mut self) -> io::Result<Option<usize>> {
+    /// The next line that is not blank, with its 1-based number; None at the end of the
+    /// input. A line that lies whole in the input's buffer (most do) is handed over
+    /// from there, not copied.
+    pub fn next_line(&mut self) -> io::Result<Option<(usize, Line<'_>)>> {
+        self.input.consume(std::mem::take(&mut self.lent));
+        let room = usize::try_from(self.max.saturating_add(1)).unwrap_or(usize::MAX);
         loop {
+            let whole = {
+                let available = fill(&mut self.input)?;
+                let window = &available[..available.len().min(room)];
+                memchr::memchr(b'\n', window).map(|i| {
+                    let line = trimmed(&window[..=i]);
+                    (i + 1, line.len(), is_blank(line))
+                })
+            };
+            if let Some((used, len, blank)) = whole {
+                self.lines += 1;
+                if blank {
+                    self.blank += 1;
+                    self.input.consume(used);
+                    continue;
+                }
+                self.lent = used;
+                // `fill` gives the same unconsumed bytes again without reading.
+                let line = &fill(&mut self.input)?[..len];
+                return Ok(Some((self.lines, Ok(line))));
+            }
+            // A line across the buffer's end, too long, or the input's last without a
+            // newline: copied.
             self.buf.clear();
             let read = read_line(&mut self.input, self.max.saturating_add(1), &mut self.buf)?;
             if read == 0 {
@@ -50,28 +76,15 @@ impl<R: BufRead> LineReader<R> {
             self.lines += 1;
             if self.buf.len() as u64 > self.max && self.buf.last() != Some(&b'\n') {
                 let rest = self.input.skip_until(b'\n')?;
-                self.current = Err((self.buf.len() + rest) as u64);
-                return Ok(Some(self.lines));
+                return Ok(Some((self.lines, Err((self.buf.len() + rest) as u64))));
             }
-            let mut end = self.buf.len();
-            if self.buf[..end].ends_with(b"\n") {
-                end -= 1;
-            }
-            if self.buf[..end].ends_with(b"\r") {
-                end -= 1;
-            }
-            if is_blank(&self.buf[..end]) {
+            let len = trimmed(&self.buf).len();
+            if is_blank(&self.buf[..len]) {
                 self.blank += 1;
                 continue;
             }
-            self.current = Ok(0..end);
-            return Ok(Some(self.lines));
+            return Ok(Some((self.lines, Ok(&self.buf[..len]))));
         }
-    }
-
-    /// The line [`LineReader::advance`] moved to.
-    pub fn line(&self) -> Line<'_> {
-        self.current.clone().map(|range| &self.buf[range])
     }
 
     /// Lines read so far, blank ones included.
@@ -83,6 +96,24 @@ impl<R: BufRead> LineReader<R> {
     pub fn blank(&self) -> usize {
         self.blank
     }
+}
+
+/// `input.fill_buf()`, tried again when interrupted.
+fn fill(input: &mut impl BufRead) -> io::Result<&[u8]> {
+    loop {
+        match input.fill_buf() {
+            Ok(_) => break,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    input.fill_buf()
+}
+
+/// A line without its ending (`\n` or `\r\n`).
+fn trimmed(line: &[u8]) -> &[u8] {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    line.strip_suffix(b"\r").unwrap_or(line)
 }
 
 /// `read_until(b'\n')` of at most `limit` bytes (std's `take(limit).read_until`),
@@ -139,8 +170,8 @@ mod tests {
         let input: &[u8] = b"a\r\n\n  \nbb\n0123456789\nc";
         let mut r = LineReader::new(input, 5);
         let mut seen = Vec::new();
-        while let Some(n) = r.advance().expect("read") {
-            seen.push((n, r.line().map(<[u8]>::to_vec)));
+        while let Some((n, line)) = r.next_line().expect("read") {
+            seen.push((n, line.map(<[u8]>::to_vec)));
         }
         assert_eq!(
             seen,
@@ -152,6 +183,35 @@ mod tests {
             ]
         );
         assert_eq!((r.lines(), r.blank()), (6, 2));
+    }
+
+    /// Lines handed over from the input's buffer and lines copied across its refills
+    /// read alike, whatever the buffer's size and the limit.
+    #[test]
+    fn lines_read_alike_whatever_the_buffer() {
+        let input: &[u8] = b"ab\r\ncdefgh\n\n \r\nijklmnopq\nr\n\nstuvwxyz";
+        let read = |capacity: usize, max: u64| {
+            let mut r = LineReader::new(io::BufReader::with_capacity(capacity, input), max);
+            let mut seen = Vec::new();
+            while let Some((n, line)) = r.next_line().expect("read") {
+                seen.push((n, line.map(<[u8]>::to_vec)));
+            }
+            (seen, r.lines(), r.blank())
+        };
+        for max in 1..12 {
+            let whole = read(input.len(), max);
+            for capacity in 1..input.len() {
+                assert_eq!(
+                    read(capacity, max),
+                    whole,
+                    "capacity {capacity}, limit {max}"
+                );
+            }
+        }
+        let (seen, lines, blank) = read(input.len(), 6);
+        assert_eq!((lines, blank), (8, 3));
+        assert_eq!(seen[1], (2, Ok(b"cdefgh".to_vec())));
+        assert_eq!(seen[2], (5, Err(10)));
     }
 
     /// The newline search reads as std's `take(limit).read_until` does, lines split
