@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::canon::{Invalid, Resolver, Violation, as_from_ref, canonicalize_arguments};
+use crate::canon::{Invalid, Resolver, Violation, as_from_ref, canonicalize_shared};
 use crate::catalog::{Catalog, ToolSpec};
 use crate::jcs::{self, call_key};
 use crate::json::{Object, Value};
@@ -1003,12 +1003,12 @@ impl<'a> CallIds<'a> {
         };
         let keys = &mut self.keys;
         if let Some(v) = moved.and_then(|m| renumbered(v, m)) {
-            return canonical_call(&call.tool, &v, start, spec, resolver, keys);
+            return canonical_call(&call.tool, &Arc::new(v), start, spec, resolver, keys);
         }
         if !several {
             return canonical_call(&call.tool, v, start, spec, resolver, keys);
         }
-        self.written.get_or((call.tool.as_str(), start, v), || {
+        self.written.get_or((call.tool.as_str(), start, &**v), || {
             canonical_call(&call.tool, v, start, spec, resolver, keys)
         })
     }
@@ -1017,25 +1017,25 @@ impl<'a> CallIds<'a> {
 /// One call's key; `spec` is its tool's, when the catalog has it.
 fn canonical_call<'a>(
     tool: &'a str,
-    v: &Value,
+    v: &Arc<Value>,
     step: usize,
     spec: Option<&ToolSpec>,
     resolver: Option<&mut (dyn Resolver + '_)>,
     keys: &mut Keys<'a, Jcs>,
 ) -> Canonical {
     let v = match spec {
-        Some(spec) => match canonicalize_arguments(spec, v, step, resolver) {
+        Some(spec) => match canonicalize_shared(spec, v, step, resolver) {
             Ok(c) => c,
             Err(Invalid::Unreadable(problems)) => return Canonical::Unreadable(problems),
             Err(Invalid::Violates(why)) => {
                 let id = keys.id(call_key(tool, v, true));
-                return Canonical::Violates(Arc::new(v.clone()), id, Arc::new(why));
+                return Canonical::Violates(Arc::clone(v), id, Arc::new(why));
             }
         },
         // No schema for an unknown tool: compare as written (the gate rejects such a
         // plan anyway when it is the modal one).
-        None => match v {
-            Value::Object(o) if o.duplicate_key().is_none() => v.clone(),
+        None => match &**v {
+            Value::Object(o) if o.duplicate_key().is_none() => Arc::clone(v),
             Value::Object(o) => {
                 return Canonical::Unreadable(vec![format!(
                     "arguments: duplicate key {:?}",
@@ -1050,7 +1050,6 @@ fn canonical_call<'a>(
             }
         },
     };
-    let v = Arc::new(v);
     let id = keys.call(tool, &v);
     Canonical::Valid(v, id)
 }

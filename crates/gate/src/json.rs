@@ -76,6 +76,10 @@ impl Object {
         debug_assert!(self.get(&key).is_none(), "push_new with a present key");
         self.0.push((key, value));
     }
+    /// The value of the member at `i`, in input order, mutably.
+    pub(crate) fn value_at_mut(&mut self, i: usize) -> &mut Value {
+        &mut self.0[i].1
+    }
     /// Whether `key` is present.
     pub fn contains_key(&self, key: &str) -> bool {
         self.get(key).is_some()

@@ -78,8 +78,9 @@ pub struct Call {
 /// A call's arguments as written.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Arguments {
-    /// A JSON value (canonicalization checks it further).
-    Json(Value),
+    /// A JSON value (canonicalization checks it further); shared with the canonical
+    /// form when the hints leave it as written.
+    Json(Arc<Value>),
     /// Text that is not JSON at all (an OpenAI `arguments` string that fails to parse).
     Malformed(String),
 }
@@ -1151,13 +1152,13 @@ impl Transcript {
             no_duplicates(f, &fat)?;
             let tool = tool_name(f, "name", &fat)?;
             let arguments = match f.get("arguments") {
-                None => Arguments::Json(Value::Object(Object::new())),
+                None => Arguments::Json(Arc::new(Value::Object(Object::new()))),
                 Some(Value::String(text)) => match parse_with(text.as_bytes(), Duplicates::Flag) {
-                    Ok(v) => Arguments::Json(v),
+                    Ok(v) => Arguments::Json(Arc::new(v)),
                     Err(e) => Arguments::Malformed(format!("{fat}.arguments: not JSON: {e}")),
                 },
                 // Some gateways pass the object through already parsed.
-                Some(v @ Value::Object(_)) => Arguments::Json(v.clone()),
+                Some(v @ Value::Object(_)) => Arguments::Json(Arc::new(v.clone())),
                 Some(other) => Arguments::Malformed(format!(
                     "{fat}.arguments: expected a JSON string, found {}",
                     other.kind()
@@ -1393,7 +1394,7 @@ fn json_arguments(o: &Object, key: &str) -> Arguments {
 }
 
 fn arguments_or_empty(v: Option<Value>) -> Arguments {
-    Arguments::Json(v.unwrap_or_else(|| Value::Object(Object::new())))
+    Arguments::Json(Arc::new(v.unwrap_or_else(|| Value::Object(Object::new()))))
 }
 
 fn parse_call(c: &Value, field: &str, notes: &mut Notes) -> Result<Call, TaskError> {
@@ -1736,8 +1737,11 @@ mod tests {
         let c = calls(line);
         assert!(c[0].1.as_ref().unwrap_err().contains("not JSON"), "{c:?}");
         let t = parse_task_line(line.as_bytes()).unwrap();
-        let Arguments::Json(Value::Object(o)) = &t.samples[1].calls[0].arguments else {
+        let Arguments::Json(v) = &t.samples[1].calls[0].arguments else {
             panic!("duplicate keys are flagged, not refused")
+        };
+        let Value::Object(o) = &**v else {
+            panic!("object expected")
         };
         assert_eq!(o.duplicate_key(), Some("a"));
     }
@@ -2106,7 +2110,10 @@ mod tests {
             br#"{"task_id":"t","samples":[{"calls":[{"tool":"a","arguments":{"x":1,"x":2}}]}]}"#,
         )
         .unwrap();
-        let Arguments::Json(Value::Object(o)) = &t.samples[0].calls[0].arguments else {
+        let Arguments::Json(v) = &t.samples[0].calls[0].arguments else {
+            panic!("object expected")
+        };
+        let Value::Object(o) = &**v else {
             panic!("object expected")
         };
         assert_eq!(o.duplicate_key(), Some("x"));

@@ -419,9 +419,9 @@ fn task() -> impl Strategy<Value = Task> {
     let call = (0usize..3, 0u64..4, 0u64..3).prop_map(|(t, arg, res)| Call {
         origin: None,
         tool: ["a", "b", "c"][t].to_string(),
-        arguments: Arguments::Json(Value::Object(
+        arguments: Arguments::Json(std::sync::Arc::new(Value::Object(
             [("x".to_string(), num(arg))].into_iter().collect(),
-        )),
+        ))),
         observed: Observed::Result(num(res).into()),
     });
     let sample = proptest::collection::vec(call, 1..3).prop_map(|calls| {
