@@ -194,25 +194,27 @@ pub fn naive(task: &Task, threshold: Ratio) -> NaiveDecision {
     let mut dumps = Keys::new(NaiveForm);
     let mut results = NaiveResults::new();
     let mut tools = Names::default();
-    let keys: Vec<Vec<(u32, u32, u32)>> = per_sample(
+    // Every sample's (tool, arguments, result) ids in one vector, each sample a range
+    // of it: a copy of a sample takes its range, not a vector of its own.
+    let mut ids: Vec<(u32, u32, u32)> = Vec::new();
+    let plans: Vec<std::ops::Range<usize>> = per_sample(
         &task.samples,
         |_| true,
         |_, s| {
-            s.calls
-                .iter()
-                .map(|c| {
-                    let args = match &c.arguments {
-                        Arguments::Json(v) => dumps.value(v),
-                        // No key of NaiveForm starts with `r`.
-                        Arguments::Malformed(raw) => dumps.id(format!("raw:{raw}")),
-                    };
-                    (tools.id(&c.tool), args, results.observed(&c.observed))
-                })
-                .collect()
+            let start = ids.len();
+            ids.extend(s.calls.iter().map(|c| {
+                let args = match &c.arguments {
+                    Arguments::Json(v) => dumps.value(v),
+                    // No key of NaiveForm starts with `r`.
+                    Arguments::Malformed(raw) => dumps.id(format!("raw:{raw}")),
+                };
+                (tools.id(&c.tool), args, results.observed(&c.observed))
+            }));
+            start..ids.len()
         },
     );
-    let n = keys.len();
-    let best = modal(keys.iter()).map_or(0, |(_, count)| count);
+    let n = plans.len();
+    let best = modal(plans.iter().map(|r| &ids[r.clone()])).map_or(0, |(_, count)| count);
     let agreement = Agreement::new(best, n);
     let decision = if n > 0 && threshold.met_by(best, n) {
         Verdict::Accept
