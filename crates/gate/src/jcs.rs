@@ -500,7 +500,7 @@ pub(crate) fn checked_fingerprint<'a>(
     c: &mut Cursor<'a>,
     depth: usize,
 ) -> Option<(&'a str, Option<Fingerprint>)> {
-    let mut f = Fingerprinter::new(2 * SHORT_OBJECT);
+    let mut f = Fingerprinter::new();
     let (text, hash) = c.walk(depth, &mut f)?;
     Some((text, f.fingerprint(hash)))
 }
@@ -510,9 +510,14 @@ struct Fingerprinter {
     /// Whether an object of a text wrote a key twice (its text then has no fingerprint).
     twice: bool,
     /// The key hashes of the objects being read, innermost last, to find a key written
-    /// twice.
-    keys: Vec<u64>,
+    /// twice. Kept on the stack up to [`KEYS`] of them: an allocation per text or value
+    /// fingerprinted cost more than the hashing of most of them.
+    keys: smallvec::SmallVec<[u64; KEYS]>,
 }
+
+/// Object keys a [`Fingerprinter`] holds without allocating: a result's objects have a
+/// few each, an argument's fewer.
+const KEYS: usize = 2 * SHORT_OBJECT;
 
 /// Members up to which an object's keys are checked for one written twice as they are
 /// read, each against those before it (results are mostly short objects).
@@ -581,13 +586,11 @@ impl Walk for Fingerprinter {
 }
 
 impl Fingerprinter {
-    /// Room for `keys` object keys before the stack grows: a result text's objects
-    /// take some; an argument's few are left to grow it.
-    fn new(keys: usize) -> Self {
+    fn new() -> Self {
         Fingerprinter {
             float: false,
             twice: false,
-            keys: Vec::with_capacity(keys),
+            keys: smallvec::SmallVec::new(),
         }
     }
 
@@ -649,7 +652,7 @@ struct OpenObject {
 /// it, computed from the tree without printing it. None where the text's would be none
 /// (a key written twice, keys that hash alike, nesting past the reader's depth).
 pub(crate) fn fingerprint_value(v: &Value) -> Option<Fingerprint> {
-    let mut f = Fingerprinter::new(8);
+    let mut f = Fingerprinter::new();
     let hash = walk_value(v, 0, &mut f)?;
     f.fingerprint(hash)
 }
@@ -673,7 +676,7 @@ pub(crate) fn call_key(tool: &str, args: &Value, violates: bool) -> String {
 /// The [`Fingerprint`] of a call's key ([`call_key`], not violating): the object's,
 /// folded from its two members as [`fingerprint`] folds the printed key.
 pub(crate) fn fingerprint_call(tool: &str, args: &Value) -> Option<Fingerprint> {
-    let mut f = Fingerprinter::new(8);
+    let mut f = Fingerprinter::new();
     let mut call = f.open(true);
     f.key(&mut call, "arguments");
     let args = walk_value(args, 1, &mut f)?;

@@ -337,12 +337,54 @@ pub(crate) struct Table<'a, F> {
     /// keyed, with the payload or value and id of the one form not printed (None:
     /// printed, in `ids`; several printed forms may share a fingerprint). Unprinted
     /// forms differ from each other and from every printed one.
-    hashes: BTreeMap<u64, Option<(Waiting<'a>, u32)>>,
+    hashes: Slots<'a>,
     /// Whether `hashes` is kept.
     hashed: bool,
     /// A printed form has no fingerprint (it is no JSON text): every payload is printed.
     opaque: bool,
     form: F,
+}
+
+/// A [`Table`]'s fingerprints, each with the one key of that fingerprint not printed
+/// yet (None: printed). A task's results and calls have a handful of fingerprints, found
+/// in a short list; past [`Slots::FEW`] (a hostile line of thousands of distinct
+/// results), a map keeps each search from growing with them. A map for the few cost an
+/// allocation and its freeing per table, 1.7% of `score`'s time.
+#[derive(Default)]
+struct Slots<'a> {
+    few: Vec<(u64, Slot<'a>)>,
+    many: BTreeMap<u64, Slot<'a>>,
+}
+
+/// See [`Slots`].
+type Slot<'a> = Option<(Waiting<'a>, u32)>;
+
+impl<'a> Slots<'a> {
+    const FEW: usize = 16;
+
+    fn is_empty(&self) -> bool {
+        self.few.is_empty()
+    }
+
+    fn get_mut(&mut self, hash: u64) -> Option<&mut Slot<'a>> {
+        match self.few.iter().position(|(h, _)| *h == hash) {
+            Some(i) => Some(&mut self.few[i].1),
+            None => self.many.get_mut(&hash),
+        }
+    }
+
+    /// Adds `hash`, which is not there yet; its slot.
+    fn insert(&mut self, hash: u64, slot: Slot<'a>) -> &mut Slot<'a> {
+        if self.few.len() < Self::FEW {
+            self.few.push((hash, slot));
+            return &mut self.few.last_mut().expect("just pushed").1;
+        }
+        self.many.entry(hash).or_insert(slot)
+    }
+
+    fn values_mut(&mut self) -> impl Iterator<Item = &mut Slot<'a>> {
+        (self.few.iter_mut().map(|(_, s)| s)).chain(self.many.values_mut())
+    }
 }
 
 /// What [`Table`] keyed and has not printed yet.
@@ -383,7 +425,7 @@ impl<'a, F: Form> Table<'a, F> {
         Table {
             ids: BTreeMap::new(),
             waiting: None,
-            hashes: BTreeMap::new(),
+            hashes: Slots::default(),
             hashed: false,
             opaque: false,
             form,
@@ -417,7 +459,7 @@ impl<'a, F: Form> Table<'a, F> {
         }
         // A new form: the unprinted key it may be is the one of its fingerprint.
         match self.form.fingerprint_key(&key) {
-            Some(f) => match self.hashes.get_mut(&f.hash) {
+            Some(f) => match self.hashes.get_mut(f.hash) {
                 Some(slot) => {
                     if let Some((q, id)) = slot.take() {
                         self.ids.insert(q.print(&self.form), id);
@@ -459,13 +501,14 @@ impl<'a, F: Form> Table<'a, F> {
         };
         self.settle();
         self.hash_printed();
-        let slot = match self.hashes.entry(f.hash) {
-            std::collections::btree_map::Entry::Vacant(v) if !self.opaque => {
+        let slot = match self.hashes.get_mut(f.hash) {
+            Some(slot) => slot,
+            None if !self.opaque => {
                 let id = Self::fresh(next);
-                v.insert(Some((w.clone(), id)));
+                self.hashes.insert(f.hash, Some((w.clone(), id)));
                 return id;
             }
-            entry => entry.or_insert(None),
+            None => self.hashes.insert(f.hash, None),
         };
         if let Some((q, id)) = slot.take() {
             self.ids.insert(q.print(&self.form), id);
@@ -497,7 +540,9 @@ impl<'a, F: Form> Table<'a, F> {
         for key in self.ids.keys() {
             match self.form.fingerprint_key(key) {
                 Some(f) => {
-                    self.hashes.entry(f.hash).or_insert(None);
+                    if self.hashes.get_mut(f.hash).is_none() {
+                        self.hashes.insert(f.hash, None);
+                    }
                 }
                 None => self.opaque = true,
             }
@@ -1557,6 +1602,25 @@ fn error_form(kind: &str, message: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Past the short list of fingerprints a table keeps (`Slots::FEW`), results are
+    /// told apart and found again as before: equal results one id, distinct ones their
+    /// own, whichever of the list or the map holds them.
+    #[test]
+    fn many_distinct_results_keep_their_ids() {
+        let n = 3 * Slots::FEW;
+        let result = |i: usize| {
+            let text = format!("{{\"n\":{i},\"s\":\"r{i}\"}}");
+            Observed::Result(Payload::from(crate::json::parse(&text).unwrap()))
+        };
+        let results: Vec<Observed> = (0..n).chain((0..n).rev()).map(result).collect();
+        let ids = result_ids(&results);
+        let (first, again) = ids.split_at(n);
+        let distinct: std::collections::BTreeSet<_> = first.iter().collect();
+        assert_eq!(distinct.len(), n, "{first:?}");
+        let back: Vec<_> = again.iter().rev().copied().collect();
+        assert_eq!(back, first);
+    }
 
     /// What each sample's first call of `line` observed.
     fn first_calls(line: &[u8]) -> Vec<Observed> {
