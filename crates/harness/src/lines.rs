@@ -47,7 +47,15 @@ impl<R: BufRead> LineReader<R> {
         let room = usize::try_from(self.max.saturating_add(1)).unwrap_or(usize::MAX);
         loop {
             let whole = {
-                let available = fill(&mut self.input)?;
+                let available = match self.input.fill_buf() {
+                    Ok(b) => b,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(e),
+                };
+                // The end of the input: asked once, so a terminal's Ctrl-D ends it.
+                if available.is_empty() {
+                    return Ok(None);
+                }
                 let window = &available[..available.len().min(room)];
                 memchr::memchr(b'\n', window).map(|i| {
                     let line = trimmed(&window[..=i]);
@@ -62,8 +70,9 @@ impl<R: BufRead> LineReader<R> {
                     continue;
                 }
                 self.lent = used;
-                // `fill` gives the same unconsumed bytes again without reading.
-                let line = &fill(&mut self.input)?[..len];
+                // The buffer still holds the line: asked again, it gives the same
+                // bytes without reading.
+                let line = &self.input.fill_buf()?[..len];
                 return Ok(Some((self.lines, Ok(line))));
             }
             // A line across the buffer's end, too long, or the input's last without a
@@ -96,18 +105,6 @@ impl<R: BufRead> LineReader<R> {
     pub fn blank(&self) -> usize {
         self.blank
     }
-}
-
-/// `input.fill_buf()`, tried again when interrupted.
-fn fill(input: &mut impl BufRead) -> io::Result<&[u8]> {
-    loop {
-        match input.fill_buf() {
-            Ok(_) => break,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    input.fill_buf()
 }
 
 /// A line without its ending (`\n` or `\r\n`).
@@ -212,6 +209,31 @@ mod tests {
         assert_eq!((lines, blank), (8, 3));
         assert_eq!(seen[1], (2, Ok(b"cdefgh".to_vec())));
         assert_eq!(seen[2], (5, Err(10)));
+    }
+
+    /// The end of input whose last line ends in a newline is asked for once: a
+    /// terminal's Ctrl-D ends the samples, where asking again would wait for another.
+    /// (A last line without a newline is asked past twice, as std's `read_until`
+    /// asks.)
+    #[test]
+    fn the_end_is_asked_for_once() {
+        struct Counted<'a>(&'a [u8], usize);
+        impl io::Read for Counted<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                let n = self.0.len().min(buf.len());
+                buf[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                self.1 += usize::from(n == 0);
+                Ok(n)
+            }
+        }
+        for input in [&b"a\nb\n"[..], b"\n \n", b""] {
+            let mut source = Counted(input, 0);
+            let mut r = LineReader::new(io::BufReader::new(&mut source), 10);
+            while r.next_line().expect("read").is_some() {}
+            drop(r);
+            assert_eq!(source.1, 1, "{input:?}");
+        }
     }
 
     /// The newline search reads as std's `take(limit).read_until` does, lines split
