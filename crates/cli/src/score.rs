@@ -10,10 +10,8 @@ use std::sync::{Mutex, mpsc};
 use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
 use plangate_gate::catalog::Catalog;
-use plangate_gate::decide::Verdict;
 use plangate_gate::score::{self, Scored};
 use plangate_gate::seed;
-use plangate_gate::task::{Label, TaskError};
 use plangate_harness::Entry;
 
 use crate::args::{Baseline, IoArgs, ThresholdArgs};
@@ -78,33 +76,15 @@ const CHUNK: usize = 256;
 const CHUNK_BYTES: usize = 1 << 20;
 
 /// Consecutive lines of the input, in one buffer: (line number, byte range) each, or
-/// the length of a line over `--max-line-bytes`. A worker writes their records to
-/// `records`, one after another, each with its line ending, and their task IDs to
-/// `ids`: a chunk's records cross to the writer as one buffer, written with one call,
-/// where a string per record cost an allocation in the worker and a free in the writer.
+/// the length of a line over `--max-line-bytes`. A worker appends their records to
+/// `records`, each with its line ending: a chunk's records cross to the writer as one
+/// buffer, written with one call, where a string per record cost an allocation in the
+/// worker and a free in the writer.
 #[derive(Default)]
 struct Chunk {
     data: Vec<u8>,
     lines: Vec<(usize, Result<std::ops::Range<usize>, u64>)>,
     records: String,
-    ids: String,
-}
-
-/// What a worker made of one line: [`Scored`], with a record's text and its task ID
-/// left in the chunk's buffers (`end` and `id_end`: where they end there).
-enum Outcome {
-    Record {
-        verdict: Option<Verdict>,
-        compared: Option<(Verdict, Option<Label>)>,
-        end: usize,
-        id_end: usize,
-    },
-    Kept {
-        kept: Box<score::KeptDecision>,
-        end: usize,
-    },
-    Bad(TaskError),
-    Other,
 }
 
 impl Chunk {
@@ -114,8 +94,9 @@ impl Chunk {
 }
 
 /// A chunk back from a worker: its place in the input, its buffers (emptied once
-/// written), and what each of its lines produced.
-type Decided = (usize, Chunk, Vec<(usize, Outcome)>);
+/// written), and what each of its lines produced, with where the chunk's records
+/// ended after it.
+type Decided = (usize, Chunk, Vec<(usize, Scored, usize)>);
 
 /// Everything a line is decided against (the gate's [`score::Scorer`]) and the flags
 /// the pipeline reads; shared read-only by the workers.
@@ -125,13 +106,12 @@ struct Scorer<'a> {
 }
 
 impl Scorer<'_> {
-    /// Decides every line of `chunk`, writing the records to its buffers.
-    fn score_chunk(&self, chunk: &mut Chunk) -> Vec<(usize, Outcome)> {
+    /// Decides every line of `chunk`, appending the records to its buffer.
+    fn score_chunk(&self, chunk: &mut Chunk) -> Vec<(usize, Scored, usize)> {
         let Chunk {
             data,
             lines,
             records,
-            ids,
         } = chunk;
         lines
             .iter()
@@ -140,36 +120,14 @@ impl Scorer<'_> {
                     Ok(range) => self.gate.score_guarded(&data[range.clone()], records),
                     Err(bytes) => Scored::Bad(too_long(*bytes, self.args.io.max_line_bytes)),
                 };
-                let outcome = match scored {
-                    Scored::Record(verdict, compared, task_id) => {
-                        records.push('\n');
-                        ids.push_str(&task_id);
-                        Outcome::Record {
-                            verdict,
-                            compared,
-                            end: records.len(),
-                            id_end: ids.len(),
-                        }
-                    }
-                    Scored::Kept(kept) => {
-                        records.push('\n');
-                        Outcome::Kept {
-                            kept,
-                            end: records.len(),
-                        }
-                    }
-                    Scored::Bad(e)
-                        if self
-                            .args
-                            .shard
-                            .is_some_and(|s| !s.owns_bad_line(*number, &e)) =>
-                    {
-                        Outcome::Other
-                    }
-                    Scored::Bad(e) => Outcome::Bad(e),
-                    Scored::Other => Outcome::Other,
+                let scored = match (scored, self.args.shard) {
+                    (Scored::Bad(e), Some(s)) if !s.owns_bad_line(*number, &e) => Scored::Other,
+                    (scored, _) => scored,
                 };
-                (*number, outcome)
+                if matches!(scored, Scored::Record(..) | Scored::Kept(_)) {
+                    records.push('\n');
+                }
+                (*number, scored, records.len())
             })
             .collect()
     }
@@ -219,21 +177,14 @@ impl Writer<'_> {
 
     /// Writes a decided chunk's records in order, each line not a task's in its place
     /// among them.
-    fn write(&mut self, chunk: &Chunk, outcomes: Vec<(usize, Outcome)>) -> Result<()> {
+    fn write(&mut self, chunk: &Chunk, scored: Vec<(usize, Scored, usize)>) -> Result<()> {
         let tally = &mut self.tally;
-        // The records not written yet start at `from`; the next task ID at `id_from`.
-        let (mut from, mut to, mut id_from) = (0, 0, 0);
-        for (number, outcome) in outcomes {
-            match outcome {
-                Outcome::Record {
-                    verdict,
-                    compared,
-                    end,
-                    id_end,
-                } => {
-                    self.ids
-                        .check(self.source, number, &chunk.ids[id_from..id_end]);
-                    id_from = id_end;
+        // The chunk's records not written yet start at `from`.
+        let mut from = 0;
+        for (number, scored, end) in scored {
+            match scored {
+                Scored::Record(verdict, compared, task_id) => {
+                    self.ids.check(self.source, number, &task_id);
                     match verdict {
                         Some(v) => tally.count(v),
                         None => tally.refused += 1,
@@ -241,11 +192,11 @@ impl Writer<'_> {
                     if let (Some(gate), Some((naive, label))) = (verdict, compared) {
                         tally.baseline.count(gate, naive, label);
                     }
-                    to = end;
                 }
-                Outcome::Bad(e) => {
-                    write_records(&mut self.out, &chunk.records[from..to])?;
-                    from = to;
+                Scored::Bad(e) => {
+                    // The records before this line first.
+                    write_records(&mut self.out, &chunk.records[from..end])?;
+                    from = end;
                     if let Some(ev) = self.evidence.as_mut() {
                         let entry = Entry::Bad {
                             line: number,
@@ -255,15 +206,14 @@ impl Writer<'_> {
                     }
                     skip_line(&mut self.out, self.source, number, &e, tally)?
                 }
-                Outcome::Other => tally.other_shards += 1,
-                Outcome::Kept { kept, end } => {
-                    let (d, prepared, compared) = *kept;
+                Scored::Other => tally.other_shards += 1,
+                Scored::Kept(b) => {
+                    let (d, prepared, compared) = *b;
                     self.ids.check(self.source, number, &d.task_id);
                     tally.count(d.decision);
                     if let Some((naive, label)) = compared {
                         tally.baseline.count(d.decision, naive, label);
                     }
-                    to = end;
                     let entry = Entry::Task {
                         line: number,
                         prepared,
@@ -275,7 +225,7 @@ impl Writer<'_> {
                 }
             }
         }
-        write_records(&mut self.out, &chunk.records[from..to])
+        write_records(&mut self.out, &chunk.records[from..])
     }
 }
 
@@ -345,8 +295,8 @@ fn decide_chunks(
             .map_err(drop)
             .and_then(|rx| rx.recv().map_err(drop));
         let Ok((seq, mut chunk)) = next else { return };
-        let outcomes = scorer.score_chunk(&mut chunk);
-        if done.send((seq, chunk, outcomes)).is_err() {
+        let scored = scorer.score_chunk(&mut chunk);
+        if done.send((seq, chunk, scored)).is_err() {
             return;
         }
     }
@@ -363,14 +313,13 @@ fn write_in_order(
     let mut next = 0;
     for (seq, chunk, scored) in done {
         waiting.insert(seq, (chunk, scored));
-        while let Some((mut chunk, outcomes)) = waiting.remove(&next) {
-            writer.write(&chunk, outcomes)?;
+        while let Some((mut chunk, scored)) = waiting.remove(&next) {
+            writer.write(&chunk, scored)?;
             writer.checkpoint(&chunk)?;
             next += 1;
             chunk.data.clear();
             chunk.lines.clear();
             chunk.records.clear();
-            chunk.ids.clear();
             credits.send(chunk).ok();
         }
     }
@@ -538,7 +487,6 @@ pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
     // journal the next `--resume` starts over from (it needs no partial file) instead of
     // one whose kept decisions were renamed away. The journal stays locked until the
     // rename is done, so no second run on this --out can start in between.
-    writer.out.flush().context("failed to write decisions")?;
     if let Some(journal) = writer.journal.as_mut() {
         journal.checkpoint(&Checkpoint::default())?;
     }
