@@ -4,8 +4,9 @@
 //! flaky tool, which is the whole point of comparing against it.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
-use crate::decide::{Agreement, Verdict, modal};
+use crate::decide::{Agreement, Prepared, Verdict, modal};
 use crate::jcs::{Fingerprint, fingerprint};
 use crate::json::Value;
 use crate::seed::{Dumps, dumps_key};
@@ -213,8 +214,77 @@ pub fn naive(task: &Task, threshold: Ratio) -> NaiveDecision {
             start..ids.len()
         },
     );
-    let n = plans.len();
-    let best = modal(plans.iter().map(|r| &ids[r.clone()])).map_or(0, |(_, count)| count);
+    verdict(
+        plans.iter().map(|r| &ids[r.clone()]),
+        plans.len(),
+        threshold,
+    )
+}
+
+/// [`naive`]'s verdict, read from the gate's preparation of the same task instead of
+/// keying every call again, where the preparation's ids have the naive scorer's
+/// equality: each call's arguments as written could be read and are its canonical
+/// arguments (no hint or default changed them), steps are in the order written, and
+/// every call returned a result or an error. Then two calls get one key id exactly when
+/// they name one tool with arguments RFC 8785 prints alike, and two results one id
+/// exactly when RFC 8785 prints them alike; without a float in either, that is
+/// `json.dumps` equality (see [`NaiveForm`]). None otherwise (a float, a changed
+/// argument, a missing result or raw bytes, which agreement keys otherwise), and the
+/// task is scored the naive way. Labelled tasks are scored both ways, and the second
+/// keying was a tenth of `score`'s instructions. Public only so that `tests/props.rs`
+/// can hold it to [`naive`].
+#[doc(hidden)]
+pub fn naive_prepared(task: &Task, prepared: &Prepared, threshold: Ratio) -> Option<NaiveDecision> {
+    if !prepared.in_written_order() {
+        return None;
+    }
+    let mut ids: Vec<(u32, Option<u32>)> = Vec::new();
+    let mut plain = true;
+    // A sample the reader shared with an earlier one is that one's plan again.
+    let plans = per_sample(
+        &task.samples,
+        |_| true,
+        |i, s| {
+            let start = ids.len();
+            if !plain {
+                return start..start;
+            }
+            let mut steps = prepared.steps_as_written(i);
+            for call in &s.calls {
+                let (Some((key, result, canonical)), Arguments::Json(written)) =
+                    (steps.next(), &call.arguments)
+                else {
+                    plain = false;
+                    break;
+                };
+                // Copy-on-write shares arguments no hint changed; a call of a sample of
+                // several may be given the canonical form of an earlier call written
+                // alike, a tree equal to its own.
+                plain &= canonical.is_some_and(|c| Arc::ptr_eq(c, written) || c == written)
+                    && !has_float(written)
+                    && match &call.observed {
+                        Observed::Result(p) => !p.has_float(),
+                        Observed::Error { .. } => true,
+                        Observed::Missing | Observed::Bytes(_) => false,
+                    };
+                ids.push((key, result));
+            }
+            plain &= steps.next().is_none();
+            start..ids.len()
+        },
+    );
+    plain.then(|| {
+        verdict(
+            plans.iter().map(|r| &ids[r.clone()]),
+            plans.len(),
+            threshold,
+        )
+    })
+}
+
+/// The naive verdict on `n` plans: the modal plan's share against `threshold`.
+fn verdict<K: Ord>(plans: impl Iterator<Item = K>, n: usize, threshold: Ratio) -> NaiveDecision {
+    let best = modal(plans).map_or(0, |(_, count)| count);
     let agreement = Agreement::new(best, n);
     let decision = if n > 0 && threshold.met_by(best, n) {
         Verdict::Accept

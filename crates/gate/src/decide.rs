@@ -548,6 +548,28 @@ impl Prepared {
     pub fn set_epoch_fixed(&mut self, fixed: bool) {
         self.epoch_fixed = fixed;
     }
+
+    /// Whether every sample's steps are in the order the sample wrote its calls: no
+    /// turn of several calls was put in another order (sorted, or lined up with the
+    /// modal plan's). Then [`Prepared::steps_as_written`] reads them in that order; the
+    /// naive scorer reads its plans from them where their ids have its equality
+    /// ([`crate::baseline::naive_prepared`]).
+    pub(crate) fn in_written_order(&self) -> bool {
+        // Turn lengths are kept only for a sample with a turn of several calls; without
+        // one, no step moved.
+        self.samples.iter().all(|s| s.turns.is_empty())
+    }
+
+    /// Sample `i`'s steps as (id of the call's key, id of its result's, its canonical
+    /// arguments: None for arguments that could not be read), one per call, in
+    /// canonical order (the order written when [`Prepared::in_written_order`]).
+    pub(crate) fn steps_as_written(
+        &self,
+        i: usize,
+    ) -> impl Iterator<Item = (u32, Option<u32>, Option<&Arc<Value>>)> {
+        let steps = self.samples.get(i).map_or(&[][..], |s| &s.steps[..]);
+        steps.iter().map(|st| (st.key, st.result, st.args.as_ref()))
+    }
 }
 
 /// One call's key: canonical arguments and the id of their (tool, arguments) key;

@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
-use crate::baseline::naive;
+use crate::baseline::{naive, naive_prepared};
 use crate::catalog::Catalog;
-use crate::decide::{self, Options, Verdict};
+use crate::decide::{self, Options, Prepared, Verdict};
 use crate::seed::{self, SeedOptions};
 use crate::task::{Label, Observed, Task, TaskError, parse_task_line};
 
@@ -81,17 +81,16 @@ impl<'a> Scorer<'a> {
     /// Scores one line (without its line ending), appending its record, if it has
     /// one, to `out`: the records of many lines go to one buffer, not a string each.
     pub fn score(&self, line: &[u8], out: &mut String) -> Scored {
-        match self.decide(line, out) {
-            Decided::Gate(d, task) => {
-                let compared = self.compared(&task);
+        match self.decide_comparing(line, out, true) {
+            (Decided::Gate(d, task), compared) => {
                 crate::record::write_decision(&d, out);
                 Scored::Record(Some(d.decision), compared, task.task_id)
             }
-            Decided::Scored(Scored::Kept(kept)) => {
+            (Decided::Scored(Scored::Kept(kept)), _) => {
                 crate::record::write_decision(&kept.0, out);
                 Scored::Kept(kept)
             }
-            Decided::Scored(scored) => scored,
+            (Decided::Scored(scored), _) => scored,
         }
     }
 
@@ -101,35 +100,55 @@ impl<'a> Scorer<'a> {
     /// `--seed-compat` record (written to `out`), a shard's work (its record not
     /// written) and a line that is not a task come back as `score` gives them.
     pub fn decide(&self, line: &[u8], out: &mut String) -> Decided {
+        self.decide_comparing(line, out, false).0
+    }
+
+    /// [`Scorer::decide`], with the naive scorer's verdict on a task the gate decided
+    /// when `compare` asks for it (and the task is compared): read from the gate's
+    /// preparation of the task where it can be ([`naive_prepared`]).
+    fn decide_comparing(
+        &self,
+        line: &[u8],
+        out: &mut String,
+        compare: bool,
+    ) -> (Decided, Option<(Verdict, Option<Label>)>) {
         let task = match parse_task_line(line) {
             Ok(t) => t,
-            Err(e) => return Decided::Scored(Scored::Bad(e)),
+            Err(e) => return (Decided::Scored(Scored::Bad(e)), None),
         };
         if self.shard.is_some_and(|owns| !owns(&task.task_id)) {
-            return Decided::Scored(Scored::Other);
+            return (Decided::Scored(Scored::Other), None);
         }
         if let Some((entry, seed_opts)) = self.seed_compat {
             let outcome = seed::judge(&task, self.catalog, entry, &seed_opts);
             crate::record::write_seed(&task.task_id, &outcome, out);
-            return Decided::Scored(Scored::Record(outcome.verdict(), None, task.task_id));
+            let record = Scored::Record(outcome.verdict(), None, task.task_id);
+            return (Decided::Scored(record), None);
         }
         if let Some(bad) = missing_result(&task) {
-            return Decided::Scored(Scored::Bad(TaskError {
+            let bad = Scored::Bad(TaskError {
                 field: bad,
                 message: "no result or error: plangate score decides observed results; \
                           use plangate eval to execute calls"
                     .into(),
                 task_id: Some(task.task_id.clone()),
-            }));
+            });
+            return (Decided::Scored(bad), None);
         }
         let prepared = decide::prepare(&task, self.catalog, None);
         let d = decide::classify(&prepared, &self.states, &self.opts);
         if self.shard.is_some() {
-            let compared = self.compared(&task);
-            return Decided::Scored(Scored::Kept(Box::new((d, prepared, compared))));
+            let compared = self.compared(&task, &prepared);
+            let kept = Scored::Kept(Box::new((d, prepared, compared)));
+            return (Decided::Scored(kept), None);
         }
+        let compared = if compare {
+            self.compared(&task, &prepared)
+        } else {
+            None
+        };
         drop(prepared);
-        Decided::Gate(Box::new(d), Box::new(task))
+        (Decided::Gate(Box::new(d), Box::new(task)), compared)
     }
 
     /// [`Scorer::score`], with a panic (a bug in plangate) reported as that line's
@@ -139,9 +158,13 @@ impl<'a> Scorer<'a> {
     }
 
     /// The naive scorer's verdict on `task`, with its label, when the two are compared.
-    fn compared(&self, task: &Task) -> Option<(Verdict, Option<Label>)> {
-        compares_baseline(self.baseline, task)
-            .then(|| (naive(task, self.opts.arg_accept).decision, task.label))
+    fn compared(&self, task: &Task, prepared: &Prepared) -> Option<(Verdict, Option<Label>)> {
+        compares_baseline(self.baseline, task).then(|| {
+            let threshold = self.opts.arg_accept;
+            let naive =
+                naive_prepared(task, prepared, threshold).unwrap_or_else(|| naive(task, threshold));
+            (naive.decision, task.label)
+        })
     }
 
     /// [`Scorer::decide`], guarded as [`Scorer::score_guarded`] is.

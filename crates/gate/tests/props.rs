@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use plangate_gate::baseline::{naive_argument_ids, naive_result_ids};
+use plangate_gate::baseline::{naive, naive_argument_ids, naive_prepared, naive_result_ids};
 use plangate_gate::catalog::Catalog;
 use plangate_gate::decide::{self, Options, Reason, ToolState, Verdict};
 use plangate_gate::jcs;
@@ -548,5 +548,223 @@ proptest! {
             ..t.clone()
         };
         prop_assert_eq!(record::decision(&classify(&t, &s)), record::decision(&classify(&apart, &s)));
+    }
+}
+
+/// A catalog whose hints and defaults change some arguments as written: `a` casefolds
+/// `s` and fills in `d`; `b` has no schema; `c` is not in it.
+fn hinted_catalog() -> Catalog {
+    let doc = r#"{"tools":[
+      {"name":"a","deterministic":true,"verified":true,"parameters":{"type":"object",
+        "properties":{"s":{"type":"string","x-plangate":{"canon":["casefold"]}},
+                      "n":{"type":"number"},"d":{"type":"integer","default":0}}}},
+      {"name":"b","deterministic":true,"verified":true}]}"#;
+    Catalog::from_value(&json::parse(doc).unwrap()).unwrap()
+}
+
+/// A call drawn so that every reason the naive scorer's verdict cannot be read from the
+/// gate's keys comes up: arguments a hint or default changes, floats in arguments and
+/// results, missing results, raw bytes, unreadable arguments, arguments that are not an
+/// object, an unknown tool.
+fn naive_call() -> impl Strategy<Value = Call> {
+    let args = prop_oneof![
+        8 => (
+            proptest::option::of(prop::sample::select(vec!["x", "X", "y"])),
+            proptest::option::of(prop::sample::select(vec!["1", "2", "1.0", "1e0", "10"])),
+            proptest::option::of(prop::sample::select(vec!["0", "1"])),
+        )
+            .prop_map(|(s, n, d)| {
+                let mut members = Vec::new();
+                if let Some(s) = s {
+                    members.push(format!("\"s\":\"{s}\""));
+                }
+                if let Some(n) = n {
+                    members.push(format!("\"n\":{n}"));
+                }
+                if let Some(d) = d {
+                    members.push(format!("\"d\":{d}"));
+                }
+                let v = json::parse(&format!("{{{}}}", members.join(","))).unwrap();
+                Arguments::Json(std::sync::Arc::new(v))
+            }),
+        1 => Just(Arguments::Json(std::sync::Arc::new(json::parse("[1]").unwrap()))),
+        1 => Just(Arguments::Malformed("unreadable".into())),
+    ];
+    let observed = prop_oneof![
+        8 => prop::sample::select(vec!["1", "2", "1.0", "{\"k\":1}", "{\"k\":1.0}", "null", "\"s\""])
+            .prop_map(|t| Observed::Result(json::parse(t).unwrap().into())),
+        2 => prop::sample::select(vec!["not_found", "timeout"]).prop_map(|k| Observed::Error {
+            kind: k.into(),
+            message: "m".into(),
+        }),
+        1 => Just(Observed::Missing),
+        1 => Just(Observed::Bytes(b"\xff".to_vec())),
+    ];
+    (
+        prop::sample::select(vec!["a", "a", "b", "c"]),
+        args,
+        observed,
+    )
+        .prop_map(|(tool, arguments, observed)| Call {
+            origin: None,
+            tool: tool.into(),
+            arguments,
+            observed,
+        })
+}
+
+/// Tasks of such calls, one to three a sample, some samples one turn of several calls,
+/// some shared with the sample before them.
+fn naive_task() -> impl Strategy<Value = Task> {
+    let sample = (proptest::collection::vec(naive_call(), 1..4), any::<bool>()).prop_map(
+        |(calls, together)| {
+            let turns = if together && calls.len() > 1 {
+                vec![calls.len()]
+            } else {
+                Vec::new()
+            };
+            std::sync::Arc::new(Sample {
+                calls,
+                turns,
+                ..Sample::default()
+            })
+        },
+    );
+    (
+        proptest::collection::vec(sample, 0..9),
+        proptest::collection::vec(any::<bool>(), 9),
+    )
+        .prop_map(|(mut samples, again)| {
+            for i in 1..samples.len() {
+                if again[i] {
+                    samples[i] = std::sync::Arc::clone(&samples[i - 1]);
+                }
+            }
+            Task {
+                task_id: "t".into(),
+                samples,
+                label: None,
+                epoch_fixed: Some(true),
+                warnings: Vec::new(),
+            }
+        })
+}
+
+/// `t` with every call made plain: arguments no hint changes and results without a
+/// float, each call its own turn. The naive verdict must then be read from the gate's
+/// keys.
+fn plain(t: &Task) -> Task {
+    let mut t = t.clone();
+    for s in &mut t.samples {
+        let s = std::sync::Arc::make_mut(s);
+        s.turns.clear();
+        for c in &mut s.calls {
+            let (n, r) = match &c.observed {
+                Observed::Result(p) => (p.value().to_string().len() % 3, 0),
+                Observed::Error { .. } => (1, 1),
+                _ => (2, 2),
+            };
+            c.tool = if c.tool == "c" {
+                "c".into()
+            } else {
+                "a".into()
+            };
+            c.arguments = Arguments::Json(std::sync::Arc::new(
+                json::parse(&format!("{{\"s\":\"x\",\"n\":1,\"d\":{n}}}")).unwrap(),
+            ));
+            c.observed = if r == 1 {
+                c.observed.clone()
+            } else {
+                Observed::Result(num(r + n as u64).into())
+            };
+        }
+    }
+    t
+}
+
+/// `plain(t)` with the calls of every other sample written otherwise, so that the gate's
+/// keys and the naive scorer's equality part: `how` 0 upper-cases `s` (which `a`
+/// casefolds), 1 leaves out `d` where it is the default, 2 writes results as floats
+/// (`2.0` is `2` to RFC 8785, not to `json.dumps`), 3 writes `n` as one, 4 and 5 leave
+/// results missing or raw bytes, which the naive scorer takes for the `null` and the
+/// string the other samples return, and 6 makes each sample one turn, written in
+/// reverse order in every other one (a turn's calls have no order for the gate).
+fn twisted(t: &Task, how: usize) -> Task {
+    let mut t = plain(t);
+    if how == 6 {
+        for (i, s) in t.samples.iter_mut().enumerate() {
+            let s = std::sync::Arc::make_mut(s);
+            s.turns = vec![s.calls.len()];
+            if i % 2 == 1 {
+                s.calls.reverse();
+            }
+        }
+        return t;
+    }
+    if how >= 4 {
+        for (i, s) in t.samples.iter_mut().enumerate() {
+            for c in &mut std::sync::Arc::make_mut(s).calls {
+                c.observed = match (how, i % 2) {
+                    (4, 0) => Observed::Result(Value::Null.into()),
+                    (4, _) => Observed::Missing,
+                    (_, 0) => Observed::Result(Value::String("\u{fffd}".into()).into()),
+                    _ => Observed::Bytes(b"\xff".to_vec()),
+                };
+            }
+        }
+        return t;
+    }
+    for s in t.samples.iter_mut().skip(1).step_by(2) {
+        let s = std::sync::Arc::make_mut(s);
+        for c in &mut s.calls {
+            if how == 2 {
+                if let Observed::Result(p) = &c.observed {
+                    let float = format!("{}.0", p.value());
+                    c.observed = Observed::Result(json::parse(&float).unwrap().into());
+                }
+                continue;
+            }
+            let Arguments::Json(args) = &c.arguments else {
+                continue;
+            };
+            let mut args = (**args).clone();
+            let Value::Object(o) = &mut args else {
+                continue;
+            };
+            match how {
+                0 => o.insert("s", Value::String("X".into())),
+                1 if o.get("d") == Some(&num(0)) => drop(o.remove("d")),
+                3 => o.insert("n", json::parse("1.0").unwrap()),
+                _ => {}
+            }
+            c.arguments = Arguments::Json(std::sync::Arc::new(args));
+        }
+    }
+    t
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    /// Where the naive scorer's verdict is read from the gate's preparation of a task,
+    /// it is the verdict scoring the task the naive way gives; and it is read so for
+    /// every task of plain calls.
+    #[test]
+    fn the_naive_verdict_read_from_the_gates_keys_is_the_naive_scorers(t in naive_task()) {
+        let catalog = hinted_catalog();
+        let threshold = "0.80".parse().unwrap();
+        let read = naive_prepared(&t, &decide::prepare(&t, &catalog, None), threshold);
+        if let Some(read) = read {
+            prop_assert_eq!(read, naive(&t, threshold));
+        }
+        let p = plain(&t);
+        let read = naive_prepared(&p, &decide::prepare(&p, &catalog, None), threshold);
+        prop_assert_eq!(read, Some(naive(&p, threshold)));
+        for how in 0..7 {
+            let tw = twisted(&t, how);
+            if let Some(read) = naive_prepared(&tw, &decide::prepare(&tw, &catalog, None), threshold) {
+                prop_assert_eq!(read, naive(&tw, threshold), "twisted {}", how);
+            }
+        }
     }
 }
