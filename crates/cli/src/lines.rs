@@ -148,7 +148,7 @@ impl TaskIds {
 /// default hasher promises neither across Rust releases), and fast enough to run over
 /// every input line.
 pub(crate) fn line_hash(line: &[u8]) -> u64 {
-    xxhash_rust::xxh3::xxh3_64(line)
+    twox_hash::XxHash3_64::oneshot(line)
 }
 
 /// The tasks on the given lines of a samples file, read again (the defer path retries
