@@ -238,48 +238,47 @@ pub fn naive_prepared(task: &Task, prepared: &Prepared, threshold: Ratio) -> Opt
     if !prepared.in_written_order() {
         return None;
     }
-    let mut ids: Vec<(u32, Option<u32>)> = Vec::new();
-    let mut plain = true;
-    // A sample the reader shared with an earlier one is that one's plan again.
-    let plans = per_sample(
-        &task.samples,
-        |_| true,
-        |i, s| {
-            let start = ids.len();
-            if !plain {
-                return start..start;
-            }
-            let mut steps = prepared.steps_as_written(i);
-            for call in &s.calls {
-                let (Some((key, result, canonical)), Arguments::Json(written)) =
-                    (steps.next(), &call.arguments)
-                else {
-                    plain = false;
-                    break;
+    let calls = task.samples.iter().map(|s| s.calls.len()).sum();
+    let mut ids: Vec<(u32, Option<u32>)> = Vec::with_capacity(calls);
+    let mut plans: Vec<std::ops::Range<usize>> = Vec::with_capacity(task.samples.len());
+    for (i, s) in task.samples.iter().enumerate() {
+        // A sample the reader shared with the one before it is that one's plan again.
+        if i > 0 && Arc::ptr_eq(s, &task.samples[i - 1]) {
+            plans.push(plans[i - 1].clone());
+            continue;
+        }
+        let start = ids.len();
+        let mut steps = prepared.steps_as_written(i);
+        for call in &s.calls {
+            let (key, result, canonical) = steps.next()?;
+            let Arguments::Json(written) = &call.arguments else {
+                return None;
+            };
+            // Copy-on-write shares arguments no hint changed; a call of a sample of
+            // several may be given the canonical form of an earlier call written
+            // alike, a tree equal to its own.
+            let plain = canonical.is_some_and(|c| Arc::ptr_eq(c, written) || c == written)
+                && !has_float(written)
+                && match &call.observed {
+                    Observed::Result(p) => !p.has_float(),
+                    Observed::Error { .. } => true,
+                    Observed::Missing | Observed::Bytes(_) => false,
                 };
-                // Copy-on-write shares arguments no hint changed; a call of a sample of
-                // several may be given the canonical form of an earlier call written
-                // alike, a tree equal to its own.
-                plain &= canonical.is_some_and(|c| Arc::ptr_eq(c, written) || c == written)
-                    && !has_float(written)
-                    && match &call.observed {
-                        Observed::Result(p) => !p.has_float(),
-                        Observed::Error { .. } => true,
-                        Observed::Missing | Observed::Bytes(_) => false,
-                    };
-                ids.push((key, result));
+            if !plain {
+                return None;
             }
-            plain &= steps.next().is_none();
-            start..ids.len()
-        },
-    );
-    plain.then(|| {
-        verdict(
-            plans.iter().map(|r| &ids[r.clone()]),
-            plans.len(),
-            threshold,
-        )
-    })
+            ids.push((key, result));
+        }
+        if steps.next().is_some() {
+            return None;
+        }
+        plans.push(start..ids.len());
+    }
+    Some(verdict(
+        plans.iter().map(|r| &ids[r.clone()]),
+        plans.len(),
+        threshold,
+    ))
 }
 
 /// The naive verdict on `n` plans: the modal plan's share against `threshold`.
