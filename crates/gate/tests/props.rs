@@ -430,11 +430,25 @@ fn task() -> impl Strategy<Value = Task> {
             ..Sample::default()
         })
     });
-    // Some samples are the one before them again, shared as the reader shares samples
-    // written alike.
-    let samples = (
-        proptest::collection::vec(sample, 0..12),
-        proptest::collection::vec(any::<bool>(), 12),
+    let samples = shared_samples(sample, 12);
+    (samples, any::<bool>()).prop_map(|(samples, fixed)| Task {
+        task_id: "t".into(),
+        samples,
+        label: None,
+        epoch_fixed: Some(fixed),
+        warnings: Vec::new(),
+    })
+}
+
+/// Fewer than `max` samples drawn by `sample`, some of them the one before them again,
+/// shared as the reader shares samples written alike.
+fn shared_samples(
+    sample: impl Strategy<Value = std::sync::Arc<Sample>>,
+    max: usize,
+) -> impl Strategy<Value = Vec<std::sync::Arc<Sample>>> {
+    (
+        proptest::collection::vec(sample, 0..max),
+        proptest::collection::vec(any::<bool>(), max),
     )
         .prop_map(|(mut samples, again)| {
             for i in 1..samples.len() {
@@ -443,14 +457,7 @@ fn task() -> impl Strategy<Value = Task> {
                 }
             }
             samples
-        });
-    (samples, any::<bool>()).prop_map(|(samples, fixed)| Task {
-        task_id: "t".into(),
-        samples,
-        label: None,
-        epoch_fixed: Some(fixed),
-        warnings: Vec::new(),
-    })
+        })
 }
 
 fn states() -> impl Strategy<Value = BTreeMap<String, ToolState>> {
@@ -630,24 +637,13 @@ fn naive_task() -> impl Strategy<Value = Task> {
             })
         },
     );
-    (
-        proptest::collection::vec(sample, 0..9),
-        proptest::collection::vec(any::<bool>(), 9),
-    )
-        .prop_map(|(mut samples, again)| {
-            for i in 1..samples.len() {
-                if again[i] {
-                    samples[i] = std::sync::Arc::clone(&samples[i - 1]);
-                }
-            }
-            Task {
-                task_id: "t".into(),
-                samples,
-                label: None,
-                epoch_fixed: Some(true),
-                warnings: Vec::new(),
-            }
-        })
+    shared_samples(sample, 9).prop_map(|samples| Task {
+        task_id: "t".into(),
+        samples,
+        label: None,
+        epoch_fixed: Some(true),
+        warnings: Vec::new(),
+    })
 }
 
 /// `t` with every call made plain: arguments no hint changes and results without a
