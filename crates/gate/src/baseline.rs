@@ -3,7 +3,6 @@
 //! `json.dumps` equality), reject below 0.80. It conflates a fabricated argument with a
 //! flaky tool, which is the whole point of comparing against it.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::decide::{Agreement, Prepared, Verdict, modal};
@@ -12,7 +11,7 @@ use crate::json::Value;
 use crate::seed::{Dumps, dumps_key};
 use crate::stats::Ratio;
 use crate::task::{
-    Arguments, Form, Jcs, Keys, Observed, Payload, Recent, Table, Task, has_float, per_sample,
+    Arguments, Few, Form, Jcs, Keys, Observed, Payload, Recent, Table, Task, has_float, per_sample,
 };
 
 /// What the naive scorer decides: accept or reject, never defer.
@@ -147,28 +146,15 @@ impl<'a> NaiveResults<'a> {
 }
 
 /// Task-local numbers for tool names, so that whole plans sort as numbers, not as
-/// strings. A task calls a handful of tools, found in a short list; past that (a
-/// hostile line naming thousands), a map keeps each search from growing with them.
+/// strings.
 #[derive(Default)]
-struct Names<'a> {
-    listed: Vec<&'a str>,
-    more: BTreeMap<&'a str, u32>,
-}
+struct Names<'a>(Few<&'a str, u32>);
 
 impl<'a> Names<'a> {
-    const LISTED: usize = 16;
-
     /// `name`'s number: the count of distinct names before its first appearance.
     fn id(&mut self, name: &'a str) -> u32 {
-        if let Some(i) = self.listed.iter().position(|n| *n == name) {
-            return i as u32;
-        }
-        if self.listed.len() < Self::LISTED {
-            self.listed.push(name);
-            return (self.listed.len() - 1) as u32;
-        }
-        let next = (Self::LISTED + self.more.len()) as u32;
-        *self.more.entry(name).or_insert(next)
+        let next = self.0.len() as u32;
+        *self.0.get_or_insert_with(name, || next)
     }
 }
 

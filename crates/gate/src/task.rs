@@ -345,47 +345,63 @@ pub(crate) struct Table<'a, F> {
     form: F,
 }
 
+/// A task's small map: a task has a handful of tool names, or of fingerprints in a
+/// [`Table`], found in a short list; past [`FEW`] of them (a hostile line of thousands),
+/// a map keeps each search from growing with them. A map for the few cost an allocation
+/// and its freeing per task, 1.7% of `score`'s time for a table's fingerprints.
+pub(crate) struct Few<K, V> {
+    listed: Vec<(K, V)>,
+    more: BTreeMap<K, V>,
+}
+
+/// Keys a [`Few`] finds in its short list.
+pub(crate) const FEW: usize = 16;
+
+impl<K, V> Default for Few<K, V> {
+    fn default() -> Self {
+        Few {
+            listed: Vec::new(),
+            more: BTreeMap::new(),
+        }
+    }
+}
+
+impl<K: Ord + Copy, V> Few<K, V> {
+    pub(crate) fn len(&self) -> usize {
+        self.listed.len() + self.more.len()
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.listed.is_empty()
+    }
+
+    pub(crate) fn get_mut(&mut self, key: K) -> Option<&mut V> {
+        match self.listed.iter().position(|(k, _)| *k == key) {
+            Some(i) => Some(&mut self.listed[i].1),
+            None => self.more.get_mut(&key),
+        }
+    }
+
+    /// The value of `key`, `value()` put in first when there is none.
+    pub(crate) fn get_or_insert_with(&mut self, key: K, value: impl FnOnce() -> V) -> &mut V {
+        if let Some(i) = self.listed.iter().position(|(k, _)| *k == key) {
+            return &mut self.listed[i].1;
+        }
+        if self.listed.len() < FEW {
+            self.listed.push((key, value()));
+            return &mut self.listed.last_mut().expect("just pushed").1;
+        }
+        self.more.entry(key).or_insert_with(value)
+    }
+
+    pub(crate) fn values_mut(&mut self) -> impl Iterator<Item = &mut V> {
+        (self.listed.iter_mut().map(|(_, v)| v)).chain(self.more.values_mut())
+    }
+}
+
 /// A [`Table`]'s fingerprints, each with the one key of that fingerprint not printed
-/// yet (None: printed). A task's results and calls have a handful of fingerprints, found
-/// in a short list; past [`Slots::FEW`] (a hostile line of thousands of distinct
-/// results), a map keeps each search from growing with them. A map for the few cost an
-/// allocation and its freeing per table, 1.7% of `score`'s time.
-#[derive(Default)]
-struct Slots<'a> {
-    few: Vec<(u64, Slot<'a>)>,
-    many: BTreeMap<u64, Slot<'a>>,
-}
-
-/// See [`Slots`].
-type Slot<'a> = Option<(Waiting<'a>, u32)>;
-
-impl<'a> Slots<'a> {
-    const FEW: usize = 16;
-
-    fn is_empty(&self) -> bool {
-        self.few.is_empty()
-    }
-
-    fn get_mut(&mut self, hash: u64) -> Option<&mut Slot<'a>> {
-        match self.few.iter().position(|(h, _)| *h == hash) {
-            Some(i) => Some(&mut self.few[i].1),
-            None => self.many.get_mut(&hash),
-        }
-    }
-
-    /// Adds `hash`, which is not there yet; its slot.
-    fn insert(&mut self, hash: u64, slot: Slot<'a>) -> &mut Slot<'a> {
-        if self.few.len() < Self::FEW {
-            self.few.push((hash, slot));
-            return &mut self.few.last_mut().expect("just pushed").1;
-        }
-        self.many.entry(hash).or_insert(slot)
-    }
-
-    fn values_mut(&mut self) -> impl Iterator<Item = &mut Slot<'a>> {
-        (self.few.iter_mut().map(|(_, s)| s)).chain(self.many.values_mut())
-    }
-}
+/// yet (None: printed).
+type Slots<'a> = Few<u64, Option<(Waiting<'a>, u32)>>;
 
 /// What [`Table`] keyed and has not printed yet.
 #[derive(Clone)]
@@ -459,16 +475,11 @@ impl<'a, F: Form> Table<'a, F> {
         }
         // A new form: the unprinted key it may be is the one of its fingerprint.
         match self.form.fingerprint_key(&key) {
-            Some(f) => match self.hashes.get_mut(f.hash) {
-                Some(slot) => {
-                    if let Some((q, id)) = slot.take() {
-                        self.ids.insert(q.print(&self.form), id);
-                    }
+            Some(f) => {
+                if let Some((q, id)) = self.hashes.get_or_insert_with(f.hash, || None).take() {
+                    self.ids.insert(q.print(&self.form), id);
                 }
-                None => {
-                    self.hashes.insert(f.hash, None);
-                }
-            },
+            }
             None => {
                 self.opaque = true;
                 for slot in self.hashes.values_mut() {
@@ -505,10 +516,11 @@ impl<'a, F: Form> Table<'a, F> {
             Some(slot) => slot,
             None if !self.opaque => {
                 let id = Self::fresh(next);
-                self.hashes.insert(f.hash, Some((w.clone(), id)));
+                self.hashes
+                    .get_or_insert_with(f.hash, || Some((w.clone(), id)));
                 return id;
             }
-            None => self.hashes.insert(f.hash, None),
+            None => self.hashes.get_or_insert_with(f.hash, || None),
         };
         if let Some((q, id)) = slot.take() {
             self.ids.insert(q.print(&self.form), id);
@@ -525,7 +537,7 @@ impl<'a, F: Form> Table<'a, F> {
         };
         if let Some(f) = first.fingerprint::<F>() {
             self.hashed = true;
-            self.hashes.insert(f.hash, Some((first, id)));
+            self.hashes.get_or_insert_with(f.hash, || Some((first, id)));
             return;
         }
         self.ids.insert(first.print(&self.form), id);
@@ -540,9 +552,7 @@ impl<'a, F: Form> Table<'a, F> {
         for key in self.ids.keys() {
             match self.form.fingerprint_key(key) {
                 Some(f) => {
-                    if self.hashes.get_mut(f.hash).is_none() {
-                        self.hashes.insert(f.hash, None);
-                    }
+                    self.hashes.get_or_insert_with(f.hash, || None);
                 }
                 None => self.opaque = true,
             }
@@ -1603,12 +1613,12 @@ fn error_form(kind: &str, message: &str) -> String {
 mod tests {
     use super::*;
 
-    /// Past the short list of fingerprints a table keeps (`Slots::FEW`), results are
+    /// Past the short list of fingerprints a table keeps ([`FEW`]), results are
     /// told apart and found again as before: equal results one id, distinct ones their
     /// own, whichever of the list or the map holds them.
     #[test]
     fn many_distinct_results_keep_their_ids() {
-        let n = 3 * Slots::FEW;
+        let n = 3 * FEW;
         let result = |i: usize| {
             let text = format!("{{\"n\":{i},\"s\":\"r{i}\"}}");
             Observed::Result(Payload::from(crate::json::parse(&text).unwrap()))
