@@ -11,7 +11,8 @@ use crate::json::Value;
 use crate::seed::{Dumps, dumps_key};
 use crate::stats::Ratio;
 use crate::task::{
-    Arguments, Few, Form, Jcs, Keys, Observed, Payload, Recent, Table, Task, has_float, per_sample,
+    Arguments, Few, Form, Jcs, Keys, Observed, Payload, Recent, Sample, Table, Task, has_float,
+    per_sample,
 };
 
 /// What the naive scorer decides: accept or reject, never defer.
@@ -267,6 +268,40 @@ pub fn naive_prepared(task: &Task, prepared: &Prepared, threshold: Ratio) -> Opt
     ))
 }
 
+/// The naive scorer's verdict on `task`, [`naive`]'s, found the cheapest way that gives
+/// it: from the samples the reader shared when most repeat one text ([`repeats_meet`]),
+/// else from the gate's keys ([`naive_prepared`]), else by keying every call again.
+/// Labelled tasks are scored both ways, and only the verdict is compared.
+pub fn naive_verdict(task: &Task, prepared: &Prepared, threshold: Ratio) -> Verdict {
+    if repeats_meet(&task.samples, threshold) {
+        return Verdict::Accept;
+    }
+    naive_prepared(task, prepared, threshold)
+        .unwrap_or_else(|| naive(task, threshold))
+        .decision
+}
+
+/// Whether one sample stands for enough of `samples` to meet `threshold` by itself. The
+/// reader gives a sample written byte for byte like an earlier one that one's reading
+/// (one `Arc`), and copies of a sample are one plan to [`naive`], whatever they hold: its
+/// modal plan stands for at least as many samples, and it accepts. Agreeing models
+/// repeat themselves, so this decides 46% of the bench's tasks without keying a call.
+fn repeats_meet(samples: &[Arc<Sample>], threshold: Ratio) -> bool {
+    let n = samples.len();
+    let meets = |count| threshold.met_by(count, n);
+    // A handful of samples are counted in place: sorting them cost more than the
+    // naive scorer this saves. Past that, counting each would take time quadratic in n.
+    if n > 64 {
+        return modal(samples.iter().map(Arc::as_ptr)).is_some_and(|(_, count)| meets(count));
+    }
+    // Each sample's copies from it on: a sample that cannot meet the threshold with every
+    // later one ends the search.
+    (0..n).take_while(|&i| meets(n - i)).any(|i| {
+        let copies = samples[i..].iter().filter(|s| Arc::ptr_eq(s, &samples[i]));
+        meets(copies.count())
+    })
+}
+
 /// The naive verdict on `n` plans: the modal plan's share against `threshold`.
 fn verdict<K: Ord>(plans: impl Iterator<Item = K>, n: usize, threshold: Ratio) -> NaiveDecision {
     let best = modal(plans).map_or(0, |(_, count)| count);
@@ -345,6 +380,45 @@ mod tests {
         .map(|t| crate::json::parse(t).unwrap())
         .collect();
         assert_eq!(naive_argument_ids(&values), [0, 1, 2, 0, 2, 3, 3]);
+    }
+
+    #[test]
+    fn samples_repeated_byte_for_byte_decide_alone() {
+        // Floats, a missing result: nothing the gate's keys can say for the naive scorer.
+        let sample = r#"{"calls":[{"tool":"t","arguments":{"a":1.5},"result":[2.0]},{"tool":"t","arguments":{}}]}"#;
+        let other = r#"{"calls":[{"tool":"t","arguments":{"a":2.5},"result":[2.0]}]}"#;
+        let task = |samples: &[&str]| {
+            parse_task_line(
+                format!(r#"{{"task_id":"x","samples":[{}]}}"#, samples.join(",")).as_bytes(),
+            )
+            .unwrap()
+        };
+        let at = |t: &str| t.parse().unwrap();
+        let t = task(&[sample, sample, other, sample, sample]);
+        assert!(repeats_meet(&t.samples, at("0.80")));
+        assert!(!repeats_meet(&t.samples, at("0.81")));
+        assert_eq!(naive(&t, at("0.80")).decision, Verdict::Accept);
+        // Alike but not shared (each read on its own): left to the other ways.
+        let apart = Task {
+            samples: (t.samples.iter())
+                .map(|s| Arc::new(Sample::clone(s)))
+                .collect(),
+            ..t.clone()
+        };
+        assert!(!repeats_meet(&apart.samples, at("0.80")));
+        assert!(!repeats_meet(&[], at("0")));
+        // Past 64 samples they are counted by sorting: 57 of 70 is 0.814.
+        for (copies, meets) in [(57, true), (55, false)] {
+            let mut samples = vec![sample; copies];
+            samples.extend(std::iter::repeat_n(other, 70 - copies));
+            let t = task(&samples);
+            assert_eq!(
+                repeats_meet(&t.samples, at("0.80")),
+                meets,
+                "{copies} of 70"
+            );
+            assert_eq!(naive(&t, at("0.80")).decision == Verdict::Accept, meets);
+        }
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
-use crate::baseline::{naive, naive_prepared};
+use crate::baseline::naive_verdict;
 use crate::catalog::Catalog;
 use crate::decide::{self, Options, Prepared, Verdict};
 use crate::seed::{self, SeedOptions};
@@ -105,7 +105,7 @@ impl<'a> Scorer<'a> {
 
     /// [`Scorer::decide`], with the naive scorer's verdict on a task the gate decided
     /// when `compare` asks for it (and the task is compared): read from the gate's
-    /// preparation of the task where it can be ([`naive_prepared`]).
+    /// preparation of the task where it can be ([`naive_verdict`]).
     fn decide_comparing(
         &self,
         line: &[u8],
@@ -161,9 +161,7 @@ impl<'a> Scorer<'a> {
     fn compared(&self, task: &Task, prepared: &Prepared) -> Option<(Verdict, Option<Label>)> {
         compares_baseline(self.baseline, task).then(|| {
             let threshold = self.opts.arg_accept;
-            let naive =
-                naive_prepared(task, prepared, threshold).unwrap_or_else(|| naive(task, threshold));
-            (naive.decision, task.label)
+            (naive_verdict(task, prepared, threshold), task.label)
         })
     }
 

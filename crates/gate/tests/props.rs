@@ -5,7 +5,9 @@
 
 use std::collections::BTreeMap;
 
-use plangate_gate::baseline::{naive, naive_argument_ids, naive_prepared, naive_result_ids};
+use plangate_gate::baseline::{
+    naive, naive_argument_ids, naive_prepared, naive_result_ids, naive_verdict,
+};
 use plangate_gate::catalog::Catalog;
 use plangate_gate::decide::{self, Options, Reason, ToolState, Verdict};
 use plangate_gate::jcs;
@@ -762,5 +764,25 @@ proptest! {
                 prop_assert_eq!(read, naive(&tw, threshold), "twisted {}", how);
             }
         }
+    }
+
+    /// The verdict `score` compares, whichever way it is found (the samples the reader
+    /// shared, the gate's keys, or keying every call), is the naive scorer's, at any
+    /// threshold; the shared samples alone decide some of these tasks.
+    #[test]
+    fn the_naive_verdict_score_compares_is_the_naive_scorers(
+        t in naive_task(),
+        threshold in prop::sample::select(vec!["0", "0.5", "0.6", "0.75", "0.8", "0.9", "1"]),
+        how in 0usize..9,
+    ) {
+        let catalog = hinted_catalog();
+        let threshold = threshold.parse().unwrap();
+        let t = match how {
+            7 => plain(&t),
+            8 => t,
+            _ => twisted(&t, how),
+        };
+        let verdict = naive_verdict(&t, &decide::prepare(&t, &catalog, None), threshold);
+        prop_assert_eq!(verdict, naive(&t, threshold).decision);
     }
 }
