@@ -253,12 +253,27 @@ fn apply(
     }
     let mut changed = match v {
         Value::Object(o) => {
-            let mut out: Option<Object> = None;
+            // Built from the first member that changes: the members before it copied,
+            // those after it copied or changed, so no member is copied to be replaced.
+            // The first `n` members, with room for every default.
+            let copied = |n: usize| {
+                let mut c = Vec::with_capacity(o.len() + hints.properties().len());
+                c.extend(o.iter().take(n).map(|(k, v)| (k.clone(), v.clone())));
+                c
+            };
+            let mut members: Option<Vec<(String, Value)>> = None;
             for (i, (k, sub)) in o.iter().enumerate() {
-                if let Some(new) = apply(hints.property(k), sub, resolver) {
-                    *out.get_or_insert_with(|| o.clone()).value_at_mut(i) = new;
+                let new = apply(hints.property(k), sub, resolver);
+                match (&mut members, new) {
+                    (None, None) => {}
+                    (None, Some(new)) => members.insert(copied(i)).push((k.clone(), new)),
+                    (Some(changed), new) => {
+                        changed.push((k.clone(), new.unwrap_or_else(|| sub.clone())))
+                    }
                 }
             }
+            // One object's keys, each once.
+            let mut out = members.map(Object::of_distinct);
             for (k, sub) in hints.properties() {
                 let Some(d) = sub.default() else { continue };
                 if o.contains_key(k) {
@@ -267,15 +282,24 @@ fn apply(
                 // A default goes through its own hints, so `"default": "./a"` agrees
                 // with an explicit "/a".
                 let d = apply(sub, d, resolver).unwrap_or_else(|| d.clone());
-                out.get_or_insert_with(|| o.clone()).push_new(k.clone(), d);
+                out.get_or_insert_with(|| Object::of_distinct(copied(o.len())))
+                    .push_new(k.clone(), d);
             }
             out.map(Value::Object)
         }
         Value::Array(items) => {
+            // As an object's members: no item is copied to be replaced.
             let mut out: Option<Vec<Value>> = None;
             for (i, item) in items.iter().enumerate() {
-                if let Some(new) = apply(hints.items(), item, resolver) {
-                    out.get_or_insert_with(|| items.clone())[i] = new;
+                match (&mut out, apply(hints.items(), item, resolver)) {
+                    (None, None) => {}
+                    (None, Some(new)) => {
+                        let mut changed = Vec::with_capacity(items.len());
+                        changed.extend_from_slice(&items[..i]);
+                        changed.push(new);
+                        out = Some(changed);
+                    }
+                    (Some(changed), new) => changed.push(new.unwrap_or_else(|| item.clone())),
                 }
             }
             out.map(Value::Array)
@@ -466,6 +490,36 @@ mod tests {
         }
         let hints = |name: &str| t.hints.property(name).is_empty();
         assert!(hints("plain") && hints("unnamed") && !hints("o") && !hints("e"));
+    }
+
+    /// The canonical tree keeps the written order, members and items the hints change
+    /// in their places among those they keep, defaults after them: trees are compared
+    /// in order (a sample's canonical arguments against the written ones, say).
+    #[test]
+    fn changes_keep_their_places() {
+        let t = tool(
+            r#"{"type":"object","properties":{
+              "a":{"type":"string"},
+              "b":{"type":"string","x-plangate":{"canon":["casefold"]}},
+              "c":{"type":"array","items":{"type":"string","x-plangate":{"canon":["trim"]}}},
+              "d":{"type":"integer","default":1},
+              "e":{"type":"string"}}}"#,
+        );
+        let tree = |text: &str| crate::json::parse(text).unwrap();
+        for (args, canonical) in [
+            (
+                r#"{"a":"A","b":"B","c":["x"," y","z"],"e":"E"}"#,
+                r#"{"a":"A","b":"b","c":["x","y","z"],"e":"E","d":1}"#,
+            ),
+            (
+                r#"{"e":"E","c":[" x","y"],"a":"A"}"#,
+                r#"{"e":"E","c":["x","y"],"a":"A","d":1}"#,
+            ),
+            (r#"{"d":2,"b":"b","a":"A"}"#, r#"{"d":2,"b":"b","a":"A"}"#),
+        ] {
+            let got = canonicalize_arguments(&t, &tree(args), 1, None).unwrap();
+            assert_eq!(got, tree(canonical), "{args}");
+        }
     }
 
     #[test]

@@ -200,7 +200,7 @@ impl Hints {
     }
 
     /// Every named property's tree.
-    pub fn properties(&self) -> impl Iterator<Item = (&String, &Hints)> {
+    pub fn properties(&self) -> impl ExactSizeIterator<Item = (&String, &Hints)> {
         self.properties.iter()
     }
 

@@ -76,9 +76,9 @@ impl Object {
         debug_assert!(self.get(&key).is_none(), "push_new with a present key");
         self.0.push((key, value));
     }
-    /// The value of the member at `i`, in input order, mutably.
-    pub(crate) fn value_at_mut(&mut self, i: usize) -> &mut Value {
-        &mut self.0[i].1
+    /// An object of `members`, whose keys are known to be distinct (those of one object).
+    pub(crate) fn of_distinct(members: Vec<(String, Value)>) -> Self {
+        Self(members, None)
     }
     /// Whether `key` is present.
     pub fn contains_key(&self, key: &str) -> bool {
