@@ -489,20 +489,70 @@ pub(crate) struct Fingerprint {
 /// instead.
 pub(crate) fn fingerprint(text: &str) -> Option<Fingerprint> {
     let mut c = Cursor::of_str(text);
-    let (_, f) = checked_fingerprint(&mut c, 0)?;
+    let (_, f) = checked_fingerprint(&mut c, 0, |_| {})?;
     if c.at_end() { f } else { None }
 }
 
 /// The next value's text, checked as [`Cursor::raw`] checks it (at nesting `depth` of
 /// the whole document), with its [`Fingerprint`] computed in the same pass: a result
-/// is read once, not once to check it and again to fingerprint it.
+/// is read once, not once to check it and again to fingerprint it. When the value is an
+/// object, `top_key` is told each of its own keys (not those of values inside it),
+/// decoded, however they were escaped.
 pub(crate) fn checked_fingerprint<'a>(
     c: &mut Cursor<'a>,
     depth: usize,
+    top_key: impl FnMut(&str),
 ) -> Option<(&'a str, Option<Fingerprint>)> {
-    let mut f = Fingerprinter::new();
+    let mut f = TopKeys {
+        inner: Fingerprinter::new(),
+        open: 0,
+        top_key,
+    };
     let (text, hash) = c.walk(depth, &mut f)?;
-    Some((text, f.fingerprint(hash)))
+    Some((text, f.inner.fingerprint(hash)))
+}
+
+/// A [`Fingerprinter`] that also tells `top_key` the keys of the outermost value.
+struct TopKeys<F> {
+    inner: Fingerprinter,
+    /// Arrays and objects open: the outermost value's keys come at one.
+    open: usize,
+    top_key: F,
+}
+
+impl<F: FnMut(&str)> Walk for TopKeys<F> {
+    type Out = u64;
+    type Open = OpenValue;
+    const DECODES: bool = true;
+    fn null(&mut self) -> u64 {
+        self.inner.null()
+    }
+    fn boolean(&mut self, b: bool) -> u64 {
+        self.inner.boolean(b)
+    }
+    fn number(&mut self, lexeme: &str) -> u64 {
+        self.inner.number(lexeme)
+    }
+    fn string(&mut self, s: &str) -> u64 {
+        self.inner.string(s)
+    }
+    fn open(&mut self, object: bool) -> OpenValue {
+        self.open += 1;
+        self.inner.open(object)
+    }
+    fn key(&mut self, open: &mut OpenValue, key: &str) {
+        if self.open == 1 {
+            (self.top_key)(key);
+        }
+        self.inner.key(open, key);
+    }
+    fn item(&mut self, open: &mut OpenValue, v: u64) {
+        self.inner.item(open, v);
+    }
+    fn close(&mut self, open: OpenValue) -> u64 {
+        self.open -= 1;
+        self.inner.close(open)
+    }
 }
 
 struct Fingerprinter {
@@ -819,7 +869,7 @@ mod tests {
     fn a_checked_text_is_fingerprinted_on_the_way() {
         fn read(t: &str) -> Option<(&str, Option<Fingerprint>)> {
             let mut c = Cursor::of_str(t);
-            checked_fingerprint(&mut c, 5).filter(|_| c.at_end())
+            checked_fingerprint(&mut c, 5, |_| {}).filter(|_| c.at_end())
         }
         let raw = |t: &str| {
             let mut c = Cursor::of_str(t);
