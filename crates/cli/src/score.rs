@@ -17,7 +17,7 @@ use plangate_harness::Entry;
 use crate::args::{Baseline, IoArgs, ThresholdArgs};
 use crate::files::{Output, check_outputs, load_catalog, open_out, replaced};
 use crate::interrupt::{Interrupted, stopping};
-use crate::lines::{Line, TaskIds, for_each_line, open_samples, skip_line, source_name, too_long};
+use crate::lines::{TaskIds, for_each_line, open_samples, skip_line, source_name, too_long};
 use crate::resume::{Checkpoint, Prefix, ScoreJournal};
 use crate::shard::{Header as ShardHeader, Inputs, Learned, SamplesDigest, Shard, evidence_path};
 use crate::tally::Tally;
@@ -85,12 +85,10 @@ struct Chunk {
     data: Vec<u8>,
     lines: Vec<(usize, Result<std::ops::Range<usize>, u64>)>,
     records: String,
-}
-
-impl Chunk {
-    fn line(&self, at: &Result<std::ops::Range<usize>, u64>) -> Line<'_> {
-        at.clone().map(|range| &self.data[range])
-    }
+    /// The input through the chunk's last line, hashed for the journal when the run
+    /// keeps one: by the reader, which has just copied each line, where hashing them
+    /// again in the writer read them back from the other core's cache.
+    prefix: Prefix,
 }
 
 /// A chunk back from a worker: its place in the input, its buffers (emptied once
@@ -112,6 +110,7 @@ impl Scorer<'_> {
             data,
             lines,
             records,
+            ..
         } = chunk;
         lines
             .iter()
@@ -143,8 +142,6 @@ struct Writer<'a> {
     journal: Option<ScoreJournal>,
     /// The last input line written, for the message when the run is interrupted.
     through: usize,
-    /// Every line written so far, hashed, for the checkpoints.
-    prefix: Prefix,
     ids: TaskIds,
     /// A shard's entries for `merge`, in input order, until the evidence is written.
     evidence: Option<std::io::BufWriter<std::fs::File>>,
@@ -158,18 +155,14 @@ impl Writer<'_> {
             return Ok(());
         };
         self.through = *number;
-        // Hashing every line is for resuming: a run without a journal skips it.
         let Some(journal) = self.journal.as_mut() else {
             return Ok(());
         };
-        for (n, at) in &chunk.lines {
-            self.prefix.add(*n, chunk.line(at));
-        }
         self.out.flush().context("failed to write decisions")?;
         journal.checkpoint(&Checkpoint {
             through: *number,
             bytes: self.out.written(),
-            prefix: self.prefix,
+            prefix: chunk.prefix,
             tally: self.tally.clone(),
         })?;
         Ok(())
@@ -248,6 +241,7 @@ fn pipeline(
     digest: Option<&mut SamplesDigest>,
 ) -> Result<Tally> {
     let in_flight = 4 * jobs;
+    let hash_lines = writer.journal.is_some();
     let (work_tx, work_rx) = mpsc::sync_channel::<(usize, Chunk)>(in_flight);
     let work_rx = Mutex::new(work_rx);
     let (done_tx, done_rx) = mpsc::sync_channel::<Decided>(in_flight);
@@ -273,6 +267,7 @@ fn pipeline(
             done,
             scorer.args.io.max_line_bytes,
             digest,
+            hash_lines,
         );
         let written = written
             .join()
@@ -334,7 +329,8 @@ fn write_in_order(
 /// The reader: cuts the input into chunks of [`CHUNK`] lines, each sent on a credit,
 /// and counts the lines (blank ones included) as it goes. Lines an interrupted run
 /// decided (through `done.through`) are only counted; an interrupt stops it with
-/// [`Interrupted`], once the lines already sent are decided.
+/// [`Interrupted`], once the lines already sent are decided. With `hash_lines`, each
+/// chunk carries the journal's hash of the input through its last line.
 fn read_chunks(
     input: Box<dyn BufRead>,
     credits: &Receiver<Chunk>,
@@ -342,6 +338,7 @@ fn read_chunks(
     done: &Checkpoint,
     max: u64,
     mut digest: Option<&mut SamplesDigest>,
+    hash_lines: bool,
 ) -> Result<Tally> {
     let mut tally = Tally::default();
     let mut seq = 0;
@@ -380,6 +377,11 @@ fn read_chunks(
         }
         if stopping() {
             return Err(Interrupted.into());
+        }
+        // Hashing every line is for resuming: a run without a journal skips it.
+        if hash_lines {
+            prefix.add(number, line);
+            chunk.prefix = prefix;
         }
         let at = line.map(|line| {
             let start = chunk.data.len();
@@ -440,7 +442,6 @@ pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
         tally: done.tally,
         journal,
         through: done.through,
-        prefix: done.prefix,
         ids: TaskIds::default(),
         evidence: match args.shard {
             Some(_) => Some(std::io::BufWriter::with_capacity(
