@@ -253,25 +253,10 @@ fn apply(
     }
     let mut changed = match v {
         Value::Object(o) => {
-            // Built from the first member that changes: the members before it copied,
-            // those after it copied or changed, so no member is copied to be replaced.
-            // The first `n` members, with room for every default.
-            let copied = |n: usize| {
-                let mut c = Vec::with_capacity(o.len() + hints.properties().len());
-                c.extend(o.iter().take(n).map(|(k, v)| (k.clone(), v.clone())));
-                c
-            };
-            let mut members: Option<Vec<(String, Value)>> = None;
-            for (i, (k, sub)) in o.iter().enumerate() {
-                let new = apply(hints.property(k), sub, resolver);
-                match (&mut members, new) {
-                    (None, None) => {}
-                    (None, Some(new)) => members.insert(copied(i)).push((k.clone(), new)),
-                    (Some(changed), new) => {
-                        changed.push((k.clone(), new.unwrap_or_else(|| sub.clone())))
-                    }
-                }
-            }
+            let room = hints.properties().len();
+            let members = changed_parts(o.members(), room, |(k, sub)| {
+                apply(hints.property(k), sub, resolver).map(|new| (k.clone(), new))
+            });
             // One object's keys, each once.
             let mut out = members.map(Object::of_distinct);
             for (k, sub) in hints.properties() {
@@ -282,27 +267,17 @@ fn apply(
                 // A default goes through its own hints, so `"default": "./a"` agrees
                 // with an explicit "/a".
                 let d = apply(sub, d, resolver).unwrap_or_else(|| d.clone());
-                out.get_or_insert_with(|| Object::of_distinct(copied(o.len())))
-                    .push_new(k.clone(), d);
+                out.get_or_insert_with(|| {
+                    let mut all = Vec::with_capacity(o.len() + room);
+                    all.extend_from_slice(o.members());
+                    Object::of_distinct(all)
+                })
+                .push_new(k.clone(), d);
             }
             out.map(Value::Object)
         }
         Value::Array(items) => {
-            // As an object's members: no item is copied to be replaced.
-            let mut out: Option<Vec<Value>> = None;
-            for (i, item) in items.iter().enumerate() {
-                match (&mut out, apply(hints.items(), item, resolver)) {
-                    (None, None) => {}
-                    (None, Some(new)) => {
-                        let mut changed = Vec::with_capacity(items.len());
-                        changed.extend_from_slice(&items[..i]);
-                        changed.push(new);
-                        out = Some(changed);
-                    }
-                    (Some(changed), new) => changed.push(new.unwrap_or_else(|| item.clone())),
-                }
-            }
-            out.map(Value::Array)
+            changed_parts(items, 0, |item| apply(hints.items(), item, resolver)).map(Value::Array)
         }
         _ => None,
     };
@@ -344,6 +319,30 @@ fn apply(
         }
     }
     changed
+}
+
+/// `parts` with `change` applied to each, None when it changes none of them. Built from
+/// the first part that changes: the parts before it copied, those after it copied or
+/// changed, so no part is copied to be replaced; `room` more parts fit without growing.
+fn changed_parts<T: Clone>(
+    parts: &[T],
+    room: usize,
+    mut change: impl FnMut(&T) -> Option<T>,
+) -> Option<Vec<T>> {
+    let mut out: Option<Vec<T>> = None;
+    for (i, part) in parts.iter().enumerate() {
+        match (&mut out, change(part)) {
+            (None, None) => {}
+            (None, Some(new)) => {
+                let mut copy = Vec::with_capacity(parts.len() + room);
+                copy.extend_from_slice(&parts[..i]);
+                copy.push(new);
+                out = Some(copy);
+            }
+            (Some(copy), new) => copy.push(new.unwrap_or_else(|| part.clone())),
+        }
+    }
+    out
 }
 
 /// `items` sorted by their RFC 8785 forms with repeats dropped, None when they are
