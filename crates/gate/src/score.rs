@@ -104,8 +104,8 @@ impl<'a> Scorer<'a> {
     }
 
     /// [`Scorer::decide`], with the naive scorer's verdict on a task the gate decided
-    /// when `compare` asks for it (and the task is compared): read from the gate's
-    /// preparation of the task where it can be ([`naive_verdict`]).
+    /// when `compare` asks for it (and the task is compared), found the cheapest way
+    /// before the preparation is dropped ([`naive_verdict`]).
     fn decide_comparing(
         &self,
         line: &[u8],

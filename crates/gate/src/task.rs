@@ -375,13 +375,6 @@ impl<K: Ord + Copy, V> Few<K, V> {
         self.listed.is_empty()
     }
 
-    pub(crate) fn get_mut(&mut self, key: K) -> Option<&mut V> {
-        match self.listed.iter().position(|(k, _)| *k == key) {
-            Some(i) => Some(&mut self.listed[i].1),
-            None => self.more.get_mut(&key),
-        }
-    }
-
     /// The value of `key`, `value()` put in first when there is none.
     pub(crate) fn get_or_insert_with(&mut self, key: K, value: impl FnOnce() -> V) -> &mut V {
         if let Some(i) = self.listed.iter().position(|(k, _)| *k == key) {
@@ -512,16 +505,19 @@ impl<'a, F: Form> Table<'a, F> {
         };
         self.settle();
         self.hash_printed();
-        let slot = match self.hashes.get_mut(f.hash) {
-            Some(slot) => slot,
-            None if !self.opaque => {
+        // A fingerprint not seen before is a new form: its id, and the key waits
+        // unprinted (unless printed forms have no fingerprint, `opaque`). One search.
+        let (opaque, mut new) = (self.opaque, None);
+        let slot = self.hashes.get_or_insert_with(f.hash, || {
+            (!opaque).then(|| {
                 let id = Self::fresh(next);
-                self.hashes
-                    .get_or_insert_with(f.hash, || Some((w.clone(), id)));
-                return id;
-            }
-            None => self.hashes.get_or_insert_with(f.hash, || None),
-        };
+                new = Some(id);
+                (w.clone(), id)
+            })
+        });
+        if let Some(id) = new {
+            return id;
+        }
         if let Some((q, id)) = slot.take() {
             self.ids.insert(q.print(&self.form), id);
         }
