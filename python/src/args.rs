@@ -125,6 +125,8 @@ impl Thresholds<'_> {
         if let Some(n) = self.min_samples {
             opts.min_samples = n;
         }
+        opts.check()
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
         Ok(opts)
     }
 }

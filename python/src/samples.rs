@@ -9,7 +9,7 @@ use std::ops::Range;
 
 use plangate_gate::task::TaskError;
 use plangate_harness::{LineReader, is_blank, too_long};
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyIterator, PyString};
 
@@ -159,12 +159,11 @@ fn read_items(
         } else if item.cast::<pyo3::types::PyDict>().is_ok() {
             match dumps::line_into(py, &item, &mut chunk.data) {
                 Ok(()) => Ok(()),
-                // What json.dumps refuses in a task dict is that task's fault, as a
-                // line that is not JSON is: its own error record, and the rest goes on.
-                Err(e)
-                    if e.is_instance_of::<PyTypeError>(py)
-                        || e.is_instance_of::<PyValueError>(py) =>
-                {
+                // Whatever json.dumps raises on a task dict (a set, a lone surrogate,
+                // RecursionError for a dict nested past Python's limit) is that task's
+                // fault, as a line that is not JSON is: its own error record, and the
+                // rest goes on. Only what is no `Exception` (KeyboardInterrupt) stops.
+                Err(e) if e.is_instance_of::<pyo3::exceptions::PyException>(py) => {
                     Err(format!("samples item {}: not JSON: {e}", *number))
                 }
                 Err(e) => return Err(e),

@@ -174,6 +174,10 @@ def test_bad_arguments_raise(repo):
         plangate.score(catalog, [], arg_accept="1.5")
     with pytest.raises(ValueError, match="seed_compat"):
         plangate.score(catalog, [], seed_compat="nope")
+    with pytest.raises(ValueError, match="arg_reject 0.9 is above arg_accept 0.1"):
+        plangate.score(catalog, [], arg_reject=0.9, arg_accept=0.1)
+    with pytest.raises(ValueError, match="result_suspect 0.9 is above result_accept 0.1"):
+        plangate.score(catalog, [], result_suspect=0.9, result_accept=0.1)
     with pytest.raises(TypeError, match=r"got one dict \(to score one task, pass \[task\]\)"):
         plangate.score_list(catalog, {"task_id": "a", "samples": []})
     with pytest.raises(TypeError, match="samples item 2"):
@@ -433,3 +437,23 @@ def test_a_failing_input_keeps_what_came_before_it(repo, cli):
     assert got[1]["line"] == 2 and "not JSON" in got[1]["error"]["message"]
     assert got[2]["line"] == 3 and "not UTF-8" in got[2]["error"]["message"]
     assert got[1]["error"]["kind"] == "input"
+
+
+@pytest.mark.parametrize("depth", [500, 1000, 5000])
+def test_a_dict_nested_past_pythons_limit_is_its_lines_error_record(repo, cli, depth):
+    """Whatever converting a task dict raises (RecursionError for one nested past
+    Python's recursion limit) is that line's error record: the tasks after it are still
+    scored."""
+    catalog = repo / EXAMPLE / "catalog.json"
+    lines = (repo / EXAMPLE / "samples.jsonl").read_text().splitlines()
+    _, want, _ = cli("score", "--catalog", catalog, "--samples", repo / EXAMPLE / "samples.jsonl")
+    deep: dict = {}
+    inner = deep
+    for _ in range(depth):
+        inner["x"] = {}
+        inner = inner["x"]
+    bad = {"task_id": "deep", "samples": [{"calls": [{"tool": "t", "arguments": deep}]}]}
+    got = list(plangate.score(str(catalog), [lines[0], bad, lines[1]]))
+    assert len(got) == 3
+    assert got[0] == want[0] and got[2] == want[1]
+    assert got[1]["line"] == 2 and got[1]["error"]["kind"] == "input", got[1]

@@ -264,6 +264,29 @@ fn an_earlier_quarantine_turns_fabrications_on_those_tools_into_defers() {
     assert_eq!(list_dir["quarantined"], false);
 }
 
+/// Ten samples that invent the same user: a plain run rejects the task by referential
+/// miss; with get_user quarantined, its agreeing `not_found`s support nothing, so the
+/// task defers. A quarantine never turns a reject into an accept.
+#[test]
+fn a_quarantine_never_turns_a_consistent_fabrication_into_an_accept() {
+    let plain = eval(&seed_catalog(), "consistent.jsonl", &[]);
+    let d = &plain.by_task()["user-invented-consistently"];
+    assert_eq!(d["decision"], "reject", "{d}");
+    assert_eq!(d["reasons"], serde_json::json!(["referential_miss"]), "{d}");
+    let quarantined = eval(
+        &seed_catalog(),
+        "consistent.jsonl",
+        &[
+            "--quarantine".as_ref(),
+            cases().join("quarantine.json").as_os_str(),
+        ],
+    );
+    let d = &quarantined.by_task()["user-invented-consistently"];
+    assert_eq!(d["decision"], "defer", "{d}");
+    assert_eq!(d["reasons"], serde_json::json!(["tool_quarantined"]), "{d}");
+    assert_eq!(quarantined.code, 0, "{}", quarantined.stderr);
+}
+
 fn misdeclared_catalog(dir: &Path) -> PathBuf {
     // random_sample reads live randomness; declaring it deterministic is false.
     catalog_copy(dir, |tools| {

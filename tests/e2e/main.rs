@@ -27,6 +27,9 @@ mod malformed;
 mod score;
 // Outputs checked against inputs and each other, and written whole or not at all.
 mod outputs;
+// What a run refuses before the work (outputs on a module or in a mount, unwritable
+// outputs, thresholds out of order), and a closed or full stdout as an error.
+mod guards;
 // Data nobody here wrote: BFCL catalogs in four dialects and its tasks in three shapes,
 // and three real MCP servers' tools/list (tests/realworld/, from scripts/realworld).
 mod realworld;

@@ -77,9 +77,35 @@ impl ThresholdArgs {
         }
     }
 
+    /// Refuses thresholds out of order, naming both flags: a usage error before any work.
+    pub(crate) fn check(&self) -> anyhow::Result<()> {
+        self.options().check().map_err(|e| {
+            let flag = |name: &str| format!("--{}", name.replace('_', "-"));
+            anyhow::anyhow!(
+                "{} {} is above {} {}: {} must be at most {}",
+                flag(e.lower),
+                e.lower_value,
+                flag(e.upper),
+                e.upper_value,
+                flag(e.lower),
+                flag(e.upper)
+            )
+        })
+    }
+
     /// The same thresholds as the seed's code takes them: floats, and no suspect level.
     pub(crate) fn seed_options(&self) -> SeedOptions {
         SeedOptions::from_gate(&self.options())
+    }
+}
+
+/// Parses a share: a finite number from 0 to 1 (`nan`, `inf` and 1.5 are refused).
+pub(crate) fn share(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.0..=1.0).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "expected a share from 0 to 1 such as 0.25, found {s:?}"
+        )),
     }
 }
 

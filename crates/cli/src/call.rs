@@ -283,9 +283,15 @@ fn epoch(args: &CallArgs, target: &Target) -> Result<Epoch> {
 pub(crate) fn run(args: CallArgs) -> Result<u8> {
     let target = target(&args)?;
     if let Some(file) = &args.write_epoch {
-        let mut inputs = vec![("MODULE", target.spec.module.as_path())];
-        inputs.extend(args.catalog.as_deref().map(|c| ("--catalog", c)));
-        inputs.extend(args.epoch.as_deref().map(|e| ("--epoch", e)));
+        let mut inputs = crate::files::Reads::default().file("MODULE", &target.spec.module);
+        for (flag, p) in [("--catalog", &args.catalog), ("--epoch", &args.epoch)] {
+            if let Some(p) = p {
+                inputs = inputs.file(flag, p);
+            }
+        }
+        for m in &target.mounts {
+            inputs = inputs.folder(&format!("the mount {}", m.guest), &m.host);
+        }
         crate::files::check_outputs(&[("--write-epoch", file)], &inputs)?;
     }
     let epoch = epoch(&args, &target)?;
@@ -299,7 +305,7 @@ pub(crate) fn run(args: CallArgs) -> Result<u8> {
     let limits = args.limits.limits();
     let record = sandbox.call(&tool, args.args.as_bytes(), &limits);
     let report = report(&record, sandbox.epoch().id());
-    println!("{}", serde_json::to_string(&report)?);
+    crate::files::print_stdout(&(serde_json::to_string(&report)? + "\n"))?;
     Ok(exit::OK)
 }
 

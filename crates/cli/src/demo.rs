@@ -24,7 +24,7 @@ use plangate_harness::{
 };
 
 use crate::args::ThresholdArgs;
-use crate::files::write_file;
+use crate::files::{print_stdout, write_file};
 use crate::report::{self, TaskPoint};
 use crate::results::{COLUMNS, Column, DemoReport, RetryPrice, table_rows};
 use crate::scenario::{self, Config, Generated};
@@ -44,12 +44,12 @@ pub(crate) struct DemoArgs {
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Share of tasks whose plan is hallucinated.
-    #[arg(long, default_value_t = 0.3)]
+    #[arg(long, default_value_t = 0.3, value_parser = crate::args::share)]
     hallucinated: f64,
     /// Share of hallucinated tasks on a reference tool (a file, user, order or product)
     /// whose samples repeat one invented value: consistent fabrications, which agreement
     /// cannot see.
-    #[arg(long, default_value_t = 0.25)]
+    #[arg(long, default_value_t = 0.25, value_parser = crate::args::share)]
     consistent: f64,
     /// Run without the world driver: the live state stays still, so nothing drifts.
     #[arg(long)]
@@ -76,6 +76,8 @@ pub(crate) struct DemoArgs {
 
 pub(crate) fn run(args: DemoArgs) -> Result<u8> {
     let started = Instant::now();
+    args.thresholds.check()?;
+    check_outputs(&args)?;
     let batch = generate_batch(&args)?;
     let ran = run_batch(&args, &batch)?;
     let elapsed = started.elapsed().as_secs_f64();
@@ -91,7 +93,6 @@ pub(crate) fn run(args: DemoArgs) -> Result<u8> {
     let (gate, points) = judge_gate(&batch, last)?;
     let seed_rule = judge_seed_rule(&args.thresholds, &batch, &ran.finished)?;
     let report = demo_report(&args, &batch, ran, [one_epoch, gate], seed_rule, elapsed)?;
-    print_table(&report);
     if let Some(path) = &args.json {
         write_file(
             path,
@@ -101,7 +102,29 @@ pub(crate) fn run(args: DemoArgs) -> Result<u8> {
     if let Some(path) = &args.html {
         write_file(path, report::render(&report, &points).as_bytes())?;
     }
+    print_stdout(&table_text(&report))?;
     Ok(crate::exit::OK)
+}
+
+/// Refuses, before any work, an output inside the world folder or among the files its
+/// catalog reads (its modules), two outputs that name one file, and an output that
+/// cannot be written.
+fn check_outputs(args: &DemoArgs) -> Result<()> {
+    let outputs: Vec<(&str, &Path)> = [
+        ("--write-samples", &args.write_samples),
+        ("--json", &args.json),
+        ("--html", &args.html),
+    ]
+    .into_iter()
+    .filter_map(|(flag, p)| p.as_deref().map(|p| (flag, p)))
+    .collect();
+    let mut inputs = crate::files::Reads::default().folder("--world", &args.world);
+    let catalog = args.world.join("catalog.json");
+    // A world that cannot be read is refused, with its reason, by the run itself.
+    if let Ok(c) = plangate_harness::read_catalog(&catalog) {
+        inputs = inputs.catalog("--world's catalog", &catalog, &c);
+    }
+    crate::files::check_outputs(&outputs, &inputs)
 }
 
 /// The seeded batch over the seed world, written out when asked for.
@@ -518,16 +541,26 @@ fn copy_tree(from: &Path, to: &Path) -> Result<()> {
     Ok(())
 }
 
-fn print_table(r: &DemoReport) {
-    println!(
+/// The table as the terminal shows it.
+fn table_text(r: &DemoReport) -> String {
+    let mut out = String::new();
+    write_table(&mut out, r).expect("writing to a String cannot fail");
+    out
+}
+
+fn write_table(out: &mut String, r: &DemoReport) -> std::fmt::Result {
+    use std::fmt::Write as _;
+    writeln!(
+        out,
         "plangate demo: {} tasks x {} samples over the seed world (seed {})",
         r.tasks, r.samples, r.seed
-    );
-    println!();
-    println!(
+    )?;
+    writeln!(out)?;
+    writeln!(
+        out,
         "{:<30}{:>14}{:>14}{:>17}{:>16}",
         "", COLUMNS[0].1, COLUMNS[1].1, COLUMNS[2].1, COLUMNS[3].1
-    );
+    )?;
     for row in table_rows(r) {
         let name = if row.sub {
             format!("  {}", row.name)
@@ -535,43 +568,48 @@ fn print_table(r: &DemoReport) {
             row.name.to_string()
         };
         let [a, b, c, d] = &row.cells;
-        println!("{name:<30}{a:>14}{b:>14}{c:>17}{d:>16}");
+        writeln!(out, "{name:<30}{a:>14}{b:>14}{c:>17}{d:>16}")?;
     }
-    println!();
-    println!(
+    writeln!(out)?;
+    writeln!(
+        out,
         "mis-declared tools found:  {}",
         if r.quarantined.is_empty() {
             "none".into()
         } else {
             r.quarantined.join(", ")
         }
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "live sources that changed: {}",
         if r.changed_live_mounts.is_empty() {
             "none".into()
         } else {
             r.changed_live_mounts.join(", ")
         }
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "world driver:              {}",
         if r.driver_actions.is_empty() {
             "off".into()
         } else {
             r.driver_actions.join("; ")
         }
-    );
-    println!("epoch:                     {}", r.epoch_id);
-    println!(
+    )?;
+    writeln!(out, "epoch:                     {}", r.epoch_id)?;
+    writeln!(
+        out,
         "defer path:                {} tasks executed again in {} fully pinned epoch(s), {} calls executed, {} reused",
         r.retry.tasks_retried,
         r.retry.rounds.len(),
         r.retry.calls,
         r.retry.reused
-    );
+    )?;
     let p = &r.retry_price;
-    println!(
+    writeln!(
+        out,
         "its price:                 {:.1}% more calls ({} on {}; {:.1}% executed), {:.1}% more wall time ({:.2} s on {:.2} s)",
         p.calls_share * 100.0,
         p.retry_calls,
@@ -580,9 +618,11 @@ fn print_table(r: &DemoReport) {
         p.wall_share * 100.0,
         p.retry_wall_s,
         p.wall_without_retry_s
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "wall time {:.2} s, {} calls, {:.0} calls/s",
         r.elapsed_s, r.calls, r.calls_per_s
-    );
+    )?;
+    Ok(())
 }

@@ -19,7 +19,7 @@ use plangate_harness::{
 };
 
 use crate::args::{Baseline, IoArgs, LimitArgs, ReportArgs, ThresholdArgs, compares_baseline};
-use crate::files::{catalog_dir, load_catalog, read_manifest, write_json};
+use crate::files::{Reads, catalog_dir, load_catalog, read_manifest, write_json};
 use crate::interrupt::{Interrupted, stopping};
 use crate::lines::{
     TaskIds, for_each_line, line_hash, open_samples, source_name, tasks_at, too_long,
@@ -116,9 +116,8 @@ struct Setup {
     journal: Option<Journal>,
 }
 
-/// Reads the catalog, pins (or replays) the epoch, and opens the journal.
-fn set_up(args: &EvalArgs) -> Result<Setup> {
-    let catalog = load_catalog(&args.io.catalog)?;
+/// Pins (or replays) the epoch for the catalog, and opens the journal.
+fn set_up(args: &EvalArgs, catalog: plangate_gate::catalog::Catalog) -> Result<Setup> {
     let earlier = journal_to_resume(args.resume, args.io.out.as_deref())?
         .map(|path| Earlier::read(&path).map(|e| (path, e)))
         .transpose()?;
@@ -185,7 +184,9 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
     // First: an interrupt while the epoch is pinned then stops the run at its first
     // line, and the epoch's snapshot is removed on the way out.
     crate::interrupt::install();
-    check_outputs(&args)?;
+    args.thresholds.check()?;
+    let catalog = load_catalog(&args.io.catalog)?;
+    check_outputs(&args, &catalog)?;
     check_shard(&args)?;
     let input = open_samples(&args.io.samples)?;
     let Setup {
@@ -194,7 +195,7 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
         eval_opts,
         world,
         journal,
-    } = set_up(&args)?;
+    } = set_up(&args, catalog)?;
     let setup = started.elapsed();
 
     let mut eval = Eval::start(&world, &catalog, eval_opts.clone());
@@ -237,7 +238,7 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
     )?;
     match outputs.write_all(&finished, &retried, &mut tally) {
         Err(e) if e.is::<Interrupted>() => return interrupted(journal.as_ref(), &tally),
-        written => written?,
+        written => written.map_err(|e| after_the_work(e, journal.as_ref()))?,
     }
     let decided = started.elapsed();
 
@@ -257,18 +258,13 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
     };
     // The evidence first: a shard whose decisions are in place has its evidence too.
     if let Some(digest) = executed_batch.samples {
-        write_evidence(&args, &ran, digest, &tally)?;
+        write_evidence(&args, &ran, digest, &tally)
+            .map_err(|e| after_the_work(e, journal.as_ref()))?;
     }
-    write_reports(&args.reports, &ran, outputs, &tally, &timings)?;
+    write_reports(&args.reports, &ran, outputs, &tally, &timings)
+        .map_err(|e| after_the_work(e, journal.as_ref()))?;
     if let Some(j) = journal {
-        if j.replayed() > 0 {
-            eprintln!(
-                "plangate: resumed: {} calls replayed from {}",
-                j.replayed(),
-                j.path().display()
-            );
-        }
-        j.remove()?;
+        close_journal(j)?;
     }
     tally.report(&source);
     eprintln!("plangate: {}", human(&finished, executed - probed));
@@ -276,6 +272,32 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
         eprintln!("plangate: {}", human_retry(r));
     }
     Ok(tally.exit_code())
+}
+
+/// The run is whole: its journal goes, after saying what it replayed.
+fn close_journal(j: Journal) -> Result<()> {
+    if j.replayed() > 0 {
+        eprintln!(
+            "plangate: resumed: {} calls replayed from {}",
+            j.replayed(),
+            j.path().display()
+        );
+    }
+    Ok(j.remove()?)
+}
+
+/// An output that failed once every call had run (outputs are tried before the work,
+/// but a disk fills and a device refuses): the journal keeps the calls, so the message
+/// says how to write the outputs without executing them again.
+fn after_the_work(e: anyhow::Error, journal: Option<&Journal>) -> anyhow::Error {
+    match journal {
+        Some(j) => anyhow::anyhow!(
+            "{e:#}; every call of the run is kept in {}: mend the output and run the same \
+             command with --resume to write the outputs without executing the calls again",
+            j.path().display()
+        ),
+        None => e,
+    }
 }
 
 /// A shard's evidence for `plangate merge`, beside its `--out`.
@@ -470,9 +492,9 @@ fn check_shard(args: &EvalArgs) -> Result<()> {
     Ok(())
 }
 
-/// Refuses, before any work, an output that names one of the run's inputs or another
-/// output.
-fn check_outputs(args: &EvalArgs) -> Result<()> {
+/// Refuses, before any work, an output that names one of the run's inputs (the catalog's
+/// modules and mounts among them), another output, or a place that cannot be written.
+fn check_outputs(args: &EvalArgs, catalog: &plangate_gate::catalog::Catalog) -> Result<()> {
     let mut outputs: Vec<(&str, &Path)> = [
         ("--write-epoch", &args.write_epoch),
         ("--tool-health", &args.reports.tool_health),
@@ -492,12 +514,15 @@ fn check_outputs(args: &EvalArgs) -> Result<()> {
         .filter(|_| args.shard.is_some())
         .map(evidence_path);
     outputs.extend(evidence.as_deref().map(|e| ("--out's shard evidence", e)));
-    let mut inputs: Vec<(&str, &Path)> = vec![
-        ("--catalog", &args.io.catalog),
-        ("--samples", &args.io.samples),
-    ];
-    inputs.extend(args.epoch.as_deref().map(|p| ("--epoch", p)));
-    inputs.extend(args.quarantine.as_deref().map(|p| ("--quarantine", p)));
+    let mut inputs = Reads::default()
+        .catalog("--catalog", &args.io.catalog, catalog)
+        .file("--samples", &args.io.samples);
+    if let Some(p) = &args.epoch {
+        inputs = inputs.file("--epoch", p);
+    }
+    if let Some(p) = &args.quarantine {
+        inputs = inputs.file("--quarantine", p);
+    }
     crate::files::check_outputs(&outputs, &inputs)
 }
 

@@ -261,20 +261,54 @@ enum FileId {
     Path(PathBuf),
 }
 
-/// Refuses, before any work, an output that names an input (it would be emptied) or
-/// the same file as another output (one would silently win), compared by file
-/// identity, not by spelling. Standard input (`-`) is no file.
-pub(crate) fn check_outputs<'a>(
-    outputs: &[(&'a str, &'a Path)],
-    inputs: &[(&'a str, &'a Path)],
-) -> Result<()> {
-    fn id<'a>((flag, p): &(&'a str, &'a Path)) -> Option<(&'a str, &'a Path, FileId)> {
-        (*p != Path::new("-"))
-            .then(|| identity(p))
-            .flatten()
-            .map(|i| (*flag, *p, i))
+/// What a run reads: files, compared with an output by identity, and folders (mount
+/// roots), which no output may lie inside, since anything written there is read too (a
+/// pinned mount's data, or a live mount whose change the run would see as drift).
+#[derive(Default)]
+pub(crate) struct Reads {
+    files: Vec<(String, PathBuf)>,
+    folders: Vec<(String, PathBuf)>,
+}
+
+impl Reads {
+    /// `path`, named `what` in messages (`--samples`). Standard input (`-`) is no file.
+    pub(crate) fn file(mut self, what: &str, path: &Path) -> Self {
+        if path != Path::new("-") {
+            self.files.push((what.to_string(), path.to_path_buf()));
+        }
+        self
     }
-    for (flag, p) in outputs.iter().filter(|(_, p)| *p != Path::new("-")) {
+
+    /// Every file under `path` as well as `path`.
+    pub(crate) fn folder(mut self, what: &str, path: &Path) -> Self {
+        self.folders.push((what.to_string(), path.to_path_buf()));
+        self
+    }
+
+    /// The catalog file and what its tools read: modules and mount roots.
+    pub(crate) fn catalog(mut self, flag: &str, path: &Path, catalog: &Catalog) -> Self {
+        self = self.file(flag, path);
+        for r in plangate_harness::catalog_reads(catalog, &catalog_dir(path)) {
+            let what = format!("{}, from {flag} {}", r.what, path.display());
+            self = if r.folder {
+                self.folder(&what, &r.path)
+            } else {
+                self.file(&what, &r.path)
+            };
+        }
+        self
+    }
+}
+
+/// Refuses, before any work, an output that names an input (it would be emptied), lies
+/// inside a folder the run reads, names the same file as another output (one would
+/// silently win), or cannot be written (found now, not after every call has run).
+/// Files compare by identity, not by spelling. Standard output (`-`) is no file.
+pub(crate) fn check_outputs(outputs: &[(&str, &Path)], inputs: &Reads) -> Result<()> {
+    let outputs: Vec<(&str, &Path)> = (outputs.iter().copied())
+        .filter(|(_, p)| *p != Path::new("-"))
+        .collect();
+    for (flag, p) in &outputs {
         if p.is_dir() {
             bail!("{flag} {} is a directory; name a file", p.display());
         }
@@ -287,26 +321,64 @@ pub(crate) fn check_outputs<'a>(
             );
         }
     }
-    let inputs: Vec<_> = inputs.iter().filter_map(id).collect();
+    let files: Vec<(&str, &Path, FileId)> = (inputs.files.iter())
+        .filter_map(|(what, p)| identity(p).map(|i| (what.as_str(), p.as_path(), i)))
+        .collect();
+    let folders: Vec<(&str, &Path, PathBuf)> = (inputs.folders.iter())
+        .filter_map(|(what, p)| {
+            let real = std::fs::canonicalize(p).ok()?;
+            Some((what.as_str(), p.as_path(), real))
+        })
+        .collect();
     let mut seen: Vec<(&str, &Path, FileId)> = Vec::new();
-    for (flag, path, out) in outputs.iter().filter_map(id) {
-        if let Some((in_flag, in_path, _)) = inputs.iter().find(|(_, _, i)| *i == out) {
+    for &(flag, path) in &outputs {
+        if let Some(out) = identity(path) {
+            if let Some((what, in_path, _)) = files.iter().find(|(_, _, i)| *i == out) {
+                bail!(
+                    "{flag} {} would overwrite an input ({what} {})",
+                    path.display(),
+                    in_path.display()
+                );
+            }
+            if let Some((other, other_path, _)) = seen.iter().find(|(_, _, o)| *o == out) {
+                bail!(
+                    "{flag} {} and {other} {} name the same file",
+                    path.display(),
+                    other_path.display()
+                );
+            }
+            seen.push((flag, path, out));
+        }
+        let real = real_path(path);
+        if let Some((what, folder, _)) =
+            (folders.iter()).find(|(_, _, root)| real.as_ref().is_some_and(|r| r.starts_with(root)))
+        {
             bail!(
-                "{flag} {} would overwrite an input ({in_flag} {})",
+                "{flag} {} lies inside {what} ({}): the run reads everything there, so it must \
+                 not write there",
                 path.display(),
-                in_path.display()
+                folder.display()
             );
         }
-        if let Some((other, other_path, _)) = seen.iter().find(|(_, _, o)| *o == out) {
-            bail!(
-                "{flag} {} and {other} {} name the same file",
-                path.display(),
-                other_path.display()
-            );
+    }
+    for &(_, path) in &outputs {
+        // A device or a FIFO is written in place, and opening a FIFO to try it would
+        // wait for a reader: only a file that a rename will put in place is tried.
+        if let Some(target) = replaced(path)? {
+            drop(temp_beside(&target)?);
         }
-        seen.push((flag, path, out));
     }
     Ok(())
+}
+
+/// Writes `text` to standard output, an error (not a panic) when it cannot be written:
+/// a closed pipe (`plangate call … | true`) or a full disk is an outcome the exit code
+/// and a message report.
+pub(crate) fn print_stdout(text: &str) -> Result<()> {
+    let mut out = io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .context("failed to write to standard output")
 }
 
 /// Reads an epoch manifest file.

@@ -244,8 +244,9 @@ fn check_outputs(args: &MergeArgs) -> Result<()> {
         .iter()
         .map(|p| crate::shard::evidence_path(p))
         .collect();
-    let mut inputs: Vec<(&str, &Path)> =
-        args.shards.iter().map(|p| ("SHARD", p.as_path())).collect();
-    inputs.extend(evidence.iter().map(|p| ("a shard's evidence", p.as_path())));
+    let mut inputs = crate::files::Reads::default();
+    for (shard, evidence) in args.shards.iter().zip(&evidence) {
+        inputs = (inputs.file("SHARD", shard)).file("a shard's evidence", evidence);
+    }
     crate::files::check_outputs(&outputs, &inputs).context("merge")
 }

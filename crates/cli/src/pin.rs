@@ -24,8 +24,11 @@ pub(crate) struct EpochArgs {
 }
 
 pub(crate) fn run(args: EpochArgs) -> Result<u8> {
-    crate::files::check_outputs(&[("--out", &args.out)], &[("--catalog", &args.catalog)])?;
     let catalog = load_catalog(&args.catalog)?;
+    crate::files::check_outputs(
+        &[("--out", &args.out)],
+        &crate::files::Reads::default().catalog("--catalog", &args.catalog, &catalog),
+    )?;
     let world = World::build(
         &catalog,
         &catalog_dir(&args.catalog),

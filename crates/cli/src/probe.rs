@@ -243,7 +243,7 @@ pub(crate) fn run(args: ProbeArgs) -> Result<u8> {
         runs: args.runs,
         tools: reports,
     };
-    println!("{}", serde_json::to_string(&report)?);
+    crate::files::print_stdout(&(serde_json::to_string(&report)? + "\n"))?;
     eprintln!("plangate: {}", counts.closing_line(args.strict));
     Ok(if failed > 0 { exit::REJECT } else { exit::OK })
 }

@@ -15,7 +15,7 @@ use plangate_gate::seed;
 use plangate_harness::Entry;
 
 use crate::args::{Baseline, IoArgs, ThresholdArgs};
-use crate::files::{Output, check_outputs, load_catalog, open_out, replaced};
+use crate::files::{Output, Reads, check_outputs, load_catalog, open_out, replaced};
 use crate::interrupt::{Interrupted, stopping};
 use crate::lines::{TaskIds, for_each_line, open_samples, skip_line, source_name, too_long};
 use crate::resume::{Checkpoint, Prefix, ScoreJournal};
@@ -409,7 +409,9 @@ fn read_chunks(
 pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
     // First: an interrupt during setup then stops the run at its first line, cleanly.
     crate::interrupt::install();
+    args.thresholds.check()?;
     check_shard(&args)?;
+    let catalog = load_catalog(&args.io.catalog)?;
     if let Some(out) = args.io.out.as_deref() {
         let (journal, partial, evidence) = (
             crate::resume::journal_path(out),
@@ -426,13 +428,11 @@ pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
         }
         check_outputs(
             &outputs,
-            &[
-                ("--catalog", &args.io.catalog),
-                ("--samples", &args.io.samples),
-            ],
+            &Reads::default()
+                .catalog("--catalog", &args.io.catalog, &catalog)
+                .file("--samples", &args.io.samples),
         )?;
     }
-    let catalog = load_catalog(&args.io.catalog)?;
     let input = open_samples(&args.io.samples)?;
     let source = source_name(&args.io.samples);
     let (out, journal, done) = open_resumable(&args)?;

@@ -37,6 +37,49 @@ pub struct Options {
     pub rule: Rule,
 }
 
+/// Two thresholds out of order: `lower` must be at most `upper`, or a region of the
+/// rule is turned inside out (`result_suspect` 0.9 over `result_accept` 0.1 accepts
+/// what the defaults defer as `tool_suspect`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{lower} {lower_value} is above {upper} {upper_value}: {lower} must be at most {upper}")]
+pub struct InvertedThresholds {
+    /// The threshold that must be the smaller (`arg_reject`, `result_suspect`).
+    pub lower: &'static str,
+    /// Its value.
+    pub lower_value: Ratio,
+    /// The threshold that must be the larger (`arg_accept`, `result_accept`).
+    pub upper: &'static str,
+    /// Its value.
+    pub upper_value: Ratio,
+}
+
+impl Options {
+    /// Refuses thresholds out of order: `arg_reject <= arg_accept` and
+    /// `result_suspect <= result_accept`. Every ratio is already in [0, 1] (a [`Ratio`]
+    /// cannot be anything else).
+    pub fn check(&self) -> Result<(), InvertedThresholds> {
+        for (lower, lower_value, upper, upper_value) in [
+            ("arg_reject", self.arg_reject, "arg_accept", self.arg_accept),
+            (
+                "result_suspect",
+                self.result_suspect,
+                "result_accept",
+                self.result_accept,
+            ),
+        ] {
+            if lower_value.exceeds(upper_value) {
+                return Err(InvertedThresholds {
+                    lower,
+                    lower_value,
+                    upper,
+                    upper_value,
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
 /// The decision boundary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Rule {
@@ -1357,7 +1400,7 @@ fn decide(d: &mut Decision, p: &Prepared, tools: &dyn ToolStates, opts: &Options
         {
             return set(d, verdict, Reason::ReferentialMiss, why);
         }
-        return agreeing_arguments(d, opts);
+        return agreeing_arguments(d, tools, opts);
     }
     set(
         d,
@@ -1403,21 +1446,38 @@ fn sample_preconditions_fail(d: &mut Decision, p: &Prepared, opts: &Options) -> 
 /// this epoch, not quarantined. True when one failed (the task is then deferred, with
 /// every failed condition named).
 fn tool_conditions_fail(d: &mut Decision, tools: &dyn ToolStates, why_low: &str) -> bool {
-    let states: Vec<(String, ToolState)> = d
-        .tools
+    let names = d.tools.clone();
+    untrusted_tools_defer(d, tools, &names, true, |list, what| {
+        format!("{why_low}, but {list} {what}: cannot reject")
+    })
+}
+
+/// Defers the task, naming each group of `names` that fails seed condition 1 (not
+/// declared deterministic, when `nondeterministic_fails`; declared but not verified;
+/// quarantined) with its reason, the sentence written by `say(tools, what they are)`.
+/// True when a group failed.
+fn untrusted_tools_defer(
+    d: &mut Decision,
+    tools: &dyn ToolStates,
+    names: &[String],
+    nondeterministic_fails: bool,
+    say: impl Fn(&str, &str) -> String,
+) -> bool {
+    let states: Vec<(&String, ToolState)> = names
         .iter()
-        .filter_map(|t| tools.state(t).map(|s| (t.clone(), s)))
+        .filter_map(|t| tools.state(t).map(|s| (t, s)))
         .collect();
-    let failing = |f: fn(&ToolState) -> bool| -> Vec<String> {
-        states
-            .iter()
-            .filter(|(_, s)| f(s))
-            .map(|(t, _)| t.clone())
-            .collect()
+    let failing = |f: &dyn Fn(&ToolState) -> bool| -> Vec<&String> {
+        let mut out: Vec<&String> = (states.iter().filter(|(_, s)| f(s)))
+            .map(|(t, _)| *t)
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
     };
-    let nondet = failing(|s| !s.declared_deterministic);
-    let unverified = failing(|s| s.declared_deterministic && !s.verified && !s.quarantined);
-    let quarantined = failing(|s| s.declared_deterministic && s.quarantined);
+    let nondet = failing(&|s| nondeterministic_fails && !s.declared_deterministic);
+    let unverified = failing(&|s| s.declared_deterministic && !s.verified && !s.quarantined);
+    let quarantined = failing(&|s| s.declared_deterministic && s.quarantined);
     let mut deferred = false;
     for (list, reason, what) in [
         (
@@ -1437,12 +1497,7 @@ fn tool_conditions_fail(d: &mut Decision, tools: &dyn ToolStates, why_low: &str)
         ),
     ] {
         if !list.is_empty() {
-            set(
-                d,
-                Verdict::Defer,
-                reason,
-                format!("{why_low}, but {} {what}: cannot reject", quoted(list)),
-            );
+            set(d, Verdict::Defer, reason, say(&quoted(list), what));
             deferred = true;
         }
     }
@@ -1621,8 +1676,11 @@ fn modal_violation<'d>(d: &'d Decision, p: &Prepared) -> Option<&'d SchemaViolat
     d.schema_violations.iter().find(|v| v.samples.contains(&m))
 }
 
-/// Arguments agree: results decide between accept and the tool being suspect.
-fn agreeing_arguments(d: &mut Decision, opts: &Options) {
+/// Arguments agree: results decide between accept and the tool being suspect. Only the
+/// results of tools declared deterministic, verified and not quarantined can support an
+/// accept: a quarantined tool's agreeing `not_found`s would otherwise accept the very
+/// fabrication its quarantine hid from the referential-miss check.
+fn agreeing_arguments(d: &mut Decision, tools: &dyn ToolStates, opts: &Options) {
     let (n, a) = (d.n, d.arg_agreement.count);
     let agree = Say::new("argument agreement ")
         .of(a, n)
@@ -1640,6 +1698,28 @@ fn agreeing_arguments(d: &mut Decision, opts: &Options) {
             );
         }
         Some(r) if opts.result_accept.met_by(r.count, n) => {
+            if opts.rule == Rule::Gate {
+                let modal_tools: Vec<String> = match &d.modal_plan {
+                    Some(plan) => plan.iter().map(|st| st.tool.clone()).collect(),
+                    None => d.tools.clone(),
+                };
+                let results_agree = Say::new(&agree)
+                    .s(" and result agreement ")
+                    .of(r.count, n)
+                    .s(" meets result_accept ")
+                    .ratio(opts.result_accept)
+                    .done();
+                let untrusted =
+                    untrusted_tools_defer(d, tools, &modal_tools, false, |list, what| {
+                        format!(
+                            "{results_agree}, but the modal plan calls {list} {what}: its results \
+                         cannot support an accept"
+                        )
+                    });
+                if untrusted {
+                    return;
+                }
+            }
             set(d, Verdict::Accept, Reason::ArgumentsAgree, agree);
             set(
                 d,
@@ -2014,6 +2094,35 @@ pub fn tool_states(catalog: &Catalog) -> BTreeMap<String, ToolState> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn thresholds_out_of_order_are_refused_naming_both() {
+        let r = |s: &str| s.parse::<Ratio>().unwrap();
+        assert_eq!(Options::default().check(), Ok(()));
+        let equal = Options {
+            arg_reject: r("0.5"),
+            arg_accept: r("0.50"),
+            ..Options::default()
+        };
+        assert_eq!(equal.check(), Ok(()));
+        let args = Options {
+            arg_reject: r("0.9"),
+            arg_accept: r("0.1"),
+            ..Options::default()
+        };
+        let e = args.check().unwrap_err();
+        assert_eq!((e.lower, e.upper), ("arg_reject", "arg_accept"));
+        assert_eq!(
+            e.to_string(),
+            "arg_reject 0.9 is above arg_accept 0.1: arg_reject must be at most arg_accept"
+        );
+        let results = Options {
+            result_suspect: r("0.9"),
+            result_accept: r("0.1"),
+            ..Options::default()
+        };
+        assert_eq!(results.check().unwrap_err().lower, "result_suspect");
+    }
 
     /// An agreement from the table is the one computed, bit for bit, on both sides of
     /// the table's bound and for a count past `n`.

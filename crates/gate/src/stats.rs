@@ -51,6 +51,11 @@ impl FromStr for Ratio {
 }
 
 impl Ratio {
+    /// Whether `self > other`, exactly.
+    pub fn exceeds(self, other: Ratio) -> bool {
+        (self.num as u128) * (other.den as u128) > (other.num as u128) * (self.den as u128)
+    }
+
     /// Whether `count / n >= self`, exactly.
     pub fn met_by(self, count: usize, n: usize) -> bool {
         (count as u128) * (self.den as u128) >= (self.num as u128) * (n as u128)

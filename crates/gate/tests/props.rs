@@ -560,6 +560,110 @@ proptest! {
     }
 }
 
+/// A catalog whose tool `a` takes a `must_exist` reference, so a referential miss can
+/// decide; `b` and `c` take anything.
+fn referential_catalog() -> Catalog {
+    let doc = r#"{"tools":[
+      {"name":"a","deterministic":true,"parameters":{"type":"object",
+        "properties":{"x":{"type":"integer","x-plangate":{"must_exist":true}}}}},
+      {"name":"b","deterministic":true},
+      {"name":"c","deterministic":false}]}"#;
+    Catalog::from_value(&json::parse(doc).unwrap()).unwrap()
+}
+
+/// A task like [`task`]'s whose calls may fail with `not_found`, mostly agreeing, so
+/// accepts, referential misses and rejects all occur.
+fn referential_task() -> impl Strategy<Value = Task> {
+    let observed = prop_oneof![
+        (0u64..2).prop_map(|r| Observed::Result(num(r).into())),
+        Just(Observed::Error {
+            kind: "not_found".into(),
+            message: "no such thing".into(),
+        }),
+    ];
+    let call = (0usize..3, 0u64..2, observed).prop_map(|(t, arg, observed)| Call {
+        origin: None,
+        tool: ["a", "b", "c"][t].to_string(),
+        arguments: Arguments::Json(std::sync::Arc::new(Value::Object(
+            [("x".to_string(), num(arg))].into_iter().collect(),
+        ))),
+        observed,
+    });
+    let sample = proptest::collection::vec(call, 1..3).prop_map(|calls| {
+        std::sync::Arc::new(Sample {
+            calls,
+            ..Sample::default()
+        })
+    });
+    // Mostly fixed epochs: an unfixed one only defers.
+    (shared_samples(sample, 12), 0u8..4).prop_map(|(samples, fixed)| Task {
+        task_id: "t".into(),
+        samples,
+        label: None,
+        epoch_fixed: Some(fixed > 0),
+        warnings: Vec::new(),
+    })
+}
+
+/// States trusted less than `s`: some tools quarantined, some no longer verified.
+fn distrusted(
+    s: &BTreeMap<String, ToolState>,
+    quarantine: &[bool],
+    unverify: &[bool],
+) -> BTreeMap<String, ToolState> {
+    (s.iter().zip(quarantine.iter().zip(unverify)))
+        .map(|((name, st), (&q, &u))| {
+            let st = ToolState {
+                quarantined: st.quarantined || q,
+                verified: st.verified && !u,
+                ..*st
+            };
+            (name.clone(), st)
+        })
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(4000))]
+
+    /// A quarantine (or a declaration no longer verified) only ever moves a verdict
+    /// toward defer: never a reject or a defer to an accept, never anything to a reject.
+    #[test]
+    fn distrusting_a_tool_only_moves_a_verdict_toward_defer(
+        t in referential_task(),
+        s in states(),
+        quarantine in proptest::collection::vec(any::<bool>(), 3),
+        unverify in proptest::collection::vec(any::<bool>(), 3),
+    ) {
+        let prepared = decide::prepare(&t, &referential_catalog(), None);
+        let opts = Options::default();
+        let before = decide::classify(&prepared, &s, &opts);
+        let less = distrusted(&s, &quarantine, &unverify);
+        let after = decide::classify(&prepared, &less, &opts);
+        prop_assert!(
+            after.decision == before.decision || after.decision == Verdict::Defer,
+            "{:?} {:?} became {:?} {:?} with {:?} -> {:?}",
+            before.decision, before.reasons, after.decision, after.reasons, s, less
+        );
+    }
+
+    /// An accept rests only on results of tools declared deterministic, verified and not
+    /// quarantined: every modal step's tool is one, or is declared nondeterministic.
+    #[test]
+    fn an_accept_never_rests_on_an_untrusted_tools_results(t in referential_task(), s in states()) {
+        let d = decide::classify(&decide::prepare(&t, &referential_catalog(), None), &s, &Options::default());
+        if d.decision == Verdict::Accept {
+            for step in d.modal_plan.iter().flatten() {
+                let st = s[&step.tool];
+                prop_assert!(
+                    !st.declared_deterministic || (st.verified && !st.quarantined),
+                    "{}: {:?} {:?}", step.tool, st, d.reasons
+                );
+            }
+        }
+    }
+}
+
 /// A catalog whose hints and defaults change some arguments as written: `a` casefolds
 /// `s` and fills in `d`; `b` has no schema; `c` is not in it.
 fn hinted_catalog() -> Catalog {

@@ -4,9 +4,9 @@
 //! catalog `ToolSpec` a `ModuleSpec`. `World` and `plangate call --catalog` both map
 //! through it, so one catalog entry runs alike in eval and in a single call.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use plangate_gate::catalog::{MountSpec, SourceMode, ToolSpec};
+use plangate_gate::catalog::{Catalog, MountSpec, SourceMode, ToolSpec};
 use plangate_sandbox::{EpochMode, EpochMount, ModuleSpec};
 
 /// Whether a catalog source is pinned or live, as the sandbox says it.
@@ -15,6 +15,41 @@ pub(crate) fn epoch_mode(m: SourceMode) -> EpochMode {
         SourceMode::Pinned => EpochMode::Pinned,
         SourceMode::Live => EpochMode::Live,
     }
+}
+
+/// A path a catalog makes a run read, named as a message names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadPath {
+    /// What it is: `tool "NAME"'s module`, `tool "NAME"'s mount /guest`.
+    pub what: String,
+    /// Where it is, read against the catalog's folder.
+    pub path: PathBuf,
+    /// A folder read whole (a mount): everything under it is read too.
+    pub folder: bool,
+}
+
+/// Every module and mount root the catalog's tools read, each once: what no output of a
+/// run may overwrite or lie inside.
+pub fn catalog_reads(catalog: &Catalog, base_dir: &Path) -> Vec<ReadPath> {
+    let mut out: Vec<ReadPath> = Vec::new();
+    for t in catalog.tools() {
+        if let Some(module) = &t.module {
+            out.push(ReadPath {
+                what: format!("tool {:?}'s module", t.name),
+                path: base_dir.join(module),
+                folder: false,
+            });
+        }
+        for m in &t.mounts {
+            out.push(ReadPath {
+                what: format!("tool {:?}'s mount {}", t.name, m.guest),
+                path: epoch_mount(m, base_dir).host,
+                folder: true,
+            });
+        }
+    }
+    out.dedup_by(|a, b| a.path == b.path);
+    out
 }
 
 /// A catalog mount as the sandbox serves it; its host path, written relative to the

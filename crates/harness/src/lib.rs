@@ -31,7 +31,7 @@ mod retry;
 mod spill;
 mod world;
 
-pub use bridge::{epoch_mount, module_spec};
+pub use bridge::{ReadPath, catalog_reads, epoch_mount, module_spec};
 pub use catalog_file::{
     CATALOG_MAX_BYTES, CatalogFileError, catalog_dir, parse_catalog, read_catalog,
 };
