@@ -479,6 +479,78 @@ fn score_resumes_only_the_same_lines() {
     assert_eq!(std::fs::read(&out).expect("out"), whole, "resumed = whole");
 }
 
+/// The kept decisions are resumed only as they were written: a journal edited to count
+/// other bytes is refused as damaged (its lines are sealed), and a partial file whose
+/// kept bytes changed, or whose count ends inside a line, is refused before any line.
+#[test]
+fn score_resumes_only_the_bytes_it_wrote() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (catalog, samples) = score_batch(dir.path(), 1_000);
+    let text = std::fs::read_to_string(&samples).expect("samples");
+    let base = ["score", "--catalog", s(&catalog), "--samples", s(&samples)];
+    let (_, whole) = uninterrupted(dir.path(), &base, 2);
+    let out = dir.path().join("out.jsonl");
+    interrupted_at_512(&catalog, &text, &out);
+    let (journal, partial) = (
+        out.with_file_name("out.jsonl.journal"),
+        out.with_file_name("out.jsonl.partial"),
+    );
+    let (kept_journal, kept) = (
+        std::fs::read_to_string(&journal).expect("journal"),
+        std::fs::read(&partial).expect("partial"),
+    );
+    let resume = || plangate(&[&base[..], &["--out", s(&out), "--resume"]].concat());
+
+    // A hand edit of the last checkpoint's byte count, one byte short of its line end.
+    let bytes = |j: &str| -> u64 {
+        let last = j.lines().last().expect("a checkpoint");
+        let json = &last[..last.len() - 33];
+        serde_json::from_str::<serde_json::Value>(json).expect("checkpoint")["bytes"]
+            .as_u64()
+            .expect("bytes")
+    };
+    let n = bytes(&kept_journal);
+    let edited = kept_journal.replace(&format!("\"bytes\":{n},"), &format!("\"bytes\":{},", n - 1));
+    assert_ne!(edited, kept_journal);
+    std::fs::write(&journal, edited).expect("edit");
+    let run = resume();
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("is damaged"), "{}", run.stderr);
+    std::fs::write(&journal, &kept_journal).expect("restore");
+
+    // A kept byte changed in place: the same length, other decisions.
+    let mut changed = kept.clone();
+    let at = changed.iter().position(|&b| b == b'{').expect("a record") + 1;
+    changed[at] = b' ';
+    std::fs::write(&partial, &changed).expect("change");
+    let run = resume();
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("are not the bytes that run wrote"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("remove the journal to start over"),
+        "{}",
+        run.stderr
+    );
+
+    // Torn: the last kept line cut short and the file grown back past the count.
+    let mut torn = kept[..n as usize - 10].to_vec();
+    torn.extend_from_slice(&[b'x'; 100]);
+    std::fs::write(&partial, &torn).expect("tear");
+    let run = resume();
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("does not end a line"), "{}", run.stderr);
+
+    std::fs::write(&partial, &kept).expect("restore");
+    let same = resume();
+    assert_eq!(same.code, 2, "{}", same.stderr);
+    assert!(!same.stderr.contains("cannot resume"), "{}", same.stderr);
+    assert_eq!(std::fs::read(&out).expect("out"), whole, "resumed = whole");
+}
+
 /// A kill between making the journal and making the partial decisions leaves a journal
 /// that kept nothing and no partial file: `--resume` starts from the first line.
 #[test]

@@ -100,6 +100,20 @@ pub(crate) fn whole_run(
     eval(catalog, samples, &args)
 }
 
+/// `json` sealed as a first journal or evidence line is (plangate_harness::Chain):
+/// its JSON, a space, and the first 16 bytes of SHA-256 over 16 zero bytes and it.
+fn sealed(json: &str) -> String {
+    use sha2::Digest as _;
+    let mut h = sha2::Sha256::new();
+    h.update([0u8; 16]);
+    h.update(json.as_bytes());
+    let hex: String = h.finalize()[..16]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("{json} {hex}")
+}
+
 fn merge(shards: &[PathBuf], extra: &[&OsStr]) -> Run {
     let mut args: Vec<&OsStr> = vec!["merge".as_ref()];
     args.extend_from_slice(extra);
@@ -344,22 +358,48 @@ fn shards_that_are_not_one_batch_are_refused() {
     );
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(
-        run.stderr.contains("shard-1.jsonl.evidence: entry 2")
-            && run.stderr.contains("out of order"),
+        run.stderr
+            .contains("shard-1.jsonl.evidence: its entries are damaged"),
         "{}",
         run.stderr
     );
     assert_eq!(std::fs::read_to_string(&kept).unwrap(), "earlier\n");
-    std::fs::write(&evidence_one, text).unwrap();
-    // A file that is no shard's --out, and evidence of another format version.
-    refused(&[one.clone(), samples.clone()], &["no shard evidence"]);
-    let evidence = PathBuf::from(format!("{}.evidence", two.display()));
-    let text = std::fs::read_to_string(&evidence).unwrap();
+    // Cut short: refused before merge prints a single record to stdout.
+    std::fs::write(&evidence_one, &text[..text.len() - text.len() / 3]).unwrap();
+    let run = merge(&[one.clone(), two.clone()], &[]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("the file was cut or grown"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stdout.is_empty(), "nothing printed: {}", run.stdout);
+    // A header edited (a tool's book, a threshold): its seal no longer holds.
     std::fs::write(
-        &evidence,
-        text.replacen("\"version\":1", "\"version\":99", 1),
+        &evidence_one,
+        text.replacen("\"arg_accept\":\"0.8\"", "\"arg_accept\":\"0.5\"", 1),
     )
     .unwrap();
+    refused(&[one.clone(), two.clone()], &["line 1 is damaged"]);
+    std::fs::write(&evidence_one, text).unwrap();
+    // A shard probed more often can quarantine what a shorter probe verifies.
+    let two_probed = run_two(&d.join("probed"), &["--probe-runs", "3"]);
+    refused(
+        &[one.clone(), two_probed],
+        &["--probe-runs differ (2 vs 3)"],
+    );
+    // A file that is no shard's --out, and evidence of another format version.
+    refused(&[one.clone(), samples.clone()], &["no shard evidence"]);
+    // Evidence of another format version: named as such, sealed or not (the first
+    // format wrote its header without a seal).
+    let evidence = PathBuf::from(format!("{}.evidence", two.display()));
+    let text = std::fs::read_to_string(&evidence).unwrap();
+    let (header, rest) = text.split_once('\n').unwrap();
+    let unsealed = header[..header.len() - 33].replacen("\"version\":2", "\"version\":1", 1);
+    std::fs::write(&evidence, format!("{unsealed}\n{rest}")).unwrap();
+    refused(&[one.clone(), two.clone()], &["version", "format 1"]);
+    let newer = header[..header.len() - 33].replacen("\"version\":2", "\"version\":99", 1);
+    std::fs::write(&evidence, format!("{}\n{rest}", sealed(&newer))).unwrap();
     refused(&[one.clone(), two.clone()], &["version", "format 99"]);
     // And a shard run without one epoch to replay is refused before any work.
     let run = eval(

@@ -319,6 +319,7 @@ fn write_evidence(
             samples_sha256: samples.hex(),
             source: source_name(&args.io.samples),
             limits: format!("{:?}", args.limits.limits()),
+            probe_runs: Some(args.probe_runs as u64),
         },
         &args.thresholds,
         tally,

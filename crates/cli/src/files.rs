@@ -66,6 +66,9 @@ pub(crate) struct Output {
     pending: Option<(Pending, PathBuf)>,
     /// Bytes written so far (after any kept earlier part).
     written: u64,
+    /// XXH3 of every byte so far, kept part included, for an output a run may resume:
+    /// a checkpoint records it, and a resumed run keeps bytes that still hash to it.
+    hash: Option<Box<twox_hash::XxHash3_64>>,
 }
 
 /// Where an output's bytes wait for the rename.
@@ -80,6 +83,9 @@ impl Write for Output {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let n = self.w.write(buf)?;
         self.written += n as u64;
+        if let Some(h) = self.hash.as_mut() {
+            std::hash::Hasher::write(h.as_mut(), &buf[..n]);
+        }
         Ok(n)
     }
     fn flush(&mut self) -> io::Result<()> {
@@ -115,10 +121,22 @@ impl Output {
         self.written
     }
 
+    /// XXH3 of the bytes so far (0 for an output that is not resumable).
+    pub(crate) fn hash(&self) -> u64 {
+        self.hash
+            .as_ref()
+            .map_or(0, |h| std::hash::Hasher::finish(h.as_ref()))
+    }
+
     /// An output to `target` written through `partial`, a file kept when the run stops
-    /// so that `--resume` continues it (`resume::partial_path`): its first `keep` bytes
-    /// are an earlier run's (cut there), or it starts empty.
-    pub(crate) fn resumable(target: &Path, partial: &Path, keep: Option<u64>) -> Result<Output> {
+    /// so that `--resume` continues it (`resume::partial_path`): its first `keep.0`
+    /// bytes are an earlier run's (cut there), kept only if they end a line and hash to
+    /// `keep.1`; or it starts empty.
+    pub(crate) fn resumable(
+        target: &Path,
+        partial: &Path,
+        keep: Option<(u64, u64)>,
+    ) -> Result<Output> {
         let target = replaced(target)?.with_context(|| {
             format!(
                 "--resume needs --out to be a regular file, not {}",
@@ -128,8 +146,9 @@ impl Output {
         // A run that kept nothing needs no partial file: one killed between making its
         // journal and making the partial file, or after its decisions left the partial
         // file (see `score::run`), resumes from its first line.
-        let keep = keep.filter(|&bytes| bytes > 0);
-        if let Some(keep) = keep {
+        let keep = keep.filter(|&(bytes, _)| bytes > 0);
+        let mut hash = Box::new(twox_hash::XxHash3_64::new());
+        if let Some((keep, keep_hash)) = keep {
             let have = std::fs::metadata(partial).ok().filter(|m| m.is_file());
             match have {
                 None => bail!(
@@ -143,13 +162,14 @@ impl Output {
                 ),
                 Some(_) => {}
             }
+            kept_part(partial, keep, keep_hash, &mut hash)?;
         }
         let mut file = match keep {
             Some(_) => std::fs::OpenOptions::new().write(true).open(partial),
             None => File::create(partial),
         }
         .with_context(|| format!("cannot write {}", partial.display()))?;
-        let written = keep.unwrap_or(0);
+        let written = keep.map_or(0, |(bytes, _)| bytes);
         if keep.is_some() {
             use std::io::Seek as _;
             file.set_len(written)
@@ -160,8 +180,50 @@ impl Output {
             w: BufWriter::with_capacity(1 << 16, Box::new(file)),
             pending: Some((Pending::Kept(partial.to_path_buf()), target)),
             written,
+            hash: Some(hash),
         })
     }
+}
+
+/// Checks an interrupted run's kept decisions, the first `bytes` of `partial`: they end
+/// on a line boundary and hash to `want` (a torn file, or a journal edited to count other
+/// bytes, would resume into a cut line). `hash` reads them, so it goes on from there.
+fn kept_part(
+    partial: &Path,
+    bytes: u64,
+    want: u64,
+    hash: &mut twox_hash::XxHash3_64,
+) -> Result<()> {
+    use std::io::Read as _;
+    let cannot = |why: String| {
+        anyhow::anyhow!(
+            "cannot resume: {} does not hold the decisions its journal counts ({why}); remove the journal to start over",
+            partial.display()
+        )
+    };
+    let file = File::open(partial).with_context(|| format!("cannot read {}", partial.display()))?;
+    let mut part = io::BufReader::with_capacity(1 << 16, file).take(bytes);
+    let mut buf = vec![0u8; 1 << 16];
+    let mut last = None;
+    loop {
+        let n = part
+            .read(&mut buf)
+            .with_context(|| format!("cannot read {}", partial.display()))?;
+        if n == 0 {
+            break;
+        }
+        std::hash::Hasher::write(hash, &buf[..n]);
+        last = Some(buf[n - 1]);
+    }
+    if last != Some(b'\n') {
+        return Err(cannot(format!("byte {bytes} does not end a line")));
+    }
+    if std::hash::Hasher::finish(hash) != want {
+        return Err(cannot(format!(
+            "its first {bytes} bytes are not the bytes that run wrote"
+        )));
+    }
+    Ok(())
 }
 
 /// Opens the decisions output (see [`Output`]), or standard output. Sendable, so
@@ -172,6 +234,7 @@ pub(crate) fn open_out(path: Option<&Path>) -> Result<Output> {
             w: BufWriter::with_capacity(1 << 16, Box::new(io::stdout())),
             pending: None,
             written: 0,
+            hash: None,
         });
     };
     let (file, pending): (Box<dyn Write + Send>, _) = match replaced(p)? {
@@ -185,6 +248,7 @@ pub(crate) fn open_out(path: Option<&Path>) -> Result<Output> {
         w: BufWriter::with_capacity(1 << 16, file),
         pending,
         written: 0,
+        hash: None,
     })
 }
 

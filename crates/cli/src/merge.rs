@@ -38,12 +38,7 @@ pub(crate) fn run(args: MergeArgs) -> Result<u8> {
     let started = Instant::now();
     crate::interrupt::install();
     check_outputs(&args)?;
-    let shards: Vec<(PathBuf, Header, u64)> = args
-        .shards
-        .iter()
-        .map(|p| read_header(p))
-        .collect::<Result<_>>()?;
-    check_one_batch(&shards)?;
+    let shards = read_shards(&args.shards)?;
     let first = &shards[0].1;
     let options = first
         .options()
@@ -135,6 +130,19 @@ pub(crate) fn run(args: MergeArgs) -> Result<u8> {
     Ok(tally.exit_code())
 }
 
+/// Every shard's evidence header, once the shards are found to be the M parts of one
+/// batch and every shard's entries whole: nothing is written before this.
+fn read_shards(shards: &[PathBuf]) -> Result<Vec<(PathBuf, Header, u64)>> {
+    let shards: Vec<(PathBuf, Header, u64)> = (shards.iter())
+        .map(|p| read_header(p))
+        .collect::<Result<_>>()?;
+    check_one_batch(&shards)?;
+    for (path, header, start) in &shards {
+        crate::shard::check_entries(path, header, *start)?;
+    }
+    Ok(shards)
+}
+
 /// Refuses shards that are not the M parts of one batch under one epoch, catalog,
 /// samples file and thresholds, each once.
 fn check_one_batch(shards: &[(PathBuf, Header, u64)]) -> Result<()> {
@@ -175,6 +183,8 @@ fn check_one_batch(shards: &[(PathBuf, Header, u64)]) -> Result<()> {
         let names = |h: &Header| h.books.iter().map(|b| b.name.clone()).collect::<Vec<_>>();
         differs("tools", &names(h0).join(", "), &names(h).join(", "))?;
         differs("limits per call", &h0.limits, &h.limits)?;
+        let probe_runs = |h: &Header| h.probe_runs.map_or("none".into(), |n| n.to_string());
+        differs("--probe-runs", &probe_runs(h0), &probe_runs(h))?;
     }
     let m = h0.shard.m;
     let mut seen: BTreeMap<u64, &Path> = BTreeMap::new();

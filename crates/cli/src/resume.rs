@@ -112,6 +112,8 @@ pub(crate) fn check_header(path: &Path, earlier: &Header, this: &Header) -> Resu
 pub(crate) struct Checkpoint {
     pub(crate) through: usize,
     pub(crate) bytes: u64,
+    /// XXH3 of those bytes: a resumed run keeps them only if they still hash to it.
+    pub(crate) bytes_hash: u64,
     /// A running hash of every input line through `through` ([`Prefix`]), so a
     /// samples file that changed anywhere before it is not resumed.
     pub(crate) prefix: Prefix,
@@ -149,6 +151,8 @@ impl Prefix {
 pub(crate) struct ScoreJournal {
     path: PathBuf,
     file: std::fs::File,
+    /// Seals each line, as `eval`'s journal does.
+    chain: plangate_harness::Chain,
 }
 
 impl ScoreJournal {
@@ -157,13 +161,13 @@ impl ScoreJournal {
         let mut file = plangate_harness::open_locked(path)?;
         file.set_len(0)
             .with_context(|| format!("cannot create journal {}", path.display()))?;
-        let mut line = serde_json::to_vec(header)?;
-        line.push(b'\n');
-        file.write_all(&line)
+        let mut chain = plangate_harness::Chain::default();
+        file.write_all(&chain.seal(&serde_json::to_vec(header)?))
             .with_context(|| format!("cannot write journal {}", path.display()))?;
         Ok(ScoreJournal {
             path: path.to_path_buf(),
             file,
+            chain,
         })
     }
 
@@ -178,6 +182,7 @@ impl ScoreJournal {
             ScoreJournal {
                 path: path.to_path_buf(),
                 file,
+                chain: earlier.chain(),
             },
             earlier.header().clone(),
             last,
@@ -186,8 +191,7 @@ impl ScoreJournal {
 
     /// Records a checkpoint (after the decisions it counts were flushed).
     pub(crate) fn checkpoint(&mut self, c: &Checkpoint) -> Result<()> {
-        let mut line = serde_json::to_vec(c)?;
-        line.push(b'\n');
+        let line = self.chain.seal(&serde_json::to_vec(c)?);
         self.file
             .write_all(&line)
             .with_context(|| format!("cannot write journal {}", self.path.display()))

@@ -162,6 +162,7 @@ impl Writer<'_> {
         journal.checkpoint(&Checkpoint {
             through: *number,
             bytes: self.out.written(),
+            bytes_hash: self.out.hash(),
             prefix: chunk.prefix,
             tally: self.tally.clone(),
         })?;
@@ -544,6 +545,7 @@ fn write_evidence(
             samples_sha256: digest.hex(),
             source: source_name(&args.io.samples),
             limits: "none: score executes nothing".into(),
+            probe_runs: None,
         },
         &args.thresholds,
         tally,
@@ -582,7 +584,7 @@ fn open_resumable(args: &ScoreArgs) -> Result<(Output, Option<ScoreJournal>, Che
             let out = Output::resumable(
                 target,
                 &crate::resume::partial_path(target),
-                Some(done.bytes),
+                Some((done.bytes, done.bytes_hash)),
             )?;
             Ok((out, Some(journal), done))
         }

@@ -25,7 +25,7 @@ use crate::tally::Tally;
 /// What an evidence file says it is on its first line.
 const FORMAT: &str = "plangate-shard-evidence";
 /// Bumped whenever an evidence file's shape changes: `merge` refuses any other.
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 /// The longest header read: tool books with their evidence, for thousands of tools.
 const HEADER_BYTES: u64 = 64 << 20;
 
@@ -138,6 +138,9 @@ pub(crate) struct Inputs {
     pub(crate) source: String,
     /// The limits per call (`eval`), or none (`score` executes nothing).
     pub(crate) limits: String,
+    /// Calls per probe argument (`eval --probe-runs`): a probe run more often can
+    /// quarantine a tool a shorter one verifies.
+    pub(crate) probe_runs: Option<u64>,
 }
 
 /// What a shard learned besides its tasks: its epoch, every tool's book, the live
@@ -205,12 +208,20 @@ pub(crate) struct Header {
     /// The limits every call ran under (fuel, memory, time, output), as the run set
     /// them: they change what a call returns.
     pub(crate) limits: String,
+    /// `--probe-runs` (`eval`), none for `score`.
+    pub(crate) probe_runs: Option<u64>,
     pub(crate) books: Vec<ToolBook>,
     pub(crate) live: Vec<LiveCheck>,
     pub(crate) stats: EvalStats,
     /// Input lines read and blank lines among them (every shard reads every line).
     pub(crate) lines: usize,
     pub(crate) blank: usize,
+    /// The entries after this line: their length and SHA-256, so merge refuses a cut or
+    /// edited file before it writes anything.
+    #[serde(default)]
+    pub(crate) entries_bytes: u64,
+    #[serde(default)]
+    pub(crate) entries_sha256: String,
 }
 
 impl Header {
@@ -236,11 +247,14 @@ impl Header {
             source: inputs.source,
             thresholds: thresholds_of(thresholds),
             limits: inputs.limits,
+            probe_runs: inputs.probe_runs,
             books: learned.books,
             live: learned.live,
             stats: learned.stats,
             lines: tally.lines,
             blank: tally.blank,
+            entries_bytes: 0,
+            entries_sha256: String::new(),
         }
     }
 
@@ -290,23 +304,99 @@ fn thresholds_of(t: &ThresholdArgs) -> BTreeMap<String, String> {
     .collect()
 }
 
-/// Writes a shard's evidence beside its `--out`: the header, then every entry (`body`
-/// copies them, one line each, in input order).
+/// A writer that counts and hashes what passes through it.
+struct Hashing<W> {
+    w: W,
+    sha: Sha256,
+    bytes: u64,
+}
+
+impl<W: Write> Write for Hashing<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.w.write(buf)?;
+        self.sha.update(&buf[..n]);
+        self.bytes += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.w.flush()
+    }
+}
+
+/// Writes a shard's evidence beside its `--out`: the header, sealed, with the length
+/// and SHA-256 of the entries after it, then every entry (`body` copies them, one line
+/// each, in input order). The entries go to a temporary file first, since the header
+/// that counts them comes before them.
 pub(crate) fn write_evidence(
     out: &Path,
     header: &Header,
     body: impl FnOnce(&mut dyn Write) -> std::io::Result<u64>,
 ) -> Result<()> {
     let path = evidence_path(out);
+    let failed = || format!("failed to write {}", path.display());
+    let mut entries = Hashing {
+        w: std::io::BufWriter::new(tempfile::tempfile().with_context(failed)?),
+        sha: Sha256::new(),
+        bytes: 0,
+    };
+    body(&mut entries)
+        .and_then(|_| entries.flush())
+        .with_context(failed)?;
+    let header = Header {
+        entries_bytes: entries.bytes,
+        entries_sha256: hex(&entries.sha.finalize()),
+        ..header.clone()
+    };
+    let mut entries = entries
+        .w
+        .into_inner()
+        .map_err(|e| e.into_error())
+        .with_context(failed)?;
     let mut file = open_out(Some(&path))?;
-    let write = |file: &mut crate::files::Output| -> std::io::Result<()> {
-        serde_json::to_writer(&mut *file, header)?;
-        writeln!(file)?;
-        body(file)?;
+    let line = plangate_harness::Chain::default().seal(&serde_json::to_vec(&header)?);
+    let mut write = |file: &mut crate::files::Output| -> std::io::Result<()> {
+        use std::io::Seek as _;
+        file.write_all(&line)?;
+        entries.seek(std::io::SeekFrom::Start(0))?;
+        std::io::copy(&mut entries, file)?;
         Ok(())
     };
-    write(&mut file).with_context(|| format!("failed to write {}", path.display()))?;
+    write(&mut file).with_context(failed)?;
     file.finish()
+}
+
+/// Refuses a shard's evidence whose entries are not the ones its header counts (a cut
+/// or edited file), reading them all before merge writes anything.
+pub(crate) fn check_entries(path: &Path, header: &Header, start: u64) -> Result<()> {
+    use std::io::Seek as _;
+    let mut file =
+        std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    file.seek(std::io::SeekFrom::Start(start))
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let mut seen = Hashing {
+        w: std::io::sink(),
+        sha: Sha256::new(),
+        bytes: 0,
+    };
+    std::io::copy(&mut BufReader::with_capacity(1 << 16, file), &mut seen)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    if seen.bytes != header.entries_bytes {
+        bail!(
+            "{}: its entries are {} bytes, and its header counts {}: the file was cut or \
+             grown; run the shard again",
+            path.display(),
+            seen.bytes,
+            header.entries_bytes
+        );
+    }
+    if hex(&seen.sha.finalize()) != header.entries_sha256 {
+        bail!(
+            "{}: its entries are damaged (their SHA-256 is not the one its header records); \
+             run the shard again",
+            path.display()
+        );
+    }
+    Ok(())
 }
 
 /// Reads a shard's header from the evidence beside `out`; returns it and where the
@@ -334,22 +424,36 @@ pub(crate) fn read_header(out: &Path) -> Result<(PathBuf, Header, u64)> {
             path.display()
         );
     }
-    let v: serde_json::Value = serde_json::from_str(&first)
-        .with_context(|| format!("{}: line 1 is not a shard header", path.display()))?;
-    let (format, version) = (v.get("format"), v.get("version").and_then(|x| x.as_u64()));
-    if format.and_then(|f| f.as_str()) != Some(FORMAT) {
-        bail!(
-            "{}: line 1: format: not a plangate shard evidence file",
-            path.display()
-        );
-    }
-    if version != Some(u64::from(VERSION)) {
+    let line = first.trim_end_matches('\n').as_bytes();
+    let sealed = plangate_harness::Chain::default().open(line);
+    // An earlier format wrote its header unsealed: it is read only to name its version.
+    let v: Option<serde_json::Value> = serde_json::from_slice(sealed.unwrap_or(line)).ok();
+    let field = |name: &str| v.as_ref().and_then(|v| v.get(name));
+    let version = field("version").and_then(|x| x.as_u64());
+    let ours = field("format").and_then(|f| f.as_str()) == Some(FORMAT);
+    if ours && version != Some(u64::from(VERSION)) {
         bail!(
             "{}: line 1: version: written in evidence format {} by plangate {}; this plangate ({}) reads format {VERSION} only: run every shard and the merge with one plangate",
             path.display(),
             version.map_or("?".into(), |v| v.to_string()),
-            v.get("plangate").and_then(|x| x.as_str()).unwrap_or("?"),
+            field("plangate").and_then(|x| x.as_str()).unwrap_or("?"),
             env!("CARGO_PKG_VERSION"),
+        );
+    }
+    let (Some(v), Some(_)) = (v, sealed) else {
+        if first.starts_with('{') && first.contains(FORMAT) {
+            bail!(
+                "{}: line 1 is damaged (its digest does not match what it holds); run the \
+                 shard again",
+                path.display()
+            );
+        }
+        bail!("{}: line 1 is not a shard header", path.display());
+    };
+    if !ours {
+        bail!(
+            "{}: line 1: format: not a plangate shard evidence file",
+            path.display()
         );
     }
     let header: Header = serde_json::from_value(v)

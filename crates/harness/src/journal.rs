@@ -6,6 +6,8 @@
 //! The file is JSON lines: a [`Header`] (what run wrote it: its command fingerprint and
 //! epoch manifest), then one [`Entry`] per executed call, appended as calls finish. A
 //! line cut by a kill is dropped on reading; the calls it would have held run again.
+//! Each line is sealed ([`Chain`]): a digest of it and of every line before it follows
+//! its JSON, so an edited, reordered or spliced journal is refused, never replayed.
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -25,7 +27,52 @@ use crate::error::HarnessError;
 
 /// The journal format's version, in every header: a journal from another version is
 /// not resumed.
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
+
+/// The digest chain that seals a journal's lines. A sealed line is its JSON, a space,
+/// and 32 hex digits: the first 16 bytes of SHA-256 over the previous line's digest
+/// (zeros before the first line) and this line's JSON. A line whose digest does not
+/// match was edited, or follows lines that were; reading refuses it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Chain([u8; 16]);
+
+impl Chain {
+    fn next(&self, json: &[u8]) -> [u8; 16] {
+        let mut h = Sha256::new();
+        h.update(self.0);
+        h.update(json);
+        let mut d = [0u8; 16];
+        d.copy_from_slice(&h.finalize()[..16]);
+        d
+    }
+
+    /// `json` as a sealed line, newline included; the chain moves past it.
+    pub fn seal(&mut self, json: &[u8]) -> Vec<u8> {
+        self.0 = self.next(json);
+        let mut line = Vec::with_capacity(json.len() + 34);
+        line.extend_from_slice(json);
+        line.push(b' ');
+        for b in self.0 {
+            line.extend_from_slice(format!("{b:02x}").as_bytes());
+        }
+        line.push(b'\n');
+        line
+    }
+
+    /// The JSON of a sealed `line` (its newline taken off) when its digest follows this
+    /// chain; the chain moves past it. None when it does not.
+    pub fn open<'l>(&mut self, line: &'l [u8]) -> Option<&'l [u8]> {
+        let at = line.len().checked_sub(33)?;
+        let (json, seal) = line.split_at(at);
+        let hex = seal.strip_prefix(b" ")?;
+        let next = self.next(json);
+        let want: String = next.iter().map(|b| format!("{b:02x}")).collect();
+        (hex == want.as_bytes()).then(|| {
+            self.0 = next;
+            json
+        })
+    }
+}
 
 /// Where a call sits in a batch: its input line, its sample, its place in the sample.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -136,11 +183,14 @@ pub struct Earlier<T = Entry> {
     entries: Vec<T>,
     /// Bytes of the file up to the end of its last complete line.
     complete: u64,
+    /// The chain after its last complete line, which new lines continue.
+    chain: Chain,
 }
 
 impl<T: serde::de::DeserializeOwned> Earlier<T> {
     /// Reads the journal at `path`: its header, and every complete entry after it. A
-    /// last line a kill cut, or one that does not read, ends what is kept.
+    /// last line a kill cut is dropped; a complete line whose seal does not hold, or
+    /// that does not read, is damage, and the journal is refused.
     pub fn read(path: &Path) -> Result<Earlier<T>, HarnessError> {
         let bad = |message: String| HarnessError::Journal {
             path: path.to_path_buf(),
@@ -152,7 +202,8 @@ impl<T: serde::de::DeserializeOwned> Earlier<T> {
         let mut complete = 0u64;
         let mut header: Option<Header> = None;
         let mut entries = Vec::new();
-        loop {
+        let mut chain = Chain::default();
+        for number in 1.. {
             buf.clear();
             let n = lines
                 .read_until(b'\n', &mut buf)
@@ -161,17 +212,25 @@ impl<T: serde::de::DeserializeOwned> Earlier<T> {
             if n == 0 || buf.last() != Some(&b'\n') {
                 break;
             }
+            let damaged = |why: &str| {
+                bad(format!(
+                    "line {number} is damaged ({why}): the journal was edited or is not \
+                     plangate's; remove it to start over"
+                ))
+            };
+            let json = chain
+                .open(&buf[..n - 1])
+                .ok_or_else(|| damaged("its digest does not match what the lines hold"))?;
             match &header {
                 None => {
-                    header = Some(serde_json::from_slice(&buf).map_err(|e| {
+                    header = Some(serde_json::from_slice(json).map_err(|e| {
                         bad(format!("line 1 is not a plangate journal header: {e}"))
                     })?);
                 }
-                Some(_) => match serde_json::from_slice::<T>(&buf) {
-                    Ok(e) => entries.push(e),
-                    // A line that does not read ends what can be trusted.
-                    Err(_) => break,
-                },
+                Some(_) => entries.push(
+                    serde_json::from_slice::<T>(json)
+                        .map_err(|e| damaged(&format!("it does not read: {e}")))?,
+                ),
             }
             complete += n as u64;
         }
@@ -180,6 +239,7 @@ impl<T: serde::de::DeserializeOwned> Earlier<T> {
             header,
             entries,
             complete,
+            chain,
         })
     }
 
@@ -191,6 +251,11 @@ impl<T: serde::de::DeserializeOwned> Earlier<T> {
     /// Its entries, first one first.
     pub fn entries(&self) -> &[T] {
         &self.entries
+    }
+
+    /// The chain new lines continue.
+    pub fn chain(&self) -> Chain {
+        self.chain
     }
 
     /// The journal opened to go on: locked for this run, cut after its last complete
@@ -235,7 +300,7 @@ pub fn open_locked(path: &Path) -> Result<File, HarnessError> {
 pub struct Journal {
     path: PathBuf,
     earlier: HashMap<CallAt, Entry>,
-    out: Mutex<Option<BufWriter<File>>>,
+    out: Mutex<Option<(BufWriter<File>, Chain)>>,
     replayed: AtomicUsize,
     recorded: AtomicUsize,
     /// The first write error: the run goes on, but cannot be resumed past it.
@@ -258,19 +323,20 @@ impl Journal {
             path: path.to_path_buf(),
             message: format!("cannot create it: {e}"),
         })?;
-        let mut line = serde_json::to_vec(header).expect("a header serializes");
-        line.push(b'\n');
+        let mut chain = Chain::default();
+        let line = chain.seal(&serde_json::to_vec(header).expect("a header serializes"));
         file.write_all(&line).map_err(|e| HarnessError::Journal {
             path: path.to_path_buf(),
             message: format!("cannot write it: {e}"),
         })?;
-        Ok(Self::with(path, file, HashMap::new()))
+        Ok(Self::with(path, file, chain, HashMap::new()))
     }
 
     /// Continues an earlier run's journal: its calls are replayed, a line cut by a kill
     /// is cut off, and new calls are appended.
     pub fn resume(path: &Path, earlier: Earlier) -> Result<Journal, HarnessError> {
         let file = earlier.reopen(path)?;
+        let chain = earlier.chain;
         let entries = earlier
             .entries
             .into_iter()
@@ -283,14 +349,14 @@ impl Journal {
                 (at, e)
             })
             .collect();
-        Ok(Self::with(path, file, entries))
+        Ok(Self::with(path, file, chain, entries))
     }
 
-    fn with(path: &Path, file: File, earlier: HashMap<CallAt, Entry>) -> Journal {
+    fn with(path: &Path, file: File, chain: Chain, earlier: HashMap<CallAt, Entry>) -> Journal {
         Journal {
             path: path.to_path_buf(),
             earlier,
-            out: Mutex::new(Some(BufWriter::with_capacity(1 << 16, file))),
+            out: Mutex::new(Some((BufWriter::with_capacity(1 << 16, file), chain))),
             replayed: AtomicUsize::new(0),
             recorded: AtomicUsize::new(0),
             failed: Mutex::new(None),
@@ -325,11 +391,10 @@ impl Journal {
             fuel_used: r.fuel_used,
             detail: r.detail.clone(),
         };
-        let mut line = serde_json::to_vec(&entry).expect("an entry serializes");
-        line.push(b'\n');
+        let json = serde_json::to_vec(&entry).expect("an entry serializes");
         let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(w) = out.as_mut()
-            && let Err(e) = w.write_all(&line)
+        if let Some((w, chain)) = out.as_mut()
+            && let Err(e) = w.write_all(&chain.seal(&json))
         {
             *out = None;
             self.fail(e);
@@ -346,7 +411,7 @@ impl Journal {
     /// Writes out what is buffered, so a stop after this loses nothing journalled.
     pub fn flush(&self) -> Result<(), HarnessError> {
         let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(w) = out.as_mut()
+        if let Some((w, _)) = out.as_mut()
             && let Err(e) = w.flush()
         {
             *out = None;
@@ -454,6 +519,37 @@ mod tests {
             again.complete,
             std::fs::metadata(&path).expect("stat").len()
         );
+    }
+
+    #[test]
+    fn an_edited_or_spliced_journal_is_refused_naming_the_line() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("j");
+        let j = Journal::create(&path, &Header::new("eval", "f".into(), None)).expect("create");
+        j.record(at(1), "echo", b"{}", &rec(b"one"));
+        j.record(at(2), "echo", b"{}", &rec(b"two"));
+        j.flush().expect("flush");
+        drop(j);
+        let text = std::fs::read_to_string(&path).expect("read");
+        let lines: Vec<&str> = text.lines().collect();
+        let refused = |text: String, line: usize| {
+            std::fs::write(&path, text).expect("write");
+            let e = Earlier::<Entry>::read(&path)
+                .err()
+                .expect("refused")
+                .to_string();
+            assert!(e.contains(&format!("line {line} is damaged")), "{e}");
+        };
+        // One result's bytes changed: a replay would decide on them.
+        let edited = text.replacen(&B64.encode(b"two"), &B64.encode(b"owt"), 1);
+        assert_ne!(edited, text);
+        refused(edited, 3);
+        // Two whole lines swapped, each sealed: the chain tells.
+        refused(format!("{}\n{}\n{}\n", lines[0], lines[2], lines[1]), 2);
+        // A line dropped from the middle.
+        refused(format!("{}\n{}\n", lines[0], lines[2]), 2);
+        // The seal taken off.
+        refused(format!("{}\n", &lines[0][..lines[0].len() - 33]), 1);
     }
 
     #[test]

@@ -43,7 +43,7 @@ pub use eval::{
 pub use health::{
     Evidence, FirstDifference, HealthReport, Output, ToolBook, ToolHealth, first_difference,
 };
-pub use journal::{CallAt, Earlier, Header, Journal, open_locked};
+pub use journal::{CallAt, Chain, Earlier, Header, Journal, open_locked};
 pub use lines::{Line, LineReader, is_blank, too_long};
 pub use observe::observed;
 pub use probe::{ProbeRun, compare_runs, probe_arguments};
