@@ -175,6 +175,41 @@ fn an_hour_of_day_price_shows_in_the_second_epoch() {
     assert_eq!(r["differs_by"], serde_json::json!(["instant"]), "{r}");
 }
 
+/// A business-hours price agrees at epoch 0 (a Wednesday midnight) and epoch 1 (a
+/// Saturday afternoon): only the calendar classes, a weekday in working hours among
+/// them, catch it.
+#[test]
+fn a_working_hours_price_is_caught_by_the_calendar_classes() {
+    crate::tools::build_tools();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let module =
+        crate::tools::repo().join("sandbox-tools/target/wasm32-wasip1/release/business_hours.wasm");
+    let catalog = dir.path().join("catalog.json");
+    let doc = serde_json::json!({"tools": [{
+        "name": "price", "module": module, "deterministic": true, "probe": [{}],
+    }]});
+    std::fs::write(&catalog, doc.to_string()).expect("catalog");
+    let run = plangate(&[
+        "probe".as_ref(),
+        "--catalog".as_ref(),
+        catalog.as_os_str(),
+        "--strict".as_ref(),
+    ]);
+    assert_eq!(run.code, 1, "--strict fails it: {}", run.stderr);
+    let r = &statuses(&run.stdout)["price"];
+    assert_eq!(r["status"], "epoch_sensitive", "{r}");
+    assert_eq!(
+        r["differs_by"],
+        serde_json::json!(["instant (a weekday in working hours)"]),
+        "{r}"
+    );
+    assert!(
+        run.stderr.contains("a weekday in working hours"),
+        "{}",
+        run.stderr
+    );
+}
+
 #[test]
 fn a_tool_that_reads_the_epoch_is_epoch_sensitive_not_drifting() {
     let dir = tempfile::tempdir().expect("temp dir");

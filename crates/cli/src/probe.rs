@@ -100,6 +100,24 @@ const PROBE_INSTANTS_S: [u64; 6] = [
     1_835_550_000, // 2028-03-01T19:00:00Z: a Wednesday evening, the day after a leap day
 ];
 
+/// The calendar classes a tool may read from its clock, one instant each (UTC), beside
+/// epoch 0's (a Wednesday midnight, the first second of a year, in winter). A tool with
+/// a pinned clock whose K epochs all agree is called at each, with epoch 0's seed: one
+/// that answers otherwise than at epoch 0 reads the calendar (a business-hours price, a
+/// weekend rate, a month-end batch, a time-zone label, a leap-day rule), and is
+/// epoch-sensitive, the class named. Each instant differs from epoch 0 in as few classes
+/// as it can besides its own.
+const CALENDAR: [(&str, u64); 8] = [
+    ("a weekday in working hours", 1_736_850_600), // 2025-01-14T10:30:00Z, a Tuesday
+    ("a weekend day", 1_737_198_000),              // 2025-01-18T11:00:00Z, a Saturday
+    ("a weekend night", 1_737_329_400),            // 2025-01-19T23:30:00Z, a Sunday
+    ("the last second of a month", 1_738_367_999), // 2025-01-31T23:59:59Z, a Friday
+    ("the last second of a year", 1_767_225_599),  // 2025-12-31T23:59:59Z
+    ("just before a DST change", 1_741_503_599),   // 2025-03-09T06:59:59Z: US, 1:59 EST
+    ("just after a DST change", 1_741_503_600),    // 2025-03-09T07:00:00Z: US, 3:00 EDT
+    ("a leap day", 1_835_478_000),                 // 2028-02-29T23:00:00Z, a Tuesday night
+];
+
 /// The instant of probe epoch `i`.
 fn probe_instant(i: u64) -> u64 {
     if i == 0 {
@@ -113,12 +131,17 @@ fn probe_instant(i: u64) -> u64 {
 
 /// A probe epoch: `seed` and the instant of epoch `instant_of`.
 fn probe_world(args: &ProbeArgs, catalog: &Catalog, seed: u64, instant_of: u64) -> Result<World> {
+    world_at(args, catalog, seed, probe_instant(instant_of))
+}
+
+/// An epoch pinned with `seed` at `instant_ns`.
+fn world_at(args: &ProbeArgs, catalog: &Catalog, seed: u64, instant_ns: u64) -> Result<World> {
     World::build(
         catalog,
         &catalog_dir(&args.catalog),
         WorldOptions {
             seed,
-            instant_unix_ns: Some(probe_instant(instant_of)),
+            instant_unix_ns: Some(instant_ns),
             ..WorldOptions::default()
         },
     )
@@ -217,6 +240,7 @@ pub(crate) fn run(args: ProbeArgs) -> Result<u8> {
         catalog: &catalog,
         worlds: &worlds,
         epoch_ids: &epoch_ids,
+        calendar: std::cell::OnceCell::new(),
     };
     let reports: Vec<ToolReport> = tools
         .into_iter()
@@ -307,6 +331,8 @@ struct Probe<'a> {
     catalog: &'a Catalog,
     worlds: &'a [World],
     epoch_ids: &'a [String],
+    /// The [`CALENDAR`] epochs, pinned when a tool first needs them.
+    calendar: std::cell::OnceCell<Vec<(&'static str, World)>>,
 }
 
 impl Probe<'_> {
@@ -355,10 +381,40 @@ impl Probe<'_> {
             }
             report.evidence.extend(found);
         }
+        // `--epochs 1` asks for drift within one epoch alone.
+        if report.evidence.is_empty() && t.clock == SourceMode::Pinned && self.args.epochs > 1 {
+            for (class, w) in self.calendar() {
+                let found = compare_runs(
+                    &runs[0],
+                    &self.epoch_ids[0],
+                    &run_in(w, t, self.args.runs),
+                    w.epoch().id(),
+                );
+                if !found.is_empty() {
+                    report.differs_by.push(format!("instant ({class})"));
+                    report.evidence.extend(found);
+                }
+            }
+        }
         if !report.evidence.is_empty() {
             report.status = Status::EpochSensitive;
         }
         report
+    }
+
+    /// The calendar epochs: epoch 0's seed at each [`CALENDAR`] instant. One that
+    /// cannot be pinned (a mount gone since epoch 0) is left out, as the epochs'
+    /// comparison leaves out what it cannot run.
+    fn calendar(&self) -> &[(&'static str, World)] {
+        self.calendar.get_or_init(|| {
+            (CALENDAR.iter())
+                .filter_map(|&(class, s)| {
+                    world_at(self.args, self.catalog, 0, s * 1_000_000_000)
+                        .ok()
+                        .map(|w| (class, w))
+                })
+                .collect()
+        })
     }
 
     /// Which epoch inputs, varied alone from epoch 0 to epoch `i`, change the tool's
