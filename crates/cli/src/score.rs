@@ -407,26 +407,29 @@ fn read_chunks(
     Ok(tally)
 }
 
+/// Thresholds out of order are a usage error, but for `--seed-compat`: the seed's own
+/// code takes any thresholds (and has no suspect level), and is reproduced as it is,
+/// with a word about what it was given.
+fn check_thresholds(args: &ScoreArgs) -> Result<()> {
+    let t = &args.thresholds;
+    match args.seed_compat {
+        None => t.check(),
+        Some(_) => {
+            if t.arg_reject.exceeds(t.arg_accept) {
+                eprintln!(
+                    "plangate: warning: --arg-reject {} is above --arg-accept {}: the seed's code takes them as given",
+                    t.arg_reject, t.arg_accept
+                );
+            }
+            Ok(())
+        }
+    }
+}
+
 pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
     // First: an interrupt during setup then stops the run at its first line, cleanly.
     crate::interrupt::install();
-    match args.seed_compat {
-        None => args.thresholds.check()?,
-        // The seed's own code takes any thresholds (and has no suspect level): it is
-        // reproduced as it is, errors and all, with a word about what it was given.
-        Some(_) => {
-            if args
-                .thresholds
-                .arg_reject
-                .exceeds(args.thresholds.arg_accept)
-            {
-                eprintln!(
-                    "plangate: warning: --arg-reject {} is above --arg-accept {}: the seed's code takes them as given",
-                    args.thresholds.arg_reject, args.thresholds.arg_accept
-                );
-            }
-        }
-    }
+    check_thresholds(&args)?;
     check_shard(&args)?;
     let catalog = load_catalog(&args.io.catalog)?;
     if let Some(out) = args.io.out.as_deref() {
