@@ -168,6 +168,30 @@ pub struct MountSpec {
     pub mode: SourceMode,
 }
 
+/// What a tool may do on the network (wasi:http, wasi:sockets).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NetworkMode {
+    /// Nothing leaves the sandbox: every request is a deterministic error naming its
+    /// host (the default).
+    #[default]
+    Denied,
+    /// Requests to the allowed hosts go out as they are: results follow the network.
+    Live,
+    /// Each distinct request to an allowed host is recorded on its first use in an
+    /// epoch and replayed ever after, from the epoch's manifest.
+    Pinned,
+}
+
+/// A tool's `network`: its mode and the `host:port`s it may reach.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct NetworkSpec {
+    /// Denied, live or pinned.
+    pub mode: NetworkMode,
+    /// `host:port` pairs requests may go to (none: every request is refused).
+    pub allow: Vec<String>,
+}
+
 /// The shape a tool entry was written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -192,8 +216,14 @@ pub enum Dialect {
 pub struct ToolSpec {
     /// Unique name the plans call it by.
     pub name: String,
-    /// Path of the `.wasm` module, relative to the catalog file.
+    /// Path of the `.wasm` module or component, relative to the catalog file.
     pub module: Option<String>,
+    /// The component function this tool calls (`read-file`, or `iface.func` inside an
+    /// exported interface); none for a command (a core module, or a component that
+    /// exports `wasi:cli/run`).
+    pub export: Option<String>,
+    /// What the tool may do on the network.
+    pub network: NetworkSpec,
     /// What the tool author declares.
     pub deterministic: bool,
     /// A recorded probe result, used by `plangate score`.
@@ -399,6 +429,8 @@ fn entry_name<'a>(entry: &'a Value, field: &str) -> Option<(&'a str, String)> {
 const NATIVE_FIELDS: &[&str] = &[
     "name",
     "module",
+    "export",
+    "network",
     "deterministic",
     "verified",
     "parameters",
@@ -413,6 +445,8 @@ const NATIVE_FIELDS: &[&str] = &[
 /// is native, and must then declare `deterministic`.
 const PLANGATE_ONLY: &[&str] = &[
     "module",
+    "export",
+    "network",
     "deterministic",
     "verified",
     "probe",
@@ -631,6 +665,11 @@ fn parse_entry(
     let verified = p.take(opt_bool(get("verified")));
     let parameters = parse_schema(get("parameters"), &body_field, warnings, &mut p);
     let module = p.take(opt_string(get("module"), "expected a path string"));
+    let export = p.take(opt_string(
+        get("export"),
+        "expected a function name such as read-file or iface.func",
+    ));
+    let network = p.take(parse_network(get("network")));
     let description = p.take(opt_string(get("description"), "expected a string"));
     let probe = p.take(parse_probe(get("probe")));
     let mounts = p.take(parse_mounts(get("mounts")));
@@ -645,6 +684,8 @@ fn parse_entry(
         Some(verified),
         Some((parameters, (validator, in_place), hints)),
         Some(module),
+        Some(export),
+        Some(network),
         Some(description),
         Some(probe),
         Some(mounts),
@@ -656,6 +697,8 @@ fn parse_entry(
         verified,
         parameters,
         module,
+        export,
+        network,
         description,
         probe,
         mounts,
@@ -674,6 +717,8 @@ fn parse_entry(
         shared_name: Arc::from(name.as_str()),
         name,
         module,
+        export,
+        network,
         deterministic,
         verified,
         parameters,
@@ -923,6 +968,79 @@ fn parse_mode(v: Option<(&Value, &str)>) -> Result<SourceMode, CatalogError> {
     }
 }
 
+/// `{"mode": "denied" | "live" | "pinned", "allow": ["host:port", ...]}`.
+fn parse_network(v: Option<(&Value, &str)>) -> Result<NetworkSpec, CatalogError> {
+    let Some((v, field)) = v else {
+        return Ok(NetworkSpec::default());
+    };
+    let o = v.as_object().ok_or_else(|| {
+        err(
+            field,
+            "expected {\"mode\": \"denied\" | \"live\" | \"pinned\", \"allow\": [\"host:port\", ...]}",
+        )
+    })?;
+    for k in o.keys() {
+        if !matches!(k.as_str(), "mode" | "allow") {
+            return Err(err(
+                format!("{field}.{k}"),
+                "unknown field (expected mode, allow)",
+            ));
+        }
+    }
+    let mode = match o.get("mode") {
+        None => NetworkMode::Denied,
+        Some(Value::String(s)) if s == "denied" => NetworkMode::Denied,
+        Some(Value::String(s)) if s == "live" => NetworkMode::Live,
+        Some(Value::String(s)) if s == "pinned" => NetworkMode::Pinned,
+        Some(_) => {
+            return Err(err(
+                format!("{field}.mode"),
+                "expected \"denied\", \"live\" or \"pinned\"",
+            ));
+        }
+    };
+    let allow = match o.get("allow") {
+        None => Vec::new(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .enumerate()
+            .map(|(i, h)| match h {
+                Value::String(s) if host_port(s) => Ok(s.clone()),
+                _ => Err(err(
+                    format!("{field}.allow[{i}]"),
+                    "expected \"host:port\" such as \"api.example.com:443\"",
+                )),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => {
+            return Err(err(
+                format!("{field}.allow"),
+                "expected an array of \"host:port\" strings",
+            ));
+        }
+    };
+    Ok(NetworkSpec { mode, allow })
+}
+
+/// `host:port`: a host name or address (an IPv6 one in brackets) and a port number.
+fn host_port(s: &str) -> bool {
+    let Some((host, port)) = s.rsplit_once(':') else {
+        return false;
+    };
+    let host_ok = if let Some(v6) = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+        v6.contains(':')
+            && v6
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.')
+    } else {
+        !host.is_empty()
+            && host
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-' || b == b'_')
+    };
+    host_ok && port.parse::<u16>().is_ok_and(|p| p > 0)
+}
+
 fn parse_mount(m: &Value, field: &str) -> Result<MountSpec, CatalogError> {
     let o = m.as_object().ok_or_else(|| {
         err(
@@ -955,6 +1073,49 @@ fn parse_mount(m: &Value, field: &str) -> Result<MountSpec, CatalogError> {
         guest,
         mode: parse_mode(o.get("mode").map(|v| (v, mode_field.as_str())))?,
     })
+}
+
+#[cfg(test)]
+mod network_tests {
+    use super::*;
+
+    fn entry(network: &str) -> Result<Catalog, CatalogErrors> {
+        let doc = format!(
+            r#"{{"tools":[{{"name":"f","module":"f.wasm","export":"fetch","deterministic":true,"network":{network}}}]}}"#
+        );
+        Catalog::from_value(&crate::json::parse(&doc).unwrap())
+    }
+
+    #[test]
+    fn network_and_export_read_and_refuse_what_they_cannot_be() {
+        let c = entry(
+            r#"{"mode":"pinned","allow":["127.0.0.1:8080","[::1]:80","api.example.com:443"]}"#,
+        )
+        .unwrap();
+        let t = c.get("f").unwrap();
+        assert_eq!(t.export.as_deref(), Some("fetch"));
+        assert_eq!(t.network.mode, NetworkMode::Pinned);
+        assert_eq!(t.network.allow.len(), 3);
+        let none = Catalog::from_value(
+            &crate::json::parse(r#"{"tools":[{"name":"g","deterministic":true}]}"#).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(none.get("g").unwrap().network, NetworkSpec::default());
+        for (bad, says) in [
+            (r#"{"mode":"open"}"#, "tools[0].network.mode"),
+            (r#"{"allow":["example.com"]}"#, "tools[0].network.allow[0]"),
+            (
+                r#"{"allow":["example.com:0"]}"#,
+                "tools[0].network.allow[0]",
+            ),
+            (r#"{"allow":["a b:80"]}"#, "tools[0].network.allow[0]"),
+            (r#"{"hosts":[]}"#, "tools[0].network.hosts"),
+            (r#""live""#, "tools[0].network"),
+        ] {
+            let e = entry(bad).unwrap_err().to_string();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+    }
 }
 
 #[cfg(test)]

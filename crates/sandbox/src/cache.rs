@@ -1,5 +1,6 @@
-//! The on-disk cache of precompiled modules. Compiling a 100 KiB guest takes ~100 ms and
-//! loading its artifact under a millisecond, so a run compiles each module once, ever,
+//! The on-disk cache of precompiled modules and components. Compiling a 100 KiB guest
+//! takes ~100 ms, an interpreter component (componentize-py, jco) several seconds, and
+//! loading either's artifact under a millisecond, so a run compiles each one once, ever,
 //! per engine configuration. An artifact is native code that runs outside the sandbox,
 //! so the cache trusts nothing it did not write: it uses only a directory the user owns
 //! and nobody else can write, and loads an artifact only if the digest recorded with it
@@ -13,7 +14,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use sha2::{Digest, Sha256};
-use wasmtime::{Engine, Module};
+use wasmtime::component::Component;
+use wasmtime::{Engine, Module, Precompiled};
 
 use crate::epoch::{WASMTIME_VERSION, hex};
 use crate::error::{Error, Result};
@@ -124,6 +126,28 @@ fn warn_once(dir: &Path, message: impl FnOnce() -> String) {
     }
 }
 
+/// A compiled tool: a core module or a component, as its bytes' header says.
+#[derive(Clone)]
+pub(crate) enum Compiled {
+    Module(Module),
+    Component(Component),
+}
+
+impl Compiled {
+    fn serialize(&self) -> wasmtime::Result<Vec<u8>> {
+        match self {
+            Compiled::Module(m) => m.serialize(),
+            Compiled::Component(c) => c.serialize(),
+        }
+    }
+}
+
+/// Whether `bytes` are a component's (header `00 61 73 6d 0d 00 01 00`) rather than a
+/// core module's (`00 61 73 6d 01 00 00 00`).
+pub(crate) fn is_component(bytes: &[u8]) -> bool {
+    bytes.get(..8) == Some(&[0x00, 0x61, 0x73, 0x6d, 0x0d, 0x00, 0x01, 0x00][..])
+}
+
 /// Loads the module's artifact if it is one this cache wrote for this module and this
 /// engine, else compiles the module and stores its artifact. Only a compile error of
 /// the module itself is an error; any trouble with the cache is a warning, and the
@@ -134,7 +158,7 @@ pub(crate) fn load_or_compile(
     path: &Path,
     sha256: &str,
     bytes: &[u8],
-) -> Result<Module> {
+) -> Result<Compiled> {
     #[cfg(unix)]
     if let Some(dir) = cache_dir.and_then(disk::CacheDir::open) {
         return dir.load_or_compile(engine, path, sha256, bytes);
@@ -145,8 +169,13 @@ pub(crate) fn load_or_compile(
     compile(engine, path, bytes)
 }
 
-fn compile(engine: &Engine, path: &Path, bytes: &[u8]) -> Result<Module> {
-    Module::new(engine, bytes).map_err(|e| Error::Compile {
+fn compile(engine: &Engine, path: &Path, bytes: &[u8]) -> Result<Compiled> {
+    let compiled = if is_component(bytes) {
+        Component::new(engine, bytes).map(Compiled::Component)
+    } else {
+        Module::new(engine, bytes).map(Compiled::Module)
+    };
+    compiled.map_err(|e| Error::Compile {
         path: path.to_path_buf(),
         message: format!("{e:#}"),
     })
@@ -156,15 +185,27 @@ fn compile(engine: &Engine, path: &Path, bytes: &[u8]) -> Result<Module> {
     unsafe_code,
     reason = "deserializing runs native code; only bytes read from a directory the user owns and no one else can write, whose digest matches this module and this engine, are loaded"
 )]
-fn deserialize(engine: &Engine, artifact: &[u8]) -> wasmtime::Result<Module> {
+fn deserialize(engine: &Engine, artifact: &[u8], component: bool) -> wasmtime::Result<Compiled> {
     // SAFETY: `artifact` is in memory, so it cannot change between the check and the
     // load. It was read (not followed through a symlink) from a directory owned by
     // this user and writable by no one else (`CacheDir::open`), so only this user (or
     // root) can have written it, and this cache writes only what wasmtime serialized.
     // Its digest matches this module's sha256, this wasmtime release and this engine's
     // compatibility hash and its own bytes, so it is not another key's artifact, nor
-    // torn or corrupted. wasmtime checks its header against the engine again.
-    unsafe { Module::deserialize(engine, artifact) }
+    // torn or corrupted. wasmtime checks its header against the engine again, and the
+    // artifact's kind must be the source's.
+    match (Engine::detect_precompiled(artifact), component) {
+        (Some(Precompiled::Component), true) => {
+            unsafe { Component::deserialize(engine, artifact) }.map(Compiled::Component)
+        }
+        (Some(Precompiled::Module), false) => {
+            unsafe { Module::deserialize(engine, artifact) }.map(Compiled::Module)
+        }
+        _ => Err(wasmtime::format_err!(
+            "the artifact is not a compiled {}",
+            if component { "component" } else { "module" }
+        )),
+    }
 }
 
 /// The directory itself, held open: every file is opened relative to the checked
@@ -179,9 +220,11 @@ mod disk {
     use std::sync::atomic::{AtomicU64, Ordering};
 
     use rustix::fs::{AtFlags, Mode, OFlags};
-    use wasmtime::{Engine, Module};
+    use wasmtime::Engine;
 
-    use super::{artifact_name, compile, deserialize, engine_hash, seal, unseal};
+    use super::{
+        Compiled, artifact_name, compile, deserialize, engine_hash, is_component, seal, unseal,
+    };
     use crate::error::Result;
 
     /// Why a cache directory is not used.
@@ -268,12 +311,12 @@ mod disk {
             path: &Path,
             sha256: &str,
             bytes: &[u8],
-        ) -> Result<Module> {
+        ) -> Result<Compiled> {
             let engine_hash = engine_hash(engine);
             let name = artifact_name(sha256, &engine_hash);
             match self.read(&name) {
                 Ok(Some(file)) => match unseal(&file, sha256, &engine_hash) {
-                    Ok(artifact) => match deserialize(engine, artifact) {
+                    Ok(artifact) => match deserialize(engine, artifact, is_component(bytes)) {
                         Ok(module) => return Ok(module),
                         Err(e) => self.distrust(&name, &format!("wasmtime refused it: {e:#}")),
                     },

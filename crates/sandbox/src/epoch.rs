@@ -5,12 +5,14 @@
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::canonical::to_canonical_string;
 use crate::error::{Error, Result, io};
+use crate::network::Recording;
 use crate::walk::walk;
 
 /// The wasmtime release the sandbox is built against. wasmtime exposes no version
@@ -81,6 +83,11 @@ pub struct EpochManifest {
     pub plangate_version: String,
     /// [`WASMTIME_VERSION`]: fuel accounting and trap points may change between releases.
     pub wasmtime_version: String,
+    /// The network exchanges of tools whose network is `pinned`, recorded on first use:
+    /// an epoch replayed from a manifest that has them answers from them alone, with no
+    /// network. Not part of the epoch id (the epoch is the one that recorded them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<Vec<crate::network::Exchange>>,
 }
 
 /// How the mounts given for a replay fail to match a manifest's.
@@ -135,9 +142,14 @@ impl EpochManifest {
         }
     }
 
-    /// The epoch id: the sha256 hex of [`Self::canonical_json`].
+    /// The epoch id: the sha256 hex of [`Self::canonical_json`], its network recording
+    /// left out.
     pub fn id(&self) -> String {
-        hex(&Sha256::digest(self.canonical_json().as_bytes()))
+        let without = EpochManifest {
+            network: None,
+            ..self.clone()
+        };
+        hex(&Sha256::digest(without.canonical_json().as_bytes()))
     }
 
     fn instant_ns(&self) -> Result<u64> {
@@ -235,6 +247,8 @@ pub struct Epoch {
     pub(crate) instant_ns: u64,
     pub(crate) seed: u64,
     pub(crate) mounts: Vec<ServedMount>,
+    /// What its `pinned`-network tools asked and were answered.
+    pub(crate) network: Arc<Recording>,
     // Held for its Drop, which deletes the snapshot tree.
     _snapshots: Option<tempfile::TempDir>,
 }
@@ -298,19 +312,35 @@ impl Epoch {
             })
             .collect();
         let id = manifest.id();
+        let network = Arc::new(match &manifest.network {
+            Some(exchanges) => Recording::replay(exchanges),
+            None => Recording::default(),
+        });
         Ok(Epoch {
             manifest,
             id,
             instant_ns,
             seed,
             mounts,
+            network,
             _snapshots: snapshots,
         })
     }
 
-    /// The manifest.
+    /// The manifest, as the epoch started.
     pub fn manifest(&self) -> &EpochManifest {
         &self.manifest
+    }
+
+    /// The manifest with the network exchanges recorded so far: what `--write-epoch`
+    /// keeps once the calls have run, so that replaying it needs no network.
+    pub fn manifest_now(&self) -> EpochManifest {
+        let exchanges = self.network.exchanges();
+        let mut m = self.manifest.clone();
+        if !exchanges.is_empty() {
+            m.network = Some(exchanges);
+        }
+        m
     }
 
     /// The epoch id: sha256 hex of the manifest's canonical JSON.
@@ -447,6 +477,7 @@ impl EpochBuilder {
             modules,
             plangate_version: PLANGATE_VERSION.to_owned(),
             wasmtime_version: WASMTIME_VERSION.to_owned(),
+            network: None,
         };
         let id = manifest.id();
         Ok(Epoch {
@@ -455,6 +486,7 @@ impl EpochBuilder {
             instant_ns: self.instant_ns,
             seed: self.seed,
             mounts,
+            network: Arc::new(Recording::default()),
             _snapshots: snapshots,
         })
     }

@@ -75,15 +75,19 @@
 
 mod cache;
 mod canonical;
+mod component;
 mod epoch;
 mod error;
 mod host;
+mod network;
 mod pinned;
 mod sandbox;
 mod scrub;
 mod store;
 mod walk;
+pub mod wit;
 
+pub use component::{ExportedFunction, functions};
 pub use epoch::{
     DEFAULT_CLOCK_STEP_NS, DEFAULT_INSTANT_UNIX_NS, Epoch, EpochBuilder, EpochManifest, EpochMode,
     EpochMount, LiveCheck, MANIFEST_FORMAT, MountMismatch, MountRecord, PLANGATE_VERSION,
@@ -91,6 +95,7 @@ pub use epoch::{
 };
 pub use error::{Error, Result};
 pub use host::raise_fd_limit;
+pub use network::{Exchange, NetworkMode, NetworkPolicy};
 pub use sandbox::{
     CallRecord, Limits, ModuleSpec, Outcome, Sandbox, SandboxConfig, Tool, TrapKind, build_engine,
 };

@@ -1,6 +1,6 @@
-//! The sandbox proper: one shared engine, compiled-once modules, one pre-linked
-//! `InstancePre` per tool, and `call`, which runs one tool call in a fresh store and
-//! turns every way it can end into an [`Outcome`].
+//! The sandbox proper: one shared engine, compiled-once modules and components, one
+//! pre-linked instance per tool, and `call`, which runs one tool call in a fresh store
+//! and turns every way it can end into an [`Outcome`].
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -11,15 +11,17 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use wasmtime::{
-    Config, Enabled, Engine, InstanceAllocationStrategy, InstancePre, Linker, Module,
+    Config, Enabled, Engine, InstanceAllocationStrategy, InstancePre, Linker,
     PoolingAllocationConfig, Store, Trap,
 };
-use wasmtime_wasi::p1::WasiP1Ctx;
 use wasmtime_wasi::p2::pipe::{MemoryInputPipe, MemoryOutputPipe};
 use wasmtime_wasi::{FsPerms, I32Exit, WasiCtxBuilder};
 
+use crate::cache::Compiled;
+use crate::component::{CCtx, LiveMonotonic, Shape};
 use crate::epoch::{Epoch, EpochMode, hex};
 use crate::error::{Error, Result, io};
+use crate::network::{Hooks, NetworkPolicy};
 use crate::pinned::{ByteStreamRng, PinnedMonotonicClock, PinnedWallClock, VirtualTime};
 use crate::scrub;
 use crate::store::{Ctx, Limiter, MemoryLimitHit};
@@ -198,12 +200,17 @@ pub struct CallRecord {
     pub detail: Option<String>,
 }
 
-/// A module to instantiate as a tool: the `.wasm`, the epoch mounts it sees, and whether
-/// its clock and randomness are pinned or live.
+/// A module or component to instantiate as a tool: the `.wasm`, the function to call
+/// (for a component with typed exports), the epoch mounts it sees, whether its clock and
+/// randomness are pinned or live, and what it may do on the network.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModuleSpec {
-    /// The `.wasm` module (its sha256 must be one of the epoch's modules).
+    /// The `.wasm` module or component (its sha256 must be one of the epoch's modules).
     pub module: PathBuf,
+    /// The component function to call (`read-file`, `iface.func`); none for a command.
+    pub export: Option<String>,
+    /// What the tool may do on the network (components only: a core module has none).
+    pub network: NetworkPolicy,
     /// `(host dir, guest path)` of each epoch mount the tool sees.
     pub mounts: Vec<(PathBuf, String)>,
     /// Pinned (virtual clock) or live (the host's clocks).
@@ -217,10 +224,24 @@ impl ModuleSpec {
     pub fn new(module: impl Into<PathBuf>) -> Self {
         Self {
             module: module.into(),
+            export: None,
+            network: NetworkPolicy::default(),
             mounts: Vec::new(),
             clock: EpochMode::Pinned,
             random: EpochMode::Pinned,
         }
+    }
+
+    /// Names the component function to call.
+    pub fn export(mut self, name: impl Into<String>) -> Self {
+        self.export = Some(name.into());
+        self
+    }
+
+    /// Sets the network policy.
+    pub fn network(mut self, policy: NetworkPolicy) -> Self {
+        self.network = policy;
+        self
     }
 
     /// Adds an epoch mount.
@@ -248,8 +269,17 @@ pub struct Tool {
     inner: Arc<ToolInner>,
 }
 
+/// What a tool instantiates.
+enum Runs {
+    /// A WASI preview-1 command module.
+    Module(InstancePre<Ctx>),
+    /// A WASI 0.2 component: a command or a typed function.
+    Component(Shape),
+}
+
 struct ToolInner {
-    pre: InstancePre<Ctx>,
+    runs: Runs,
+    network: Arc<NetworkPolicy>,
     preopens: Vec<(PathBuf, String)>,
     /// Whether any preopen is a live mount: only there can a guest's open meet a FIFO,
     /// socket or device (a snapshot holds files, directories and inner links only).
@@ -308,9 +338,10 @@ impl Drop for SlotGuard<'_> {
 pub struct Sandbox {
     engine: Engine,
     linker: Linker<Ctx>,
+    components: wasmtime::component::Linker<CCtx>,
     epoch: Epoch,
     config: SandboxConfig,
-    modules: Mutex<BTreeMap<String, Module>>,
+    modules: Mutex<BTreeMap<String, Compiled>>,
     slots: Slots,
     /// The epoch's random streams at position 0; each call clones them (hashing the
     /// seed into a key once per sandbox, not once per call).
@@ -329,6 +360,10 @@ impl std::fmt::Debug for Sandbox {
     }
 }
 
+/// The most core instances (and tables) one component may hold: a component over it is
+/// refused when it compiles, with wasmtime's message.
+const PER_COMPONENT: u32 = 32;
+
 /// Builds the engine every sandbox uses: fuel, epoch interruption, NaN
 /// canonicalization, deterministic relaxed SIMD and a tuned pooling allocator.
 pub fn build_engine(config: &SandboxConfig) -> Result<Engine> {
@@ -340,12 +375,18 @@ pub fn build_engine(config: &SandboxConfig) -> Result<Engine> {
     cfg.max_wasm_stack(config.max_wasm_stack);
     let slots = config.max_concurrent_calls.max(1);
     let mut pool = PoolingAllocationConfig::new();
-    pool.total_core_instances(slots)
-        .total_memories(slots)
-        .total_tables(slots)
+    // A call is one core instance, or one component instance holding several core
+    // instances, memories and tables of their own (a Rust component 3, 1 and 2; an
+    // interpreter component more), all from the shared pools.
+    pool.total_core_instances(slots * PER_COMPONENT)
+        .total_memories(slots * 4)
+        .total_tables(slots * PER_COMPONENT)
         // Stacks are only for async/stack switching; the sandbox runs sync.
         .total_stacks(0)
-        .total_component_instances(0)
+        .total_component_instances(slots)
+        .max_core_instances_per_component(PER_COMPONENT)
+        .max_memories_per_component(4)
+        .max_tables_per_component(PER_COMPONENT)
         .max_memory_size((config.max_memory_mb as usize) << 20)
         .max_unused_warm_slots(slots.min(32))
         // Reset dirty pages with memset (and the PAGEMAP_SCAN ioctl where the kernel
@@ -366,6 +407,8 @@ impl Sandbox {
         wasmtime_wasi::p1::add_to_linker_sync(&mut linker, |c: &mut Ctx| &mut c.wasi)
             .map_err(|e| Error::Engine(format!("{e:#}")))?;
         scrub::shadow(&mut linker).map_err(|e| Error::Engine(format!("{e:#}")))?;
+        let components =
+            crate::component::linker(&engine).map_err(|e| Error::Engine(format!("{e:#}")))?;
         let ticker_stop = Arc::new(AtomicBool::new(false));
         let ticker = {
             let engine = engine.clone();
@@ -390,6 +433,7 @@ impl Sandbox {
             rng_insecure: ByteStreamRng::new(epoch.seed, "insecure"),
             engine,
             linker,
+            components,
             epoch,
             config,
             modules: Mutex::new(BTreeMap::new()),
@@ -419,20 +463,29 @@ impl Sandbox {
                 sha256,
             });
         }
-        let module = self.module(&spec.module, &sha256, &bytes)?;
-        let pre = self
-            .linker
-            .instantiate_pre(&module)
-            .map_err(|e| Error::Link {
-                path: spec.module.clone(),
-                message: format!("{e:#}"),
-            })?;
-        if module.get_export("_start").is_none() {
-            return Err(Error::Link {
-                path: spec.module.clone(),
-                message: "it exports no `_start`: not a WASI command".into(),
-            });
-        }
+        let link = |message: String| Error::Link {
+            path: spec.module.clone(),
+            message,
+        };
+        let runs = match self.module(&spec.module, &sha256, &bytes)? {
+            Compiled::Module(module) => {
+                if spec.export.is_some() {
+                    return Err(link(
+                        "`export` names a component function, and this is a core module".into(),
+                    ));
+                }
+                let pre =
+                    (self.linker.instantiate_pre(&module)).map_err(|e| link(format!("{e:#}")))?;
+                if module.get_export("_start").is_none() {
+                    return Err(link("it exports no `_start`: not a WASI command".into()));
+                }
+                Runs::Module(pre)
+            }
+            Compiled::Component(c) => Runs::Component(
+                crate::component::shape(&self.engine, &self.components, &c, spec.export.as_deref())
+                    .map_err(link)?,
+            ),
+        };
         let mut preopens = Vec::with_capacity(spec.mounts.len());
         let mut live_mounts = false;
         for (host, guest) in &spec.mounts {
@@ -455,7 +508,8 @@ impl Sandbox {
         }
         Ok(Tool {
             inner: Arc::new(ToolInner {
-                pre,
+                runs,
+                network: Arc::new(spec.network.clone()),
                 preopens,
                 live_mounts,
                 clock: spec.clock,
@@ -465,7 +519,7 @@ impl Sandbox {
         })
     }
 
-    fn module(&self, path: &Path, sha256: &str, bytes: &[u8]) -> Result<Module> {
+    fn module(&self, path: &Path, sha256: &str, bytes: &[u8]) -> Result<Compiled> {
         let mut modules = self.modules.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(m) = modules.get(sha256) {
             return Ok(m.clone());
@@ -491,25 +545,30 @@ impl Sandbox {
         // and one that writes more is caught.
         let stdout = MemoryOutputPipe::new(limits.output_bytes.saturating_add(1));
         let stderr = MemoryOutputPipe::new(limits.output_bytes.saturating_add(1));
-        let (wasi, time) = match self.wasi_ctx(t, stdin, &stdout, &stderr) {
-            Ok(built) => built,
+        let ended = match &t.runs {
+            Runs::Module(pre) => self.run_module(t, pre, stdin, (&stdout, &stderr), limits, start),
+            Runs::Component(shape) => {
+                self.run_component(t, shape, stdin, (&stdout, &stderr), limits, start)
+            }
+        };
+        let Ran {
+            result,
+            fuel_used,
+            memory_hit,
+            returned,
+        } = match ended {
+            Ok(ran) => ran,
             Err(detail) => return host_failure(start, detail),
         };
-        let mut store = match self.store(wasi, time, t.live_mounts, limits, start) {
-            Ok(store) => store,
-            Err(detail) => return host_failure(start, detail),
-        };
-        let result = match t.pre.instantiate(&mut store) {
-            Ok(instance) => match instance.get_typed_func::<(), ()>(&mut store, "_start") {
-                Ok(start_fn) => start_fn.call(&mut store, ()),
-                Err(e) => Err(e),
-            },
-            Err(e) => Err(e),
-        };
-        let fuel_used = limits.fuel.saturating_sub(store.get_fuel().unwrap_or(0));
-        let memory_hit = store.data().limiter.hit;
-        drop(store);
-        let (out, err, over) = cut_output(&stdout, &stderr, limits.output_bytes);
+        let (mut out, err, mut over) = cut_output(&stdout, &stderr, limits.output_bytes);
+        let mut result = result;
+        if let Some((json, code)) = returned {
+            over |= json.len() > limits.output_bytes;
+            out = json;
+            if code != 0 {
+                result = Err(wasmtime::Error::new(I32Exit(code)));
+            }
+        }
         let (outcome, detail) = if over {
             (Outcome::OutputLimit, None)
         } else {
@@ -521,7 +580,7 @@ impl Sandbox {
                 _ => None,
             },
             outcome,
-            stdout: out,
+            stdout: if over { Vec::new() } else { out },
             stderr: err,
             fuel_used,
             wall: start.elapsed(),
@@ -529,17 +588,129 @@ impl Sandbox {
         }
     }
 
+    /// A core module's `_start`, with `stdin` and the pipes as its stdio.
+    fn run_module(
+        &self,
+        t: &ToolInner,
+        pre: &InstancePre<Ctx>,
+        stdin: &[u8],
+        (stdout, stderr): (&MemoryOutputPipe, &MemoryOutputPipe),
+        limits: &Limits,
+        start: Instant,
+    ) -> std::result::Result<Ran, String> {
+        let (mut b, time) = self.wasi_builder(t, stdin, stdout, stderr, start)?;
+        let mut store = self.store(b.build_p1(), time, t.live_mounts, limits, start)?;
+        let result = match pre.instantiate(&mut store) {
+            Ok(instance) => match instance.get_typed_func::<(), ()>(&mut store, "_start") {
+                Ok(start_fn) => start_fn.call(&mut store, ()),
+                Err(e) => Err(e),
+            },
+            Err(e) => Err(e),
+        };
+        Ok(Ran {
+            result,
+            fuel_used: limits.fuel.saturating_sub(store.get_fuel().unwrap_or(0)),
+            memory_hit: store.data().limiter.hit,
+            returned: None,
+        })
+    }
+
+    /// A component: `wasi:cli/run` with stdin and the pipes as its stdio, or a typed
+    /// function called with the JSON arguments on `stdin`, whose return is the call's
+    /// stdout (what the guest prints goes with its stderr, as logs).
+    fn run_component(
+        &self,
+        t: &ToolInner,
+        shape: &Shape,
+        stdin: &[u8],
+        (stdout, stderr): (&MemoryOutputPipe, &MemoryOutputPipe),
+        limits: &Limits,
+        start: Instant,
+    ) -> std::result::Result<Ran, String> {
+        let args = match shape {
+            Shape::Export { params, .. } => match crate::component::arguments(stdin, params) {
+                Ok(args) => Some(args),
+                Err(e) => {
+                    return Ok(Ran {
+                        result: Ok(()),
+                        fuel_used: 0,
+                        memory_hit: false,
+                        returned: Some((
+                            crate::component::error_envelope("invalid_arguments", &e.to_string()),
+                            1,
+                        )),
+                    });
+                }
+            },
+            Shape::Command(_) => None,
+        };
+        let (guest_in, guest_out): (&[u8], &MemoryOutputPipe) = match args {
+            Some(_) => (&[], stderr),
+            None => (stdin, stdout),
+        };
+        let (mut b, time) = self.wasi_builder(t, guest_in, guest_out, stderr, start)?;
+        let started = LiveMonotonic(start);
+        if time.is_none() {
+            b.monotonic_clock(started);
+        }
+        let ctx = CCtx::new(
+            b.build(),
+            Hooks {
+                policy: t.network.clone(),
+                recording: self.epoch.network.clone(),
+            },
+            self.limiter(limits),
+            time,
+            self.epoch.instant_ns,
+            start + Duration::from_millis(limits.wall_ms),
+            started,
+        );
+        let mut store = Store::new(&self.engine, ctx);
+        store.limiter(|c| &mut c.limiter);
+        self.arm(&mut store, limits)?;
+        let (result, returned) = match (shape, args) {
+            (Shape::Command(pre), _) => {
+                let run = pre
+                    .instantiate(&mut store)
+                    .and_then(|cmd| cmd.wasi_cli_run().call_run(&mut store));
+                let result = match run {
+                    Ok(Ok(())) => Ok(()),
+                    Ok(Err(())) => Err(wasmtime::Error::new(I32Exit(1))),
+                    Err(e) => Err(e),
+                };
+                (result, None)
+            }
+            (
+                Shape::Export {
+                    pre, func, result, ..
+                },
+                Some(args),
+            ) => match crate::component::call(&mut store, pre, func, &args, result.as_ref()) {
+                Ok(returned) => (Ok(()), Some(returned)),
+                Err(e) => (Err(e), None),
+            },
+            (Shape::Export { .. }, None) => unreachable!("typed calls parse their arguments first"),
+        };
+        Ok(Ran {
+            result,
+            fuel_used: limits.fuel.saturating_sub(store.get_fuel().unwrap_or(0)),
+            memory_hit: store.data().limiter.hit,
+            returned,
+        })
+    }
+
     /// What the guest sees of the world: its stdio, the epoch's argv and env, the
     /// tool's clock and randomness (the epoch's or the host's), and its read-only
     /// mounts. Also the call's virtual time when its clock is pinned, which the scrub
     /// moves on a sleep. `Err` is a host failure's detail.
-    fn wasi_ctx(
+    fn wasi_builder(
         &self,
         t: &ToolInner,
         stdin: &[u8],
         stdout: &MemoryOutputPipe,
         stderr: &MemoryOutputPipe,
-    ) -> std::result::Result<(WasiP1Ctx, Option<Arc<VirtualTime>>), String> {
+        _start: Instant,
+    ) -> std::result::Result<(WasiCtxBuilder, Option<Arc<VirtualTime>>), String> {
         let mut b = WasiCtxBuilder::new();
         // Before any preopen: wasmtime-wasi captures it per preopen. Blocking on the
         // calling thread skips a tokio round trip per file operation.
@@ -570,27 +741,41 @@ impl Sandbox {
             b.preopened_dir(dir, guest, FsPerms::ReadOnly)
                 .map_err(|e| format!("failed to preopen `{}`: {e:#}", dir.display()))?;
         }
-        Ok((b.build_p1(), time))
+        Ok((b, time))
     }
 
-    /// A fresh store for one call, holding it to the call's memory, fuel and wall-time
-    /// limits. `Err` is a host failure's detail.
+    /// The call's memory limit, as the limiter a store holds it to.
+    fn limiter(&self, limits: &Limits) -> Limiter {
+        Limiter {
+            memory_bytes: (limits.memory_mb.min(self.config.max_memory_mb) as usize)
+                .saturating_mul(1 << 20),
+            hit: false,
+        }
+    }
+
+    /// The call's fuel, and its wall-time limit as an epoch deadline.
+    fn arm<T>(&self, store: &mut Store<T>, limits: &Limits) -> std::result::Result<(), String> {
+        store
+            .set_fuel(limits.fuel)
+            .map_err(|e| format!("failed to set fuel: {e:#}"))?;
+        let tick_ms = self.config.tick.as_millis().max(1) as u64;
+        store.set_epoch_deadline(limits.wall_ms.div_ceil(tick_ms) + 1);
+        Ok(())
+    }
+
+    /// A fresh store for one core-module call, holding it to the call's memory, fuel and
+    /// wall-time limits. `Err` is a host failure's detail.
     fn store(
         &self,
-        wasi: WasiP1Ctx,
+        wasi: wasmtime_wasi::p1::WasiP1Ctx,
         time: Option<Arc<VirtualTime>>,
         live_mounts: bool,
         limits: &Limits,
         start: Instant,
     ) -> std::result::Result<Store<Ctx>, String> {
-        let memory_bytes =
-            (limits.memory_mb.min(self.config.max_memory_mb) as usize).saturating_mul(1 << 20);
         let ctx = Ctx {
             wasi,
-            limiter: Limiter {
-                memory_bytes,
-                hit: false,
-            },
+            limiter: self.limiter(limits),
             time,
             instant_ns: self.epoch.instant_ns,
             readdir: Vec::new(),
@@ -600,13 +785,19 @@ impl Sandbox {
         };
         let mut store = Store::new(&self.engine, ctx);
         store.limiter(|c| &mut c.limiter);
-        store
-            .set_fuel(limits.fuel)
-            .map_err(|e| format!("failed to set fuel: {e:#}"))?;
-        let tick_ms = self.config.tick.as_millis().max(1) as u64;
-        store.set_epoch_deadline(limits.wall_ms.div_ceil(tick_ms) + 1);
+        self.arm(&mut store, limits)?;
         Ok(store)
     }
+}
+
+/// How a call's instance ended, before its outcome is told.
+struct Ran {
+    result: wasmtime::Result<()>,
+    fuel_used: u64,
+    memory_hit: bool,
+    /// A typed function's return as the call's stdout, and its exit code (1 for an
+    /// `err` or arguments that do not fit).
+    returned: Option<(Vec<u8>, i32)>,
 }
 
 /// stdout and stderr cut at `cap`, and whether either went over it.
