@@ -27,9 +27,14 @@ use crate::instant::parse_instant;
 #[derive(Debug, Args)]
 #[command(group(ArgGroup::new("what").required(true).args(["module", "catalog"])))]
 pub(crate) struct CallArgs {
-    /// The tool: a WASI preview1 command module (`.wasm`). Give it, or --catalog and
-    /// --tool.
+    /// The tool: a WASI preview1 command module or a WASI 0.2 component (`.wasm`). Give
+    /// it, or --catalog and --tool.
     module: Option<PathBuf>,
+    /// The component function to call (`read-file`, or `iface.func` inside an exported
+    /// interface), with --args as its JSON arguments object; without it a component must
+    /// be a command (`wasi:cli/run`).
+    #[arg(long, value_name = "NAME", requires = "module")]
+    export: Option<String>,
     /// Run a catalog entry as eval would: its module, mounts (paths relative to the
     /// catalog file), clock and randomness. --mount is refused beside it; --clock,
     /// --random and --live override the entry's clock and randomness.
@@ -156,6 +161,9 @@ fn target(args: &CallArgs) -> Result<Target> {
                 .map(|m| parse_mount(m))
                 .collect::<Result<Vec<_>>>()?;
             let mut spec = ModuleSpec::new(module);
+            if let Some(export) = &args.export {
+                spec = spec.export(export.clone());
+            }
             for m in &mounts {
                 spec = spec.mount(&m.host, &m.guest);
             }
@@ -295,15 +303,16 @@ pub(crate) fn run(args: CallArgs) -> Result<u8> {
         crate::files::check_outputs(&[("--write-epoch", file)], &inputs)?;
     }
     let epoch = epoch(&args, &target)?;
-    if let Some(file) = &args.write_epoch {
-        let json = serde_json::to_string_pretty(epoch.manifest())? + "\n";
-        crate::files::write_file(file, json.as_bytes())
-            .with_context(|| format!("failed to write epoch manifest `{}`", file.display()))?;
-    }
     let sandbox = Sandbox::new(SandboxConfig::default(), epoch)?;
     let tool = sandbox.load_tool(&target.spec)?;
     let limits = args.limits.limits();
     let record = sandbox.call(&tool, args.args.as_bytes(), &limits);
+    // After the call: the manifest keeps what a pinned network answered.
+    if let Some(file) = &args.write_epoch {
+        let json = serde_json::to_string_pretty(&sandbox.epoch().manifest_now())? + "\n";
+        crate::files::write_file(file, json.as_bytes())
+            .with_context(|| format!("failed to write epoch manifest `{}`", file.display()))?;
+    }
     let report = report(&record, sandbox.epoch().id());
     crate::files::print_stdout(&(serde_json::to_string(&report)? + "\n"))?;
     Ok(exit::OK)

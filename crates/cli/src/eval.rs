@@ -262,6 +262,7 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
             .map_err(|e| after_the_work(e, journal.as_ref()))?;
     }
     write_reports(&args.reports, &ran, outputs, &tally, &timings)
+        .and_then(|()| epoch_with_network(&args, &world))
         .map_err(|e| after_the_work(e, journal.as_ref()))?;
     if let Some(j) = journal {
         close_journal(j)?;
@@ -272,6 +273,16 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
         eprintln!("plangate: {}", human_retry(r));
     }
     Ok(tally.exit_code())
+}
+
+/// `--write-epoch` again once the calls have run, when a pinned network recorded
+/// exchanges: the manifest keeps them, so replaying it needs no network.
+fn epoch_with_network(args: &EvalArgs, world: &World) -> Result<()> {
+    let now = world.epoch().manifest_now();
+    match &args.write_epoch {
+        Some(file) if &now != world.epoch().manifest() => write_json(file, &now),
+        _ => Ok(()),
+    }
 }
 
 /// The run is whole: its journal goes, after saying what it replayed.

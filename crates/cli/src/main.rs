@@ -4,6 +4,7 @@
 mod alloc;
 mod args;
 mod call;
+mod catalog;
 mod demo;
 mod eval;
 mod exit;
@@ -60,6 +61,8 @@ enum Command {
     Epoch(pin::EpochArgs),
     /// Combine the shards of one batch (`eval --shard K/M`) as one run would decide it.
     Merge(merge::MergeArgs),
+    /// Write a catalog for a WebAssembly component: one tool per exported function.
+    Catalog(catalog::CatalogArgs),
 }
 
 /// Sends the libraries' `tracing` events to stderr: warnings always, in plangate's own
@@ -129,6 +132,7 @@ fn main() -> ExitCode {
         Command::Demo(args) => demo::run(args),
         Command::Epoch(args) => pin::run(args),
         Command::Merge(args) => merge::run(args),
+        Command::Catalog(args) => catalog::run(args),
     };
     match outcome {
         Ok(code) => ExitCode::from(code),

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use plangate_gate::canon::{Invalid, canonicalize_arguments};
-use plangate_gate::catalog::{Catalog, SourceMode, ToolSpec};
+use plangate_gate::catalog::{Catalog, NetworkMode, SourceMode, ToolSpec};
 use plangate_harness::{Evidence, ProbeRun, World, WorldOptions, compare_runs, probe_arguments};
 use plangate_sandbox::DEFAULT_INSTANT_UNIX_NS;
 use serde::Serialize;
@@ -398,6 +398,17 @@ impl Probe<'_> {
         }
         if !report.evidence.is_empty() {
             report.status = Status::EpochSensitive;
+        }
+        // A live network is an input no epoch pins: however alike the answers were
+        // while probed, the next call reads the network as it is then.
+        if t.network.mode == NetworkMode::Live {
+            report.status = Status::EpochSensitive;
+            report.differs_by.push("network".into());
+            report.findings.push(
+                "network mode `live`: every call reads the network as it is, which no epoch \
+                 pins (mode `pinned` records each request on first use and replays it)"
+                    .into(),
+            );
         }
         report
     }

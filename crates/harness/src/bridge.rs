@@ -6,8 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
-use plangate_gate::catalog::{Catalog, MountSpec, SourceMode, ToolSpec};
-use plangate_sandbox::{EpochMode, EpochMount, ModuleSpec};
+use plangate_gate::catalog::{Catalog, MountSpec, NetworkMode, NetworkSpec, SourceMode, ToolSpec};
+use plangate_sandbox::{EpochMode, EpochMount, ModuleSpec, NetworkPolicy};
 
 /// Whether a catalog source is pinned or live, as the sandbox says it.
 pub(crate) fn epoch_mode(m: SourceMode) -> EpochMode {
@@ -62,12 +62,29 @@ pub fn epoch_mount(m: &MountSpec, base_dir: &Path) -> EpochMount {
     }
 }
 
-/// A catalog tool as the module the sandbox instantiates: `module` (already resolved
-/// against `base_dir`), the tool's mounts, its clock and its randomness.
+/// A catalog `network` as the sandbox enforces it.
+pub(crate) fn network_policy(n: &NetworkSpec) -> NetworkPolicy {
+    NetworkPolicy {
+        mode: match n.mode {
+            NetworkMode::Denied => plangate_sandbox::NetworkMode::Denied,
+            NetworkMode::Live => plangate_sandbox::NetworkMode::Live,
+            NetworkMode::Pinned => plangate_sandbox::NetworkMode::Pinned,
+        },
+        allow: n.allow.clone(),
+    }
+}
+
+/// A catalog tool as the module or component the sandbox instantiates: `module`
+/// (already resolved against `base_dir`), the function it calls, the tool's mounts, its
+/// clock, its randomness and its network.
 pub fn module_spec(t: &ToolSpec, module: &Path, base_dir: &Path) -> ModuleSpec {
     let mut spec = ModuleSpec::new(module)
         .clock(epoch_mode(t.clock))
-        .random(epoch_mode(t.random));
+        .random(epoch_mode(t.random))
+        .network(network_policy(&t.network));
+    if let Some(export) = &t.export {
+        spec = spec.export(export.clone());
+    }
     for m in &t.mounts {
         let mount = epoch_mount(m, base_dir);
         spec = spec.mount(mount.host, mount.guest);

@@ -60,6 +60,14 @@ pub enum HarnessError {
         /// Why.
         message: String,
     },
+    /// A Wassette `policy.yaml` could not be read.
+    #[error("policy {path}: {message}")]
+    Policy {
+        /// The policy file.
+        path: PathBuf,
+        /// Why.
+        message: String,
+    },
     /// A run's journal (for `--resume`) could not be read or written.
     #[error("journal {path}: {message}")]
     Journal {

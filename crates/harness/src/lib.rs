@@ -16,6 +16,7 @@
 
 mod bridge;
 mod catalog_file;
+mod component_catalog;
 mod error;
 mod eval;
 mod health;
@@ -35,6 +36,7 @@ pub use bridge::{ReadPath, catalog_reads, epoch_mount, module_spec};
 pub use catalog_file::{
     CATALOG_MAX_BYTES, CatalogFileError, catalog_dir, parse_catalog, read_catalog,
 };
+pub use component_catalog::{ComponentCatalog, Policy, component_catalog};
 pub use error::HarnessError;
 pub use eval::{
     Decided, Eval, EvalOptions, EvalStats, Feeder, Finished, LineOutcome, OnDone, judge_tools,

@@ -175,6 +175,10 @@ impl World {
             let mut spec = module_spec(t, module, base_dir);
             if opts.pin_all {
                 spec = spec.clock(EpochMode::Pinned).random(EpochMode::Pinned);
+                // A live network is recorded on first use instead: pinned like the rest.
+                if spec.network.mode == plangate_sandbox::NetworkMode::Live {
+                    spec.network.mode = plangate_sandbox::NetworkMode::Pinned;
+                }
             }
             let tool = sandbox
                 .load_tool(&spec)
@@ -190,7 +194,8 @@ impl World {
                 .collect();
             let pinned = live.is_empty()
                 && spec.clock == EpochMode::Pinned
-                && spec.random == EpochMode::Pinned;
+                && spec.random == EpochMode::Pinned
+                && spec.network.mode != plangate_sandbox::NetworkMode::Live;
             tools.insert(t.name.clone(), Loaded { tool, live, pinned });
         }
         Ok(World {

@@ -433,22 +433,22 @@ pub(crate) fn shape(
 }
 
 /// A function a component exports, as a tool would call it.
-pub struct ExportedFunction {
+pub(crate) struct ExportedFunction {
     /// The tool name: the function's WIT name, `iface.` before it inside an interface
     /// (`iface` is the interface's name without its package and version).
-    pub name: String,
+    name: String,
     /// The same with the interface's whole name (`pkg:ns/iface@1.0.0.func`).
-    pub full_name: String,
+    full_name: String,
     /// The exported interface it is in, if any (its whole name).
-    pub interface: Option<String>,
+    interface: Option<String>,
     /// The function's own name.
-    pub func: String,
+    func: String,
     /// Its parameters, by name.
-    pub params: Vec<(String, Type)>,
+    params: Vec<(String, Type)>,
     /// Its result, if it has one.
-    pub result: Option<Type>,
+    result: Option<Type>,
     /// Why it cannot be called with JSON (it takes or returns a resource, ...).
-    pub unsupported: Option<String>,
+    unsupported: Option<String>,
 }
 
 /// Interfaces toolchains export for themselves, not for callers: componentize-py's
@@ -459,7 +459,7 @@ fn internal(interface: &str) -> bool {
 
 /// Every function a component exports, at its top level and inside exported
 /// interfaces, in export order. Resource constructors and methods are not tools.
-pub fn functions(engine: &Engine, component: &Component) -> Vec<ExportedFunction> {
+pub(crate) fn functions(engine: &Engine, component: &Component) -> Vec<ExportedFunction> {
     let mut out = Vec::new();
     let mut push =
         |interface: Option<&str>, func: &str, f: &wasmtime::component::types::ComponentFunc| {
@@ -572,5 +572,81 @@ pub(crate) fn call(
         },
         (Some(v), Some(t)) => (json(v, t), 0),
         _ => (b"null".to_vec(), 0),
+    })
+}
+
+/// What a component offers as tools, described without wasmtime's types: what
+/// `plangate catalog --component` writes a catalog from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ComponentTools {
+    /// It exports `wasi:cli/run`: a command, called with JSON on stdin.
+    pub command: bool,
+    /// Its typed functions, in export order.
+    pub functions: Vec<FunctionTool>,
+    /// The WASI and other interfaces it imports (`wasi:http/outgoing-handler@0.2.4`).
+    pub imports: Vec<String>,
+}
+
+/// One typed function as a tool.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FunctionTool {
+    /// Its tool name (and the catalog's `export`): the WIT name, `iface.` before it
+    /// inside an exported interface.
+    pub name: String,
+    /// The same with the interface's whole name.
+    pub full_name: String,
+    /// JSON Schema of its arguments object.
+    pub parameters: serde_json::Value,
+    /// JSON Schema of what it returns (for a `result`, of its `ok`).
+    pub returns: Option<serde_json::Value>,
+    /// Why it cannot be a tool (it takes or returns a resource, ...).
+    pub unsupported: Option<String>,
+}
+
+/// Compiles (or loads from the module cache) the component at `path` and describes the
+/// tools it offers.
+pub fn describe(path: &std::path::Path) -> crate::Result<ComponentTools> {
+    let config = crate::SandboxConfig::default();
+    let engine = crate::build_engine(&config)?;
+    let bytes = std::fs::read(path).map_err(crate::error::io("read component", path))?;
+    if !crate::cache::is_component(&bytes) {
+        return Err(crate::Error::Link {
+            path: path.to_path_buf(),
+            message: "not a WebAssembly component (a core module has no typed exports: \
+                      catalog it by hand, as a command)"
+                .into(),
+        });
+    }
+    let sha256 = crate::epoch::hex(&<sha2::Sha256 as sha2::Digest>::digest(&bytes));
+    let crate::cache::Compiled::Component(c) =
+        crate::cache::load_or_compile(&engine, config.cache_dir.as_deref(), path, &sha256, &bytes)?
+    else {
+        unreachable!("a component's bytes compile to a component");
+    };
+    let ty = c.component_type();
+    let command = ty
+        .exports(&engine)
+        .any(|(name, _)| name.starts_with("wasi:cli/run@"));
+    let imports = ty.imports(&engine).map(|(n, _)| n.to_string()).collect();
+    let functions = functions(&engine, &c)
+        .into_iter()
+        .map(|f| FunctionTool {
+            parameters: crate::wit::parameters_schema(&f.params),
+            returns: f.result.as_ref().map(|t| match t {
+                Type::Result(r) => r
+                    .ok()
+                    .as_ref()
+                    .map_or(serde_json::json!({"type": "null"}), crate::wit::schema),
+                t => crate::wit::schema(t),
+            }),
+            name: f.name,
+            full_name: f.full_name,
+            unsupported: f.unsupported,
+        })
+        .collect();
+    Ok(ComponentTools {
+        command,
+        functions,
+        imports,
     })
 }

@@ -87,7 +87,7 @@ mod store;
 mod walk;
 pub mod wit;
 
-pub use component::{ExportedFunction, functions};
+pub use component::{ComponentTools, FunctionTool, describe};
 pub use epoch::{
     DEFAULT_CLOCK_STEP_NS, DEFAULT_INSTANT_UNIX_NS, Epoch, EpochBuilder, EpochManifest, EpochMode,
     EpochMount, LiveCheck, MANIFEST_FORMAT, MountMismatch, MountRecord, PLANGATE_VERSION,
