@@ -45,6 +45,9 @@ mod cache;
 mod retry;
 // A tool written in C, through `plangate call` and `plangate probe --strict`.
 mod ctool;
+// WebAssembly components (Rust and Python): call, catalog --component, probe, eval, and
+// the network inside the epoch.
+mod components;
 // Shards and `plangate merge`: whole and sharded runs decide alike, quarantine is
 // global, and shards of different batches are refused.
 mod shard;

@@ -364,6 +364,17 @@ impl Probe<'_> {
         if let Some(why) = all_errors(runs) {
             report.findings.push(why);
         }
+        // A live network is an input no epoch pins: however alike the answers were
+        // while probed, the next call reads the network as it is then.
+        if t.network.mode == NetworkMode::Live {
+            report.status = Status::EpochSensitive;
+            report.differs_by.push("network".into());
+            report.findings.push(
+                "network mode `live`: every call reads the network as it is, which no epoch \
+                 pins (mode `pinned` records each request on first use and replays it)"
+                    .into(),
+            );
+        }
         let drift: Vec<Evidence> = runs.iter().flat_map(ProbeRun::drift).collect();
         if !drift.is_empty() {
             report.status = Status::Drift;
@@ -398,17 +409,6 @@ impl Probe<'_> {
         }
         if !report.evidence.is_empty() {
             report.status = Status::EpochSensitive;
-        }
-        // A live network is an input no epoch pins: however alike the answers were
-        // while probed, the next call reads the network as it is then.
-        if t.network.mode == NetworkMode::Live {
-            report.status = Status::EpochSensitive;
-            report.differs_by.push("network".into());
-            report.findings.push(
-                "network mode `live`: every call reads the network as it is, which no epoch \
-                 pins (mode `pinned` records each request on first use and replays it)"
-                    .into(),
-            );
         }
         report
     }
@@ -445,6 +445,12 @@ impl Probe<'_> {
             .filter(|(x, y)| x.digest != y.digest && t.mounts.iter().any(|m| m.guest == x.guest))
             .map(|(x, _)| format!("mount {} (changed on the host between the epochs)", x.guest))
             .collect();
+        // A pinned network records anew in each epoch: what the server said then is an
+        // input of its own, which no re-run can vary apart from the instant or the seed.
+        if t.network.mode == NetworkMode::Pinned {
+            inputs.push("network (each epoch records its own answers)".into());
+            return inputs;
+        }
         let in_world = |seed: u64, instant_of: u64| {
             probe_world(self.args, self.catalog, seed, instant_of)
                 .ok()

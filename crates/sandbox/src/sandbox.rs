@@ -360,6 +360,11 @@ impl std::fmt::Debug for Sandbox {
     }
 }
 
+/// Every timestamp a guest reads from a file's metadata, in every epoch: a pinned file's
+/// metadata follows its contents, not the epoch's clock, so a tool that prints it is
+/// verified across epochs whatever their instants.
+const FILE_TIME_NS: u64 = crate::epoch::DEFAULT_INSTANT_UNIX_NS;
+
 /// The most core instances (and tables) one component may hold: a component over it is
 /// refused when it compiles, with wasmtime's message.
 const PER_COMPONENT: u32 = 32;
@@ -661,7 +666,7 @@ impl Sandbox {
             },
             self.limiter(limits),
             time,
-            self.epoch.instant_ns,
+            FILE_TIME_NS,
             start + Duration::from_millis(limits.wall_ms),
             started,
         );
@@ -777,7 +782,7 @@ impl Sandbox {
             wasi,
             limiter: self.limiter(limits),
             time,
-            instant_ns: self.epoch.instant_ns,
+            instant_ns: FILE_TIME_NS,
             readdir: Vec::new(),
             deadline: start + Duration::from_millis(limits.wall_ms),
             open_files: Default::default(),

@@ -145,7 +145,7 @@ pub fn value(v: &Json, ty: &Type, path: &str) -> Result<Val, ArgError> {
             let f = float(v, path)?;
             let narrow = f as f32;
             if !narrow.is_finite() {
-                return Err(bad(path, format!("{f} is out of range for f32")));
+                return Err(bad(path, format!("{v} is out of range for f32")));
             }
             Val::Float32(narrow)
         }
