@@ -651,17 +651,11 @@ fn parse_entry(
         None => Err(err(format!("{body_field}.name"), "missing")),
     });
     let declared = get("deterministic").is_some();
-    let deterministic = p.take(match get("deterministic") {
-        Some((Value::Bool(b), _)) => Ok(*b),
-        Some((_, f)) => Err(err(f, "expected true or false")),
-        // MCP and OpenAI definitions carry no determinism field; absent, nothing is
-        // promised, so results are not compared.
-        None if dialect != Dialect::Native => Ok(false),
-        None => Err(err(
-            format!("{body_field}.deterministic"),
-            "missing: declare true or false",
-        )),
-    });
+    let deterministic = p.take(parse_deterministic(
+        get("deterministic"),
+        dialect,
+        &body_field,
+    ));
     let verified = p.take(opt_bool(get("verified")));
     let parameters = parse_schema(get("parameters"), &body_field, warnings, &mut p);
     let module = p.take(opt_string(get("module"), "expected a path string"));
@@ -733,6 +727,24 @@ fn parse_entry(
         validator: Arc::new(validator),
         in_place: in_place.map(Arc::new),
     })
+}
+
+/// `deterministic`: required of a native entry; MCP and OpenAI definitions carry no
+/// such field, and absent, nothing is promised, so results are not compared.
+fn parse_deterministic(
+    v: Option<(&Value, &str)>,
+    dialect: Dialect,
+    body_field: &str,
+) -> Result<bool, CatalogError> {
+    match v {
+        Some((Value::Bool(b), _)) => Ok(*b),
+        Some((_, f)) => Err(err(f, "expected true or false")),
+        None if dialect != Dialect::Native => Ok(false),
+        None => Err(err(
+            format!("{body_field}.deterministic"),
+            "missing: declare true or false",
+        )),
+    }
 }
 
 fn opt_bool(v: Option<(&Value, &str)>) -> Result<Option<bool>, CatalogError> {

@@ -84,6 +84,56 @@ fn host_port(entry: &str) -> Result<String, String> {
     }
 }
 
+/// A policy's storage as pinned mounts and its network hosts as `host:port`s, with a
+/// warning for each entry not taken.
+fn from_policy(p: &Policy, dir: &Path, warnings: &mut Vec<String>) -> (Vec<Value>, Vec<Value>) {
+    let mut mounts = Vec::new();
+    let mut allow = Vec::new();
+    let perms = &p.permissions;
+    for s in perms.storage.iter().flat_map(|a| &a.allow) {
+        let Some(path) = s.uri.strip_prefix("fs://") else {
+            warnings.push(format!(
+                "policy storage {}: not an fs:// URI; left out",
+                s.uri
+            ));
+            continue;
+        };
+        if s.access.iter().any(|a| a == "write") {
+            warnings.push(format!(
+                "policy storage {}: write access is not given: every mount is read-only",
+                s.uri
+            ));
+        }
+        let host: PathBuf = dir.join(path);
+        let guest = if path.starts_with('/') {
+            path.to_string()
+        } else {
+            format!("/{path}")
+        };
+        mounts.push(json!({"host": host.display().to_string(), "guest": guest, "mode": "pinned"}));
+    }
+    for n in perms.network.iter().flat_map(|a| &a.allow) {
+        let entry = n.get("host").and_then(|h| h.as_str());
+        match entry.map(host_port) {
+            Some(Ok(hp)) => allow.push(Value::String(hp)),
+            Some(Err(why)) => warnings.push(format!("policy network {why}; left out")),
+            None => warnings.push(format!(
+                "policy network entry {}: only `host` entries are taken (a cidr names no \
+                 host a request can be matched to); left out",
+                serde_json::to_string(n).unwrap_or_default()
+            )),
+        }
+    }
+    if perms.environment.iter().any(|a| !a.allow.is_empty()) {
+        warnings.push(
+            "policy environment: not passed: an epoch pins the environment, so a tool \
+             sees the manifest's env alone"
+                .into(),
+        );
+    }
+    (mounts, allow)
+}
+
 /// Writes the catalog for `tools`, the component at `module` (as the catalog will name
 /// it), under `policy` read from `policy_dir`.
 pub fn component_catalog(
@@ -93,54 +143,10 @@ pub fn component_catalog(
     policy: Option<(&Policy, &Path)>,
 ) -> ComponentCatalog {
     let mut warnings = Vec::new();
-    let mut mounts = Vec::new();
-    let mut allow = Vec::new();
-    if let Some((p, dir)) = policy {
-        let perms = &p.permissions;
-        for s in perms.storage.iter().flat_map(|a| &a.allow) {
-            let Some(path) = s.uri.strip_prefix("fs://") else {
-                warnings.push(format!(
-                    "policy storage {}: not an fs:// URI; left out",
-                    s.uri
-                ));
-                continue;
-            };
-            if s.access.iter().any(|a| a == "write") {
-                warnings.push(format!(
-                    "policy storage {}: write access is not given: every mount is read-only",
-                    s.uri
-                ));
-            }
-            let host: PathBuf = dir.join(path);
-            let guest = if path.starts_with('/') {
-                path.to_string()
-            } else {
-                format!("/{path}")
-            };
-            mounts.push(
-                json!({"host": host.display().to_string(), "guest": guest, "mode": "pinned"}),
-            );
-        }
-        for n in perms.network.iter().flat_map(|a| &a.allow) {
-            let entry = n.get("host").and_then(|h| h.as_str());
-            match entry.map(host_port) {
-                Some(Ok(hp)) => allow.push(Value::String(hp)),
-                Some(Err(why)) => warnings.push(format!("policy network {why}; left out")),
-                None => warnings.push(format!(
-                    "policy network entry {}: only `host` entries are taken (a cidr names no \
-                     host a request can be matched to); left out",
-                    serde_json::to_string(n).unwrap_or_default()
-                )),
-            }
-        }
-        if perms.environment.iter().any(|a| !a.allow.is_empty()) {
-            warnings.push(
-                "policy environment: not passed: an epoch pins the environment, so a tool \
-                 sees the manifest's env alone"
-                    .into(),
-            );
-        }
-    }
+    let (mounts, allow) = match policy {
+        Some((p, dir)) => from_policy(p, dir, &mut warnings),
+        None => (Vec::new(), Vec::new()),
+    };
     let imports_http = tools.imports.iter().any(|i| i.starts_with("wasi:http/"));
     let entry = |name: &str, export: Option<&str>, parameters: Value| {
         let mut e = Map::new();

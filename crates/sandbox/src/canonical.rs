@@ -1,4 +1,5 @@
-//! A small canonical JSON writer (sorted keys, no whitespace) for the epoch id. The gate
+//! A small canonical JSON writer (sorted keys, no whitespace) for the epoch id, and the
+//! hex form every digest the sandbox writes takes. The gate
 //! crate owns the full RFC 8785 serializer, but the sandbox must not depend on the gate,
 //! and a manifest holds only strings, integers, arrays and objects, which this covers.
 
@@ -45,6 +46,18 @@ fn write(value: &Value, out: &mut String) {
             out.push('}');
         }
     }
+}
+
+/// `bytes` as lowercase hex: every digest the sandbox writes (module sha256, mount
+/// digests, epoch ids, request bodies).
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(DIGITS[usize::from(b >> 4)] as char);
+        s.push(DIGITS[usize::from(b & 15)] as char);
+    }
+    s
 }
 
 #[cfg(test)]

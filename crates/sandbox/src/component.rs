@@ -199,6 +199,13 @@ fn shadow_filesystem(linker: &mut Linker<CCtx>) -> wasmtime::Result<()> {
             Ok((r.map(|h| hash_id(c, h)),))
         },
     )?;
+    shadow_listing_and_open(linker)
+}
+
+/// Listings sorted by name, and opens refused for what is not a file or a directory
+/// (a FIFO would block the host thread for good) or past the per-call cap.
+fn shadow_listing_and_open(linker: &mut Linker<CCtx>) -> wasmtime::Result<()> {
+    let mut i = linker.instance(&format!("wasi:filesystem/types@{WASI}"))?;
     i.func_wrap(
         "[method]descriptor.read-directory",
         |mut st: StoreContextMut<'_, CCtx>,

@@ -601,15 +601,7 @@ pub fn digest_tree(root: &Path) -> Result<String> {
     walk(root, None)
 }
 
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        s.push(DIGITS[usize::from(b >> 4)] as char);
-        s.push(DIGITS[usize::from(b & 15)] as char);
-    }
-    s
-}
+pub(crate) use crate::canonical::hex;
 
 #[cfg(test)]
 mod tests {
@@ -639,6 +631,7 @@ mod tests {
             modules: vec![],
             plangate_version: "0".into(),
             wasmtime_version: "48".into(),
+            network: None,
         };
         assert_eq!(
             m.canonical_json(),
@@ -648,6 +641,22 @@ mod tests {
         m2.clock_step_ns = 1;
         assert_ne!(m.id(), m2.id());
         assert_eq!(m.id().len(), 64);
+        // What a pinned network recorded is kept beside the epoch, not part of its id:
+        // the epoch that recorded it is the one it replays.
+        let recorded = EpochManifest {
+            network: Some(vec![crate::network::Exchange {
+                method: "GET".into(),
+                url: "http://127.0.0.1:1/".into(),
+                request_headers: vec![],
+                request_body_sha256: "e3b0".into(),
+                status: 200,
+                response_headers: vec![],
+                response_body: String::new(),
+            }]),
+            ..m.clone()
+        };
+        assert_eq!(recorded.id(), m.id());
+        assert_ne!(recorded.canonical_json(), m.canonical_json());
     }
 
     #[test]
@@ -673,6 +682,7 @@ mod tests {
             modules: vec![],
             plangate_version: "0".into(),
             wasmtime_version: "48".into(),
+            network: None,
         };
         // Given in another order, returned in the manifest's.
         let hosts = m

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks};
 
-use crate::epoch::hex;
+use crate::canonical::hex;
 
 /// What a tool may do on the network.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -196,73 +196,82 @@ impl WasiHttpHooks for Hooks {
             }
             NetworkMode::Pinned => {}
         }
-        let recording = self.recording.clone();
-        Box::new(async move {
-            let (parts, request_body) = request.into_parts();
-            let request_body = request_body.collect().await?.to_bytes();
-            let mut request_headers: Vec<(String, String)> = (parts.headers.iter())
-                .filter(|(k, _)| !LEFT_OUT.contains(&k.as_str()))
-                .map(|(k, v)| {
-                    (
-                        k.as_str().to_string(),
-                        String::from_utf8_lossy(v.as_bytes()).into_owned(),
-                    )
-                })
-                .collect();
-            request_headers.sort();
-            let mut exchange = Exchange {
-                method: parts.method.to_string(),
-                url: parts.uri.to_string(),
-                request_headers,
-                request_body_sha256: hex(&Sha256::digest(&request_body)),
-                status: 0,
-                response_headers: Vec::new(),
-                response_body: String::new(),
-            };
-            let recorded = match recording.get(&exchange.key()) {
-                Some(e) => e,
-                None if recording.replay_only => {
-                    return Err(HttpError::InternalError(Some(format!(
-                        "network: {what} is not recorded in this epoch (it was replayed from its \
-                         manifest, with no network)"
-                    ))));
-                }
-                None => {
-                    let request = http::Request::from_parts(parts, body(request_body));
-                    let (res, io) =
-                        wasmtime_wasi_http::default_send_request(request, options).await?;
-                    // The connection makes progress only while polled.
-                    let connection = wasmtime_wasi::runtime::spawn(async move {
-                        let _ = io.await;
-                    });
-                    let (head, res_body) = res.into_parts();
-                    let bytes = res_body.collect().await?.to_bytes();
-                    drop(connection);
-                    exchange.status = head.status.as_u16();
-                    exchange.response_headers = (head.headers.iter())
-                        .filter(|(k, _)| k.as_str() != "set-cookie")
-                        .map(|(k, v)| {
-                            (
-                                k.as_str().to_string(),
-                                String::from_utf8_lossy(v.as_bytes()).into_owned(),
-                            )
-                        })
-                        .collect();
-                    exchange.response_body = B64.encode(&bytes);
-                    recording.first(exchange)
-                }
-            };
-            let mut response = http::Response::builder().status(recorded.status);
-            for (k, v) in &recorded.response_headers {
-                response = response.header(k, v);
-            }
-            let bytes = B64.decode(&recorded.response_body).map_err(|e| {
-                HttpError::InternalError(Some(format!("a recorded body is not base64: {e}")))
-            })?;
-            let response = response
-                .body(body(Bytes::from(bytes)))
-                .map_err(|e| HttpError::InternalError(Some(e.to_string())))?;
-            Ok((response, done()))
-        })
+        pinned(request, options, self.recording.clone(), what)
     }
+}
+
+/// A request under a pinned network: answered from the recording, or (on its first use
+/// in an epoch that is not a replay) sent, recorded, then answered from the recording.
+fn pinned(
+    request: http::Request<WasiBody>,
+    options: Option<RequestOptions>,
+    recording: Arc<Recording>,
+    what: String,
+) -> Sent {
+    Box::new(async move {
+        let (parts, request_body) = request.into_parts();
+        let request_body = request_body.collect().await?.to_bytes();
+        let mut request_headers: Vec<(String, String)> = (parts.headers.iter())
+            .filter(|(k, _)| !LEFT_OUT.contains(&k.as_str()))
+            .map(|(k, v)| {
+                (
+                    k.as_str().to_string(),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                )
+            })
+            .collect();
+        request_headers.sort();
+        let mut exchange = Exchange {
+            method: parts.method.to_string(),
+            url: parts.uri.to_string(),
+            request_headers,
+            request_body_sha256: hex(&Sha256::digest(&request_body)),
+            status: 0,
+            response_headers: Vec::new(),
+            response_body: String::new(),
+        };
+        let recorded = match recording.get(&exchange.key()) {
+            Some(e) => e,
+            None if recording.replay_only => {
+                return Err(HttpError::InternalError(Some(format!(
+                    "network: {what} is not recorded in this epoch (it was replayed from its \
+                         manifest, with no network)"
+                ))));
+            }
+            None => {
+                let request = http::Request::from_parts(parts, body(request_body));
+                let (res, io) = wasmtime_wasi_http::default_send_request(request, options).await?;
+                // The connection makes progress only while polled.
+                let connection = wasmtime_wasi::runtime::spawn(async move {
+                    let _ = io.await;
+                });
+                let (head, res_body) = res.into_parts();
+                let bytes = res_body.collect().await?.to_bytes();
+                drop(connection);
+                exchange.status = head.status.as_u16();
+                exchange.response_headers = (head.headers.iter())
+                    .filter(|(k, _)| k.as_str() != "set-cookie")
+                    .map(|(k, v)| {
+                        (
+                            k.as_str().to_string(),
+                            String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                        )
+                    })
+                    .collect();
+                exchange.response_body = B64.encode(&bytes);
+                recording.first(exchange)
+            }
+        };
+        let mut response = http::Response::builder().status(recorded.status);
+        for (k, v) in &recorded.response_headers {
+            response = response.header(k, v);
+        }
+        let bytes = B64.decode(&recorded.response_body).map_err(|e| {
+            HttpError::InternalError(Some(format!("a recorded body is not base64: {e}")))
+        })?;
+        let response = response
+            .body(body(Bytes::from(bytes)))
+            .map_err(|e| HttpError::InternalError(Some(e.to_string())))?;
+        Ok((response, done()))
+    })
 }

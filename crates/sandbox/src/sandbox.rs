@@ -567,8 +567,9 @@ impl Sandbox {
         };
         let (mut out, err, mut over) = cut_output(&stdout, &stderr, limits.output_bytes);
         let mut result = result;
-        if let Some((json, code)) = returned {
+        if let Some((mut json, code)) = returned {
             over |= json.len() > limits.output_bytes;
+            json.truncate(limits.output_bytes);
             out = json;
             if code != 0 {
                 result = Err(wasmtime::Error::new(I32Exit(code)));
@@ -585,7 +586,7 @@ impl Sandbox {
                 _ => None,
             },
             outcome,
-            stdout: if over { Vec::new() } else { out },
+            stdout: out,
             stderr: err,
             fuel_used,
             wall: start.elapsed(),

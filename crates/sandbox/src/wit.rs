@@ -169,6 +169,15 @@ pub fn value(v: &Json, ty: &Type, path: &str) -> Result<Val, ArgError> {
             }
         }
         Type::String => Val::String(v.as_str().ok_or_else(|| expected("a string"))?.into()),
+        _ => return compound(v, ty, path),
+    })
+}
+
+/// A list, map, record or tuple, or (through [`cases`]) a variant, enum, option, result
+/// or flags value.
+fn compound(v: &Json, ty: &Type, path: &str) -> Result<Val, ArgError> {
+    let expected = |what: &str| bad(path, format!("expected {what}, found {}", kind(v)));
+    Ok(match ty {
         Type::List(l) => {
             let items = v.as_array().ok_or_else(|| expected("an array"))?;
             let t = l.ty();
@@ -239,6 +248,14 @@ pub fn value(v: &Json, ty: &Type, path: &str) -> Result<Val, ArgError> {
                     .collect::<Result<_, _>>()?,
             )
         }
+        _ => return cases(v, ty, path),
+    })
+}
+
+/// A variant, enum, option, result or flags value.
+fn cases(v: &Json, ty: &Type, path: &str) -> Result<Val, ArgError> {
+    let expected = |what: &str| bad(path, format!("expected {what}, found {}", kind(v)));
+    Ok(match ty {
         Type::Variant(var) => {
             let names: Vec<&str> = var.cases().map(|c| c.name).collect();
             let (case, payload) = one_member(v, path, &names)?;
@@ -328,7 +345,7 @@ pub fn value(v: &Json, ty: &Type, path: &str) -> Result<Val, ArgError> {
             set.sort_by_key(|s| names.iter().position(|n| n == s));
             Val::Flags(set)
         }
-        Type::Own(_) | Type::Borrow(_) | Type::Future(_) | Type::Stream(_) | Type::ErrorContext => {
+        _ => {
             return Err(bad(
                 path,
                 unsupported(ty, path).unwrap_or_else(|| "no JSON form".into()),
