@@ -39,6 +39,8 @@ use trace::{Tally, Tracer};
 
 struct Opts {
     echo: PathBuf,
+    /// The same echo built as a component (wasm32-wasip2, `wasi:cli/run`).
+    component_echo: Option<PathBuf>,
     tool: PathBuf,
     native: Option<PathBuf>,
     world: PathBuf,
@@ -53,6 +55,7 @@ struct Opts {
 fn parse_opts() -> Opts {
     let mut o = Opts {
         echo: PathBuf::new(),
+        component_echo: None,
         tool: PathBuf::new(),
         native: None,
         world: PathBuf::new(),
@@ -67,6 +70,7 @@ fn parse_opts() -> Opts {
         let mut val = || it.next().unwrap_or_else(|| panic!("{flag} needs a value"));
         match flag.as_str() {
             "--echo" => o.echo = val().into(),
+            "--component-echo" => o.component_echo = Some(val().into()),
             "--tool" => o.tool = val().into(),
             "--native" => o.native = Some(val().into()),
             "--world" => o.world = val().into(),
@@ -203,6 +207,8 @@ fn spawn_native(bin: &PathBuf, input: &[u8]) -> Vec<u8> {
 struct Bench {
     sandbox: Sandbox,
     echo: Tool,
+    /// The echo as a component, when given.
+    component_echo: Option<Tool>,
     tool: Tool,
     bare_echo: Bare,
     bare_tool: Bare,
@@ -210,8 +216,11 @@ struct Bench {
 }
 
 fn setup(o: &Opts) -> Bench {
-    let epoch = Epoch::builder()
-        .seed(0)
+    let mut builder = Epoch::builder().seed(0);
+    if let Some(c) = &o.component_echo {
+        builder = builder.module(c);
+    }
+    let epoch = builder
         .module(&o.echo)
         .module(&o.tool)
         .mount(EpochMount::pinned(&o.world, "/world"))
@@ -219,6 +228,8 @@ fn setup(o: &Opts) -> Bench {
         .expect("epoch");
     let sandbox = Sandbox::new(SandboxConfig::default(), epoch).expect("sandbox");
     let echo = sandbox.load_tool(&ModuleSpec::new(&o.echo)).expect("echo");
+    let component_echo = (o.component_echo.as_ref())
+        .map(|c| sandbox.load_tool(&ModuleSpec::new(c)).expect("component echo"));
     let tool = sandbox
         .load_tool(&ModuleSpec::new(&o.tool).mount(&o.world, "/world"))
         .expect("tool");
@@ -229,6 +240,7 @@ fn setup(o: &Opts) -> Bench {
     Bench {
         sandbox,
         echo,
+        component_echo,
         tool,
         bare_echo,
         bare_tool,
@@ -312,6 +324,27 @@ fn echo_figures(b: &Bench, o: &Opts) {
     for threads in [1, 2] {
         let cps = throughput(&b.sandbox, &b.echo, ECHO_INPUT, threads, o.secs);
         println!("echo_calls_per_s_{threads}t {cps:.0}");
+    }
+    if let Some(component) = &b.component_echo {
+        // The same source built both ways: what a component costs over a core module.
+        assert_eq!(
+            b.sandbox.call(component, ECHO_INPUT, &b.limits).stdout,
+            ECHO_INPUT
+        );
+        let (t_component, t_module) = alternate(
+            o.rounds,
+            500,
+            Clock::Wall,
+            || {
+                std::hint::black_box(b.sandbox.call(component, ECHO_INPUT, &b.limits));
+            },
+            || {
+                std::hint::black_box(b.sandbox.call(&b.echo, ECHO_INPUT, &b.limits));
+            },
+        );
+        println!("component_echo_us {:.3}", t_component * 1e6);
+        println!("module_echo_us {:.3}", t_module * 1e6);
+        println!("component_ratio {:.3}", t_component / t_module);
     }
 }
 
