@@ -114,6 +114,30 @@ fn typed_exports_are_called_with_json_and_answer_as_the_tool_abi_does() {
         (json!("trap"), json!("unreachable")),
         "{trap}"
     );
+    // A sleep on the pinned clock is virtual: the guest sees the time pass, the host
+    // does not wait.
+    let nap = call(&kinds, "values.nap", json!({"ms": 30000}), &[]);
+    assert_eq!(nap["result"], 30000, "{nap}");
+    assert!(nap["wall_ms"].as_f64().unwrap() < 5000.0, "{nap}");
+    // Opening a FIFO in a live mount is refused at once, not left to block the host.
+    let live = dir.path().join("live");
+    std::fs::create_dir(&live).unwrap();
+    let fifo = live.join("pipe");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let live_mount = format!("{}:/live:live", live.display());
+    let r = call(
+        &files,
+        "read-file",
+        json!({"path": "/live/pipe"}),
+        &["--mount", &live_mount],
+    );
+    assert_eq!(r["result"]["error"]["kind"], "tool_error", "{r}");
     // A command component keeps the stdin/stdout ABI.
     let echo = plangate(&["call", s(&rust("echo_p2")), "--args", r#"{"a":[1,2]}"#]);
     let echo: Value = serde_json::from_str(echo.stdout.trim()).unwrap();

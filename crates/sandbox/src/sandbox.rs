@@ -367,7 +367,7 @@ const FILE_TIME_NS: u64 = crate::epoch::DEFAULT_INSTANT_UNIX_NS;
 
 /// The most core instances (and tables) one component may hold: a component over it is
 /// refused when it compiles, with wasmtime's message.
-const PER_COMPONENT: u32 = 32;
+const PER_COMPONENT: u32 = 64;
 
 /// Builds the engine every sandbox uses: fuel, epoch interruption, NaN
 /// canonicalization, deterministic relaxed SIMD and a tuned pooling allocator.

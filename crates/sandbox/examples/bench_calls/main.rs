@@ -228,8 +228,11 @@ fn setup(o: &Opts) -> Bench {
         .expect("epoch");
     let sandbox = Sandbox::new(SandboxConfig::default(), epoch).expect("sandbox");
     let echo = sandbox.load_tool(&ModuleSpec::new(&o.echo)).expect("echo");
-    let component_echo = (o.component_echo.as_ref())
-        .map(|c| sandbox.load_tool(&ModuleSpec::new(c)).expect("component echo"));
+    let component_echo = (o.component_echo.as_ref()).map(|c| {
+        sandbox
+            .load_tool(&ModuleSpec::new(c))
+            .expect("component echo")
+    });
     let tool = sandbox
         .load_tool(&ModuleSpec::new(&o.tool).mount(&o.world, "/world"))
         .expect("tool");

@@ -1,6 +1,6 @@
 //! A test component for the WIT-JSON mapping: `values.echo` hands every kind of value
-//! back, `check` ends in an ok or an err, `crash` traps, and `peek` takes a resource,
-//! which no JSON can carry.
+//! back, `check` ends in an ok or an err, `crash` traps, `nap` sleeps (virtually, on a
+//! pinned clock), and `peek` takes a resource, which no JSON can carry.
 
 wit_bindgen::generate!({ world: "kinds", path: "wit" });
 
@@ -65,6 +65,12 @@ impl Guest for Kinds {
 
     fn crash() -> u32 {
         panic!("crash was called")
+    }
+
+    fn nap(ms: u64) -> u64 {
+        let start = std::time::Instant::now();
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+        start.elapsed().as_millis() as u64
     }
 
     fn peek(c: CounterBorrow<'_>) -> u64 {
