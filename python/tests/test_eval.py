@@ -112,3 +112,37 @@ def test_the_defer_path_retries_a_changed_live_source_as_the_cli_does(repo, cli,
     plain = plangate.eval(catalog, samples.read_text().splitlines(), epoch=epoch)
     assert [d["decision"] for d in plain.decisions] == ["defer", "defer"]
     assert plain.retry is None and all("history" not in d for d in plain.decisions)
+
+
+def test_eval_runs_a_component_tool_as_the_cli_does(repo, cli, tmp_path):
+    """A WASI 0.2 component with typed exports (sandbox-tools/components/files) through
+    plangate.eval: six agreeing reads accepted, six invented paths rejected, the CLI's
+    records to the byte."""
+    component = repo / "sandbox-tools/target/wasm32-wasip2/release/files_component.wasm"
+    if not component.exists():
+        pytest.fail(f"{component} is missing: run scripts/build-tools first")
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "a.md").write_text("alpha\n")
+    catalog = tmp_path / "catalog.json"
+    catalog.write_text(json.dumps({"tools": [{
+        "name": "read-file", "module": str(component), "export": "read-file",
+        "deterministic": True, "probe": [{"path": "/data/a.md"}],
+        "mounts": [{"host": str(data), "guest": "/data", "mode": "pinned"}],
+    }]}))
+
+    def sample(path):
+        return {"calls": [{"tool": "read-file", "arguments": {"path": path}}]}
+
+    tasks = [
+        {"task_id": "reads", "samples": [sample("/data/a.md")] * 6},
+        {"task_id": "invents", "samples": [sample(f"/data/r{i}.md") for i in range(6)]},
+    ]
+    samples = tmp_path / "samples.jsonl"
+    samples.write_text("".join(json.dumps(t) + "\n" for t in tasks))
+    code, want, stderr = cli("eval", "--catalog", catalog, "--samples", samples)
+    assert code == 1, stderr
+    run = plangate.eval(catalog, samples)
+    assert run.decisions == want
+    assert [(d["task_id"], d["decision"]) for d in run.decisions] == [
+        ("reads", "accept"), ("invents", "reject")]
