@@ -636,3 +636,110 @@ fn the_python_component_is_catalogued_and_verified() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(report(&run)["tools"][0]["status"], "verified");
 }
+
+/// A live-network tool whose server answers each request anew is quarantined in its
+/// epoch, so its task defers; the defer path runs it again in an epoch with every
+/// source pinned, the network among them, where the recorded answer agrees. And a
+/// sharded run of components merges into the whole run's decisions.
+#[test]
+fn the_defer_path_and_shards_take_components_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start();
+    let allow = json!([server.addr]);
+    let catalog = fetch_catalog(
+        dir.path(),
+        &server.addr,
+        "counter",
+        json!({"mode": "live", "allow": allow}),
+    );
+    let url = format!("http://{}/counter", server.addr);
+    let sample = json!({"calls": [{"tool": "fetch", "arguments": {"url": url}}]});
+    let samples = dir.path().join("samples.jsonl");
+    let task = json!({"task_id": "counter", "samples": vec![sample; 6]});
+    std::fs::write(&samples, format!("{task}\n")).unwrap();
+    let first = plangate(&["eval", "--catalog", s(&catalog), "--samples", s(&samples)]);
+    let d = &first.lines()[0];
+    assert_eq!(d["decision"], "defer", "{d}");
+    let retried = plangate(&[
+        "eval",
+        "--catalog",
+        s(&catalog),
+        "--samples",
+        s(&samples),
+        "--retry-deferred",
+        "1",
+    ]);
+    let d = &retried.lines()[0];
+    assert_eq!(d["decision"], "accept", "{d}\n{}", retried.stderr);
+
+    // Shards: two halves of the files component's batch, merged, decide as one run.
+    let data = data(dir.path());
+    let files = json!({"tools": [{
+        "name": "read-file", "module": rust("files_component"), "export": "read-file",
+        "deterministic": true, "probe": [{"path": "/data/a.md"}],
+        "mounts": [{"host": data, "guest": "/data", "mode": "pinned"}],
+    }]});
+    let catalog = dir.path().join("files.json");
+    std::fs::write(&catalog, files.to_string()).unwrap();
+    let read = |p: &str| json!({"calls": [{"tool": "read-file", "arguments": {"path": p}}]});
+    let lines: String = (0..8)
+        .map(|i| {
+            let samples = if i % 2 == 0 {
+                vec![read("/data/a.md"); 6]
+            } else {
+                (0..6)
+                    .map(|k| read(&format!("/data/x{i}-{k}.md")))
+                    .collect()
+            };
+            format!(
+                "{}\n",
+                json!({"task_id": format!("t{i}"), "samples": samples})
+            )
+        })
+        .collect();
+    let batch = dir.path().join("batch.jsonl");
+    std::fs::write(&batch, lines).unwrap();
+    let epoch = dir.path().join("epoch.json");
+    let run = plangate(&["epoch", "--catalog", s(&catalog), "--out", s(&epoch)]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let whole = dir.path().join("whole.jsonl");
+    let run = plangate(&[
+        "eval",
+        "--catalog",
+        s(&catalog),
+        "--samples",
+        s(&batch),
+        "--epoch",
+        s(&epoch),
+        "--out",
+        s(&whole),
+    ]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let mut shards = Vec::new();
+    for k in 1..=2 {
+        let out = dir.path().join(format!("shard-{k}.jsonl"));
+        let spec = format!("{k}/2");
+        let run = plangate(&[
+            "eval",
+            "--catalog",
+            s(&catalog),
+            "--samples",
+            s(&batch),
+            "--epoch",
+            s(&epoch),
+            "--shard",
+            &spec,
+            "--out",
+            s(&out),
+        ]);
+        assert!(run.code <= 1, "{}", run.stderr);
+        shards.push(out);
+    }
+    let merged = dir.path().join("merged.jsonl");
+    let run = plangate(&["merge", "--out", s(&merged), s(&shards[0]), s(&shards[1])]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(
+        std::fs::read_to_string(&merged).unwrap(),
+        std::fs::read_to_string(&whole).unwrap()
+    );
+}

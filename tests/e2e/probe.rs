@@ -152,12 +152,14 @@ fn probe_arguments_that_break_the_schema_or_only_err_are_called_out() {
     );
 }
 
-#[test]
-fn an_hour_of_day_price_shows_in_the_second_epoch() {
+/// `probe --strict` of a test guest declared deterministic as tool `price`, probed with
+/// `{}`: the run, and the tool's report.
+fn strict_probe_of(guest: &str) -> (crate::eval::Run, Value) {
     crate::tools::build_tools();
     let dir = tempfile::tempdir().expect("temp dir");
-    let module =
-        crate::tools::repo().join("sandbox-tools/target/wasm32-wasip1/release/hourly.wasm");
+    let module = crate::tools::repo().join(format!(
+        "sandbox-tools/target/wasm32-wasip1/release/{guest}.wasm"
+    ));
     let catalog = dir.path().join("catalog.json");
     let doc = serde_json::json!({"tools": [{
         "name": "price", "module": module, "deterministic": true, "probe": [{}],
@@ -169,8 +171,14 @@ fn an_hour_of_day_price_shows_in_the_second_epoch() {
         catalog.as_os_str(),
         "--strict".as_ref(),
     ]);
+    let report = statuses(&run.stdout)["price"].clone();
+    (run, report)
+}
+
+#[test]
+fn an_hour_of_day_price_shows_in_the_second_epoch() {
+    let (run, r) = strict_probe_of("hourly");
     assert_eq!(run.code, 1, "--strict fails it: {}", run.stderr);
-    let r = &statuses(&run.stdout)["price"];
     assert_eq!(r["status"], "epoch_sensitive", "{r}");
     assert_eq!(r["differs_by"], serde_json::json!(["instant"]), "{r}");
 }
@@ -180,23 +188,8 @@ fn an_hour_of_day_price_shows_in_the_second_epoch() {
 /// them, catch it.
 #[test]
 fn a_working_hours_price_is_caught_by_the_calendar_classes() {
-    crate::tools::build_tools();
-    let dir = tempfile::tempdir().expect("temp dir");
-    let module =
-        crate::tools::repo().join("sandbox-tools/target/wasm32-wasip1/release/business_hours.wasm");
-    let catalog = dir.path().join("catalog.json");
-    let doc = serde_json::json!({"tools": [{
-        "name": "price", "module": module, "deterministic": true, "probe": [{}],
-    }]});
-    std::fs::write(&catalog, doc.to_string()).expect("catalog");
-    let run = plangate(&[
-        "probe".as_ref(),
-        "--catalog".as_ref(),
-        catalog.as_os_str(),
-        "--strict".as_ref(),
-    ]);
+    let (run, r) = strict_probe_of("business_hours");
     assert_eq!(run.code, 1, "--strict fails it: {}", run.stderr);
-    let r = &statuses(&run.stdout)["price"];
     assert_eq!(r["status"], "epoch_sensitive", "{r}");
     assert_eq!(
         r["differs_by"],
