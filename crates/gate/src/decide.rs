@@ -1698,7 +1698,16 @@ fn agreeing_arguments(d: &mut Decision, tools: &dyn ToolStates, opts: &Options) 
             );
         }
         Some(r) if opts.result_accept.met_by(r.count, n) => {
-            if opts.rule == Rule::Gate {
+            let untrusted = |t: &String| {
+                (tools.state(t))
+                    .is_some_and(|s| s.declared_deterministic && (s.quarantined || !s.verified))
+            };
+            let any_untrusted = match &d.modal_plan {
+                Some(plan) => plan.iter().any(|st| untrusted(&st.tool)),
+                None => d.tools.iter().any(untrusted),
+            };
+            // Words only for a task that defers: an accept costs one look per step.
+            if opts.rule == Rule::Gate && any_untrusted {
                 let modal_tools: Vec<String> = match &d.modal_plan {
                     Some(plan) => plan.iter().map(|st| st.tool.clone()).collect(),
                     None => d.tools.clone(),
