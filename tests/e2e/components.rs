@@ -625,6 +625,28 @@ fn the_python_component_is_catalogued_and_verified() {
         ["word-count", "lookup"],
         "componentize-py's init is no tool"
     );
+    // Compiled components carry no WIT docs: --wit reads them from the sources.
+    let wit = repo().join("sandbox-tools/components/python/text/wit");
+    let described = dir.path().join("described.json");
+    let run = plangate(&[
+        "catalog",
+        "--component",
+        s(&python()),
+        "--wit",
+        s(&wit),
+        "--out",
+        s(&described),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&described).unwrap()).unwrap();
+    assert_eq!(
+        doc["tools"][0]["description"],
+        "Number of whitespace-separated words in `text`."
+    );
+    assert!(
+        raw["tools"][0].get("description").is_none(),
+        "none without --wit"
+    );
     let run = plangate(&[
         "probe",
         "--catalog",

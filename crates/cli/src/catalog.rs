@@ -18,6 +18,10 @@ pub(crate) struct CatalogArgs {
     /// tools' `network.allow`.
     #[arg(long, value_name = "FILE")]
     policy: Option<PathBuf>,
+    /// The component's WIT sources (a `.wit` file, or its folder): each tool's
+    /// `description` is its function's doc comment, which compiled components leave out.
+    #[arg(long, value_name = "PATH")]
+    wit: Option<PathBuf>,
     /// Where to write the catalog.
     #[arg(long, value_name = "FILE")]
     out: PathBuf,
@@ -41,12 +45,19 @@ pub(crate) fn run(args: CatalogArgs) -> Result<u8> {
     if let Some(p) = &args.policy {
         reads = reads.file("--policy", p);
     }
+    if let Some(p) = &args.wit {
+        reads = reads.folder("--wit", p);
+    }
     check_outputs(&[("--out", &args.out)], &reads)?;
     let policy = args
         .policy
         .as_deref()
         .map(plangate_harness::Policy::read)
         .transpose()?;
+    let docs = (args.wit.as_deref())
+        .map(plangate_harness::wit_docs)
+        .transpose()?
+        .unwrap_or_default();
     let tools = plangate_sandbox::describe(&args.component)
         .with_context(|| format!("cannot catalog {}", args.component.display()))?;
     let stem = (args.component.file_stem())
@@ -67,6 +78,7 @@ pub(crate) fn run(args: CatalogArgs) -> Result<u8> {
         &module_field(&args.component, &args.out),
         &stem,
         policy.as_ref().zip(policy_dir.as_deref()),
+        &docs,
     );
     write_json(&args.out, &made.catalog)?;
     for w in &made.warnings {

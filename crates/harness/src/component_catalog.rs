@@ -53,6 +53,49 @@ impl Policy {
     }
 }
 
+/// The doc comments of a component's exported functions, by tool name, from its WIT
+/// sources (a `.wit` file, or a folder with its `deps`): compiled components do not
+/// carry them.
+pub fn wit_docs(path: &Path) -> Result<std::collections::BTreeMap<String, String>, HarnessError> {
+    let mut resolve = wit_parser::Resolve::default();
+    let (package, _) = resolve.push_path(path).map_err(|e| HarnessError::Wit {
+        path: path.to_path_buf(),
+        message: format!("{e:#}"),
+    })?;
+    let mut docs = std::collections::BTreeMap::new();
+    for (_, world) in resolve
+        .worlds
+        .iter()
+        .filter(|(_, w)| w.package == Some(package))
+    {
+        for (key, item) in &world.exports {
+            match item {
+                wit_parser::WorldItem::Function(f) => {
+                    if let Some(d) = &f.docs.contents {
+                        docs.insert(f.name.clone(), d.trim().to_string());
+                    }
+                }
+                wit_parser::WorldItem::Interface { id, .. } => {
+                    let iface = &resolve.interfaces[*id];
+                    let short = match key {
+                        wit_parser::WorldKey::Name(n) => n.clone(),
+                        wit_parser::WorldKey::Interface(_) => {
+                            iface.name.clone().unwrap_or_default()
+                        }
+                    };
+                    for (name, f) in &iface.functions {
+                        if let Some(d) = &f.docs.contents {
+                            docs.insert(format!("{short}.{name}"), d.trim().to_string());
+                        }
+                    }
+                }
+                wit_parser::WorldItem::Type { .. } => {}
+            }
+        }
+    }
+    Ok(docs)
+}
+
 /// A catalog for a component, and what the author must still say or check.
 pub struct ComponentCatalog {
     /// The catalog, `{"tools": [...]}`.
@@ -141,6 +184,7 @@ pub fn component_catalog(
     module: &str,
     stem: &str,
     policy: Option<(&Policy, &Path)>,
+    docs: &std::collections::BTreeMap<String, String>,
 ) -> ComponentCatalog {
     let mut warnings = Vec::new();
     let (mounts, allow) = match policy {
@@ -154,6 +198,9 @@ pub fn component_catalog(
         e.insert("module".into(), json!(module));
         if let Some(x) = export {
             e.insert("export".into(), json!(x));
+            if let Some(d) = docs.get(x) {
+                e.insert("description".into(), json!(d));
+            }
         }
         e.insert("parameters".into(), parameters);
         if !mounts.is_empty() {

@@ -60,6 +60,14 @@ pub enum HarnessError {
         /// Why.
         message: String,
     },
+    /// A component's WIT sources could not be read.
+    #[error("WIT {path}: {message}")]
+    Wit {
+        /// The WIT file or folder.
+        path: PathBuf,
+        /// Why.
+        message: String,
+    },
     /// A Wassette `policy.yaml` could not be read.
     #[error("policy {path}: {message}")]
     Policy {

@@ -36,7 +36,7 @@ pub use bridge::{ReadPath, catalog_reads, epoch_mount, module_spec};
 pub use catalog_file::{
     CATALOG_MAX_BYTES, CatalogFileError, catalog_dir, parse_catalog, read_catalog,
 };
-pub use component_catalog::{ComponentCatalog, Policy, component_catalog};
+pub use component_catalog::{ComponentCatalog, Policy, component_catalog, wit_docs};
 pub use error::HarnessError;
 pub use eval::{
     Decided, Eval, EvalOptions, EvalStats, Feeder, Finished, LineOutcome, OnDone, judge_tools,
