@@ -136,16 +136,9 @@ fn ratio(name: &str, v: &Bound<'_, PyAny>) -> PyResult<Ratio> {
     Ratio::from_str(&text).map_err(|e| PyValueError::new_err(format!("{name}: {e}")))
 }
 
-/// Worker threads: as asked (1 to the CLI's most), else one per core.
+/// Worker threads: as asked (1 to the harness's most), else one per core.
 pub(crate) fn jobs(asked: Option<usize>) -> PyResult<usize> {
-    const MAX_JOBS: usize = 1024;
-    match asked {
-        Some(n) if (1..=MAX_JOBS).contains(&n) => Ok(n),
-        Some(_) => Err(PyValueError::new_err(format!(
-            "jobs: expected a number of threads from 1 to {MAX_JOBS}"
-        ))),
-        None => Ok(std::thread::available_parallelism().map_or(1, |n| n.get())),
-    }
+    plangate_harness::jobs(asked).map_err(|e| PyValueError::new_err(format!("jobs: {e}")))
 }
 
 /// Whether `value` names a file (a `str` or `os.PathLike`) rather than holding items.

@@ -14,42 +14,16 @@ use std::time::Duration;
 use plangate_gate::score::bad_line_record;
 use plangate_gate::task::parse_task_line;
 use plangate_harness::{
-    Eval, EvalOptions, Finished, HarnessError, LineOutcome, Record, Retried, RetryPlan,
-    RetryReport, World, WorldOptions,
+    EvalOptions, EvalRun, Finished, HarnessError, LimitsGiven, LineOutcome, Record, Retries, World,
+    WorldOptions,
 };
-use plangate_sandbox::{EpochManifest, Limits};
+use plangate_sandbox::EpochManifest;
 use pyo3::prelude::*;
 
 use crate::args::{self, Thresholds, chain};
 use crate::pickled::{self, Encoded, Loads};
 use crate::samples::{After, Input};
 use crate::{PlangateError, dumps};
-
-/// Per-call limits as given (None: the CLI's default).
-struct LimitArgs {
-    fuel: Option<u64>,
-    memory_mb: Option<u64>,
-    timeout_ms: Option<u64>,
-    output_bytes: Option<usize>,
-}
-
-impl LimitArgs {
-    fn limits(&self) -> PyResult<Limits> {
-        let d = Limits::default();
-        let at_least_1 = |name: &str, v: Option<u64>, default: u64| match v {
-            Some(0) => Err(pyo3::exceptions::PyValueError::new_err(format!(
-                "{name}: at least 1"
-            ))),
-            v => Ok(v.unwrap_or(default)),
-        };
-        Ok(Limits {
-            fuel: at_least_1("fuel", self.fuel, d.fuel)?,
-            memory_mb: at_least_1("memory_mb", self.memory_mb, d.memory_mb)?,
-            wall_ms: at_least_1("timeout_ms", self.timeout_ms, d.wall_ms)?,
-            output_bytes: self.output_bytes.unwrap_or(d.output_bytes),
-        })
-    }
-}
 
 /// Runs the whole evaluation; returns a dict: `decisions` (the records `plangate eval`
 /// writes, bad lines in their place), `tool_health`, `epoch_id`, `epoch` (the manifest
@@ -90,13 +64,14 @@ pub(crate) fn eval<'py>(
         min_samples,
     }
     .options()?;
-    let limits = LimitArgs {
+    let limits = LimitsGiven {
         fuel,
         memory_mb,
         timeout_ms,
         output_bytes,
     }
-    .limits()?;
+    .limits()
+    .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
     let loaded = args::catalog(py, catalog)?;
     let base = match base_dir {
         Some(d) => args::path_of(d, "base_dir")?,
@@ -124,27 +99,22 @@ pub(crate) fn eval<'py>(
     }
     let input = Input::of(samples, max_line_bytes)?;
     let world_opts = WorldOptions {
-        manifest,
         seed,
         limits,
         ..WorldOptions::default()
     };
-    let catalog = &loaded.catalog;
-    let retry = RetryPlan {
-        catalog,
-        base_dir: &base,
-        world: world_opts.clone(),
-        eval: eval_opts.clone(),
-        rounds: retry_deferred,
-        stop: None,
-    };
-    let world = py
-        .detach(|| World::build(catalog, &base, world_opts))
-        .map_err(|e| {
-            let message = format!("failed to pin an epoch for {}: {}", loaded.name, chain(&e));
-            PlangateError::new_err(message)
-        })?;
-    let ran = run_watched(py, &world, eval_opts, input, max_line_bytes, retry)?;
+    let run = EvalRun::new(
+        &loaded.catalog,
+        &base,
+        world_opts,
+        eval_opts,
+        retry_deferred,
+    );
+    let world = py.detach(|| run.pin(manifest)).map_err(|e| {
+        let message = format!("failed to pin an epoch for {}: {}", loaded.name, chain(&e));
+        PlangateError::new_err(message)
+    })?;
+    let ran = run_watched(py, &run, &world, input, max_line_bytes)?;
     result(py, &world, &ran)
 }
 
@@ -170,24 +140,23 @@ fn manifest_of(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<EpochManife
 /// and what the defer path retried, when it ran.
 struct Ran {
     finished: Finished,
-    retried: BTreeMap<usize, Retried>,
-    report: Option<RetryReport>,
+    retries: Retries,
 }
 
 /// Runs the batch, then the defer path, on a thread of their own, checking for Ctrl-C
 /// on this one.
 fn run_watched(
     py: Python<'_>,
+    run: &EvalRun<'_>,
     world: &World,
-    opts: EvalOptions,
     input: Input,
     max: u64,
-    retry: RetryPlan<'_>,
 ) -> PyResult<Ran> {
     let stop = AtomicBool::new(false);
+    let run = run.clone().stop_when(&stop);
     let mut interrupt = None;
     let ran = std::thread::scope(|s| {
-        let handle = s.spawn(|| run(world, opts, input, max, &stop, retry));
+        let handle = s.spawn(|| run_batch(&run, world, input, max, &stop));
         while !handle.is_finished() {
             py.detach(|| std::thread::sleep(Duration::from_millis(50)));
             if let Err(e) = py.check_signals() {
@@ -208,17 +177,15 @@ fn run_watched(
 /// Phase one on this thread (tasks fed from the input, a chunk at a time, while the
 /// harness's workers execute them), then phase two, then the defer path's rounds.
 /// With the defer path on, each task's line is kept: an iterable cannot be read twice.
-fn run(
+fn run_batch(
+    run: &EvalRun<'_>,
     world: &World,
-    opts: EvalOptions,
     mut input: Input,
     max: u64,
     stop: &AtomicBool,
-    retry: RetryPlan<'_>,
 ) -> PyResult<Ran> {
     let mut kept: BTreeMap<usize, Vec<u8>> = BTreeMap::new();
-    let mut eval = Eval::start(world, retry.catalog, opts);
-    eval.stop_when(stop);
+    let eval = run.start(world, None);
     let fed: PyResult<()> = eval.execute(&|_, _| None, |feeder| {
         loop {
             if stop.load(Ordering::Relaxed) {
@@ -229,7 +196,7 @@ fn run(
                 let read = match at {
                     Ok(range) => {
                         let line = &chunk.data[range.clone()];
-                        if retry.rounds > 0 {
+                        if run.retries() {
                             kept.insert(*number, line.to_vec());
                         }
                         parse_task_line(line)
@@ -255,13 +222,6 @@ fn run(
     let finished = eval
         .finish()
         .map_err(|e| PlangateError::new_err(chain(&e)))?;
-    if retry.rounds == 0 {
-        return Ok(Ran {
-            finished,
-            retried: BTreeMap::new(),
-            report: None,
-        });
-    }
     let mut tasks_at = |lines: &BTreeSet<usize>| {
         lines
             .iter()
@@ -272,19 +232,11 @@ fn run(
             })
             .collect()
     };
-    let retry = RetryPlan {
-        stop: Some(stop),
-        ..retry
-    };
-    let (retried, report) = retry.run(&finished, &mut tasks_at).map_err(|e| match e {
+    let retries = run.retry(&finished, &mut tasks_at).map_err(|e| match e {
         HarnessError::Interrupted => interrupted(),
         e => PlangateError::new_err(format!("the defer path failed: {}", chain(&e))),
     })?;
-    Ok(Ran {
-        finished,
-        retried,
-        report: Some(report),
-    })
+    Ok(Ran { finished, retries })
 }
 
 fn interrupted() -> PyErr {
@@ -304,7 +256,7 @@ fn result(py: Python<'_>, world: &World, ran: &Ran) -> PyResult<Py<PyAny>> {
                 continue;
             }
         };
-        let record = Record::of(&d, &finished.epoch_id, &ran.retried);
+        let record = Record::of(&d, &finished.epoch_id, &ran.retries.retried);
         let text =
             serde_json::to_string(&record).map_err(|e| PlangateError::new_err(e.to_string()))?;
         records.push(pickled::Record::Text(text));
@@ -318,7 +270,7 @@ fn result(py: Python<'_>, world: &World, ran: &Ran) -> PyResult<Py<PyAny>> {
         "live_mounts": finished.live.iter().map(|c| serde_json::json!({
             "guest": c.guest, "at_start": c.at_start, "at_end": c.now, "changed": c.changed(),
         })).collect::<Vec<_>>(),
-        "retry": ran.report,
+        "retry": ran.retries.report,
     });
     let loads = py.import("json")?.getattr("loads")?;
     let out = loads.call1((rest.to_string(),))?;

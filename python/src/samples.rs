@@ -5,9 +5,9 @@
 //! a time.
 
 use std::io::BufReader;
-use std::ops::Range;
 
 use plangate_gate::task::TaskError;
+use plangate_harness::pipeline;
 use plangate_harness::{LineReader, is_blank, too_long};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -15,19 +15,9 @@ use pyo3::types::{PyBytes, PyIterator, PyString};
 
 use crate::{args, dumps};
 
-/// Lines handed to a worker at a time (the CLI's chunk): the hand-over is cheap, and
-/// the lines in flight stay a few megabytes.
-const CHUNK: usize = 256;
-/// Bytes after which a chunk is handed over whatever its line count.
-const CHUNK_BYTES: usize = 1 << 20;
-
-/// Consecutive lines, in one buffer: (line number, byte range, or why the line is not
-/// there) each.
-#[derive(Default)]
-pub(crate) struct Chunk {
-    pub(crate) data: Vec<u8>,
-    pub(crate) lines: Vec<(usize, Result<Range<usize>, Unread>)>,
-}
+/// Consecutive lines, in one buffer, as the harness's pipeline hands them to workers:
+/// each line's number, and its byte range or why it is not there.
+pub(crate) type Chunk = pipeline::Chunk<Unread>;
 
 /// A line that is not in the chunk's buffer, and so becomes that line's error record.
 pub(crate) enum Unread {
@@ -92,19 +82,24 @@ impl Input {
         }
     }
 
-    /// Up to [`CHUNK`] lines (fewer only at the end or before a failure), and what
-    /// follows them. A file is read with the GIL released.
-    pub(crate) fn read(&mut self, py: Python<'_>, max: u64) -> (Chunk, After) {
-        let mut chunk = Chunk::default();
+    /// Lines into `chunk` until it is full (fewer only at the end or before a
+    /// failure), and what follows them. A file is read with the GIL released.
+    pub(crate) fn read_into(&mut self, py: Python<'_>, max: u64, chunk: &mut Chunk) -> After {
         let read = match self {
-            Input::File(reader) => py.detach(|| read_lines(reader, &mut chunk)),
-            Input::Items(items, number) => read_items(py, items.bind(py), number, max, &mut chunk),
+            Input::File(reader) => py.detach(|| read_lines(reader, chunk)),
+            Input::Items(items, number) => read_items(py, items.bind(py), number, max, chunk),
         };
-        let after = match read {
+        match read {
             Ok(true) => After::Ended,
             Ok(false) => After::More,
             Err(e) => After::Failed(e),
-        };
+        }
+    }
+
+    /// [`Input::read_into`] a new chunk.
+    pub(crate) fn read(&mut self, py: Python<'_>, max: u64) -> (Chunk, After) {
+        let mut chunk = Chunk::default();
+        let after = self.read_into(py, max, &mut chunk);
         (chunk, after)
     }
 }
@@ -114,21 +109,14 @@ fn read_lines(
     reader: &mut LineReader<BufReader<std::fs::File>>,
     chunk: &mut Chunk,
 ) -> PyResult<bool> {
-    while chunk.lines.len() < CHUNK && chunk.data.len() < CHUNK_BYTES {
+    while !chunk.is_full() {
         let next = reader.next_line().map_err(|e| {
             pyo3::exceptions::PyOSError::new_err(format!("failed to read samples: {e}"))
         })?;
         let Some((number, line)) = next else {
             return Ok(true);
         };
-        let at = line
-            .map(|line| {
-                let start = chunk.data.len();
-                chunk.data.extend_from_slice(line);
-                start..chunk.data.len()
-            })
-            .map_err(Unread::TooLong);
-        chunk.lines.push((number, at));
+        chunk.push(number, line.map_err(Unread::TooLong));
     }
     Ok(false)
 }
@@ -142,7 +130,7 @@ fn read_items(
     max: u64,
     chunk: &mut Chunk,
 ) -> PyResult<bool> {
-    while chunk.lines.len() < CHUNK && chunk.data.len() < CHUNK_BYTES {
+    while !chunk.is_full() {
         let Some(item) = items.clone().next() else {
             return Ok(true);
         };

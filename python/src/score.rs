@@ -3,15 +3,15 @@
 //! released while they score, and pickle the chunk's records); records come back in
 //! input order, a chunk at a time, turned into dicts by one `pickle.loads` each.
 
-use std::collections::{BTreeMap, VecDeque};
-use std::sync::mpsc::{Receiver, Sender, SyncSender};
-use std::sync::{Arc, Mutex, mpsc};
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use plangate_gate::catalog::Catalog;
 use plangate_gate::decide::Options;
 use plangate_gate::score::{Decided, Scored, Scorer, bad_line_record};
 use plangate_gate::seed::{self, SeedOptions};
+use plangate_harness::pipeline::{self, Feed, InOrder, Waiting};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyModule};
@@ -39,13 +39,10 @@ pub(crate) struct Scores {
 
 struct State {
     input: Option<Input>,
-    work: Option<SyncSender<(usize, Chunk)>>,
-    /// Behind a lock only so that waiting on it can release the GIL.
-    done: Mutex<Receiver<(usize, Encoded)>>,
-    waiting: BTreeMap<usize, Encoded>,
-    sent: usize,
-    next: usize,
-    in_flight: usize,
+    /// Where chunks go to the workers; dropped at the input's end.
+    feed: Option<Feed<Chunk>>,
+    /// The workers' records, in input order.
+    scored: InOrder<Chunk, Encoded>,
     ready: VecDeque<Py<PyAny>>,
     max_line_bytes: u64,
     loads: Loads,
@@ -103,27 +100,18 @@ impl Scores {
             seed_compat,
             max_line_bytes,
         });
-        let in_flight = 4 * jobs;
-        let (work, work_rx) = mpsc::sync_channel(in_flight);
-        let work_rx = Arc::new(Mutex::new(work_rx));
-        let (done_tx, done) = mpsc::channel();
-        for i in 0..jobs {
-            let (shared, work_rx, done_tx) = (shared.clone(), work_rx.clone(), done_tx.clone());
-            std::thread::Builder::new()
-                .name(format!("plangate-score-{i}"))
-                .spawn(move || score_chunks(&shared, &work_rx, &done_tx))
-                .map_err(|e| PyValueError::new_err(format!("cannot start a thread: {e}")))?;
-        }
+        let worker = move || {
+            let shared = shared.clone();
+            move |chunk: &mut Chunk| score_chunk(&shared, chunk)
+        };
+        let (feed, scored) = pipeline::start("plangate-score", jobs, worker)
+            .map_err(|e| PyValueError::new_err(format!("cannot start a thread: {e}")))?;
         let loads = Loads::new(py)?;
         Ok(Scores {
             state: Mutex::new(State {
                 input: Some(input),
-                work: Some(work),
-                done: Mutex::new(done),
-                waiting: BTreeMap::new(),
-                sent: 0,
-                next: 0,
-                in_flight,
+                feed: Some(feed),
+                scored,
                 ready: VecDeque::new(),
                 max_line_bytes,
                 loads,
@@ -175,7 +163,7 @@ impl Scores {
     fn __clear__(&self) {
         if let Ok(mut state) = self.state.try_lock() {
             state.input = None;
-            state.work = None;
+            state.feed = None;
             state.ready.clear();
         }
     }
@@ -208,19 +196,21 @@ impl State {
             // Between chunks: Ctrl-C raises KeyboardInterrupt here, and the workers stop
             // when this iterator is dropped.
             py.check_signals()?;
-            while self.sent - self.next < self.in_flight && self.input.is_some() {
-                let chunk = self.read_chunk(py)?;
+            while self.input.is_some()
+                && let Some(mut chunk) = self.feed.as_ref().and_then(Feed::try_spare)
+            {
+                self.read_chunk(py, &mut chunk);
                 if chunk.lines.is_empty() {
+                    self.scored.recycle(chunk);
                     continue;
                 }
-                if let Some(work) = &self.work {
-                    work.send((self.sent, chunk))
-                        .map_err(|_| PyValueError::new_err("plangate's scoring threads stopped"))?;
+                if let Some(feed) = self.feed.as_mut() {
+                    feed.send(chunk).map_err(|_| stopped())?;
                 }
-                self.sent += 1;
             }
-            if self.next == self.sent {
-                self.work = None;
+            let sent = self.feed.as_ref().map_or(self.scored.taken(), Feed::sent);
+            if self.scored.taken() == sent {
+                self.feed = None;
                 return match self.failed.take() {
                     Some(e) => Err(e),
                     None => Ok(None),
@@ -239,36 +229,25 @@ impl State {
     /// checking for Ctrl-C every so often.
     fn wait_for_next(&mut self, py: Python<'_>) -> PyResult<Encoded> {
         loop {
-            if let Some(records) = self.waiting.remove(&self.next) {
-                self.next += 1;
-                return Ok(records);
-            }
-            let done = &self.done;
-            let got = py.detach(|| {
-                let rx = done
-                    .lock()
-                    .map_err(|_| mpsc::RecvTimeoutError::Disconnected)?;
-                rx.recv_timeout(Duration::from_millis(100))
-            });
-            match got {
-                Ok((seq, records)) => {
-                    self.waiting.insert(seq, records);
+            let scored = &mut self.scored;
+            match py.detach(|| scored.next_within(Duration::from_millis(100))) {
+                Ok(Some((mut chunk, records))) => {
+                    chunk.clear();
+                    self.scored.recycle(chunk);
+                    return Ok(records);
                 }
-                Err(mpsc::RecvTimeoutError::Timeout) => py.check_signals()?,
-                Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    return Err(PyValueError::new_err("plangate's scoring threads stopped"));
-                }
+                Err(Waiting::NotYet) => py.check_signals()?,
+                Ok(None) | Err(Waiting::Lost(_)) => return Err(stopped()),
             }
         }
     }
 
-    /// Up to a chunk of lines from the input; the input is dropped at its end.
-    fn read_chunk(&mut self, py: Python<'_>) -> PyResult<Chunk> {
+    /// Lines from the input into `chunk`; the input is dropped at its end.
+    fn read_chunk(&mut self, py: Python<'_>, chunk: &mut Chunk) {
         let Some(input) = self.input.as_mut() else {
-            return Ok(Chunk::default());
+            return;
         };
-        let (chunk, after) = input.read(py, self.max_line_bytes);
-        match after {
+        match input.read_into(py, self.max_line_bytes, chunk) {
             After::More => {}
             After::Ended => self.input = None,
             After::Failed(e) => {
@@ -276,8 +255,12 @@ impl State {
                 self.failed = Some(e);
             }
         }
-        Ok(chunk)
     }
+}
+
+/// The workers are gone (one panicked): no more records can come.
+fn stopped() -> PyErr {
+    PyValueError::new_err("plangate's scoring threads stopped")
 }
 
 /// Python's cyclic collector paused while one chunk's records are built, and resumed
@@ -316,45 +299,33 @@ impl Drop for GcPause<'_> {
     }
 }
 
-/// A worker: scores chunks until there are no more, or no one takes the records.
-fn score_chunks(
-    shared: &Shared,
-    work: &Mutex<Receiver<(usize, Chunk)>>,
-    done: &Sender<(usize, Encoded)>,
-) {
+/// A worker's chunk: every line scored, the records encoded for one `pickle.loads`.
+/// The gate's scorer is made per chunk: its tool states are a few small allocations,
+/// against a chunk's hundreds of lines.
+fn score_chunk(shared: &Shared, chunk: &mut Chunk) -> Encoded {
     let scorer = Scorer {
         seed_compat: shared
             .seed_compat
             .map(|entry| (entry, SeedOptions::from_gate(&shared.opts))),
         ..Scorer::new(&shared.catalog, shared.opts)
     };
-    loop {
-        // The lock is held only to take the next chunk, not to score it.
-        let next = work
-            .lock()
-            .map_err(drop)
-            .and_then(|rx| rx.recv().map_err(drop));
-        let Ok((seq, chunk)) = next else { return };
-        let mut records = Vec::with_capacity(chunk.lines.len());
-        // A `--seed-compat` record's text; taken by each record written to it.
-        let mut text = String::new();
-        for (number, at) in &chunk.lines {
-            let decided = match at {
-                Ok(range) => scorer.decide_guarded(&chunk.data[range.clone()], &mut text),
-                Err(unread) => Decided::Scored(Scored::Bad(unread.error(shared.max_line_bytes))),
-            };
-            records.push(match decided {
-                Decided::Gate(d, _) => Record::Decision(d),
-                Decided::Scored(Scored::Record(..)) => Record::Text(std::mem::take(&mut text)),
-                Decided::Scored(Scored::Bad(e)) => Record::Text(bad_line_record(*number, &e)),
-                // This scorer is never a shard's: it decides every line.
-                Decided::Scored(Scored::Other | Scored::Kept(_)) => {
-                    unreachable!("plangate.score runs no shard")
-                }
-            });
-        }
-        if done.send((seq, Encoded::of(&records))).is_err() {
-            return;
-        }
+    let mut records = Vec::with_capacity(chunk.lines.len());
+    // A `--seed-compat` record's text; taken by each record written to it.
+    let mut text = String::new();
+    for (number, at) in &chunk.lines {
+        let decided = match at {
+            Ok(range) => scorer.decide_guarded(&chunk.data[range.clone()], &mut text),
+            Err(unread) => Decided::Scored(Scored::Bad(unread.error(shared.max_line_bytes))),
+        };
+        records.push(match decided {
+            Decided::Gate(d, _) => Record::Decision(d),
+            Decided::Scored(Scored::Record(..)) => Record::Text(std::mem::take(&mut text)),
+            Decided::Scored(Scored::Bad(e)) => Record::Text(bad_line_record(*number, &e)),
+            // This scorer is never a shard's: it decides every line.
+            Decided::Scored(Scored::Other | Scored::Kept(_)) => {
+                unreachable!("plangate.score runs no shard")
+            }
+        });
     }
+    Encoded::of(&records)
 }

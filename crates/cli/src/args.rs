@@ -109,16 +109,11 @@ pub(crate) fn share(s: &str) -> Result<f64, String> {
     }
 }
 
-/// Most worker threads a command takes: more than this is a typo, and each thread
-/// reserves a stack and, in the sandbox, instance slots.
-pub(crate) const MAX_JOBS: usize = 1024;
-
-/// Parses `--jobs`: a thread count from 1 to [`MAX_JOBS`].
+/// Parses `--jobs`: a thread count from 1 to [`plangate_harness::MAX_JOBS`].
 pub(crate) fn jobs(s: &str) -> Result<usize, String> {
-    match s.parse::<usize>() {
-        Ok(n) if (1..=MAX_JOBS).contains(&n) => Ok(n),
-        _ => Err(format!("expected a number of threads from 1 to {MAX_JOBS}")),
-    }
+    let range = plangate_harness::JobsOutOfRange.to_string();
+    let n = s.parse::<usize>().map_err(|_| range)?;
+    plangate_harness::jobs(Some(n)).map_err(|e| e.to_string())
 }
 
 /// Per-call limits, shared by every command that runs tools.
@@ -141,13 +136,16 @@ pub(crate) struct LimitArgs {
 }
 
 impl LimitArgs {
-    pub(crate) fn limits(&self) -> Limits {
-        Limits {
-            fuel: self.fuel,
-            memory_mb: self.memory_mb,
-            wall_ms: self.timeout_ms,
-            output_bytes: self.output_bytes,
+    /// The limits, checked by the harness as every front end's are (the flags' own
+    /// ranges refuse the same values first, with the flag's name).
+    pub(crate) fn limits(&self) -> Result<Limits, plangate_harness::LimitTooLow> {
+        plangate_harness::LimitsGiven {
+            fuel: Some(self.fuel),
+            memory_mb: Some(self.memory_mb),
+            timeout_ms: Some(self.timeout_ms),
+            output_bytes: Some(self.output_bytes),
         }
+        .limits()
     }
 }
 

@@ -305,7 +305,7 @@ pub(crate) fn run(args: CallArgs) -> Result<u8> {
     let epoch = epoch(&args, &target)?;
     let sandbox = Sandbox::new(SandboxConfig::default(), epoch)?;
     let tool = sandbox.load_tool(&target.spec)?;
-    let limits = args.limits.limits();
+    let limits = args.limits.limits()?;
     let record = sandbox.call(&tool, args.args.as_bytes(), &limits);
     // After the call: the manifest keeps what a pinned network answered.
     if let Some(file) = &args.write_epoch {

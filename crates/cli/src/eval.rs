@@ -14,7 +14,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use plangate_gate::baseline::naive;
 use plangate_gate::task::{Task, parse_task_line};
 use plangate_harness::{
-    Earlier, Eval, EvalOptions, Finished, Header, Journal, Retried, RetryPlan, RetryReport, World,
+    Earlier, Eval, EvalOptions, EvalRun, Finished, Header, Journal, Retries, RetryReport, World,
     WorldOptions, read_quarantine,
 };
 
@@ -106,18 +106,13 @@ fn progress() -> ProgressBar {
     bar
 }
 
-/// The run's epoch and what it needs besides: the world, the options each phase (and
-/// each retry round) runs with, and the journal.
-struct Setup {
-    catalog: plangate_gate::catalog::Catalog,
-    world_opts: WorldOptions,
-    eval_opts: EvalOptions,
-    world: World,
-    journal: Option<Journal>,
-}
-
-/// Pins (or replays) the epoch for the catalog, and opens the journal.
-fn set_up(args: &EvalArgs, catalog: plangate_gate::catalog::Catalog) -> Result<Setup> {
+/// Pins (or replays) the epoch for the catalog, and opens the journal: the run, its
+/// first epoch and its journal.
+fn set_up<'a>(
+    args: &EvalArgs,
+    catalog: &'a plangate_gate::catalog::Catalog,
+    base_dir: &'a Path,
+) -> Result<(EvalRun<'a>, World, Option<Journal>)> {
     let earlier = journal_to_resume(args.resume, args.io.out.as_deref())?
         .map(|path| Earlier::read(&path).map(|e| (path, e)))
         .transpose()?;
@@ -140,27 +135,9 @@ fn set_up(args: &EvalArgs, catalog: plangate_gate::catalog::Catalog) -> Result<S
     let flags = format!("{flags} {} {:?}", args.io.max_line_bytes, args.shard);
     let world_opts = WorldOptions {
         seed: args.seed,
-        limits: args.limits.limits(),
+        limits: args.limits.limits()?,
         ..WorldOptions::default()
     };
-    let world = World::build(
-        &catalog,
-        &catalog_dir(&args.io.catalog),
-        WorldOptions {
-            manifest,
-            ..world_opts.clone()
-        },
-    )
-    .with_context(|| format!("failed to pin an epoch for {}", args.io.catalog.display()))?;
-    if let Some(file) = &args.write_epoch {
-        write_json(file, world.epoch().manifest())?;
-    }
-    let header = Header::new(
-        "eval",
-        fingerprint("eval", &args.io.catalog, &flags)?,
-        Some(world.epoch().manifest().clone()),
-    );
-    let journal = open_journal(args, &header, earlier)?;
     let mut eval_opts = EvalOptions {
         probe_runs: args.probe_runs,
         decide: args.thresholds.options(),
@@ -170,13 +147,27 @@ fn set_up(args: &EvalArgs, catalog: plangate_gate::catalog::Catalog) -> Result<S
     if let Some(j) = args.jobs {
         eval_opts.jobs = j;
     }
-    Ok(Setup {
+    let run = EvalRun::new(
         catalog,
+        base_dir,
         world_opts,
         eval_opts,
-        world,
-        journal,
-    })
+        args.retry_deferred,
+    )
+    .stop_when(&crate::interrupt::STOP);
+    let world = run
+        .pin(manifest)
+        .with_context(|| format!("failed to pin an epoch for {}", args.io.catalog.display()))?;
+    if let Some(file) = &args.write_epoch {
+        write_json(file, world.epoch().manifest())?;
+    }
+    let header = Header::new(
+        "eval",
+        fingerprint("eval", &args.io.catalog, &flags)?,
+        Some(world.epoch().manifest().clone()),
+    );
+    let journal = open_journal(args, &header, earlier)?;
+    Ok((run, world, journal))
 }
 
 pub(crate) fn run(args: EvalArgs) -> Result<u8> {
@@ -189,20 +180,11 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
     check_outputs(&args, &catalog)?;
     check_shard(&args)?;
     let input = open_samples(&args.io.samples)?;
-    let Setup {
-        catalog,
-        world_opts,
-        eval_opts,
-        world,
-        journal,
-    } = set_up(&args, catalog)?;
+    let base_dir = catalog_dir(&args.io.catalog);
+    let (run, world, journal) = set_up(&args, &catalog, &base_dir)?;
     let setup = started.elapsed();
 
-    let mut eval = Eval::start(&world, &catalog, eval_opts.clone());
-    if let Some(j) = &journal {
-        eval.journal(j);
-    }
-    eval.stop_when(&crate::interrupt::STOP);
+    let eval = run.start(&world, journal.as_ref());
     let probed = started.elapsed();
 
     let source = source_name(&args.io.samples);
@@ -217,19 +199,13 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
     let executed = started.elapsed();
 
     let finished = eval.finish()?;
-    let plan = RetryPlan {
-        catalog: &catalog,
-        base_dir: &catalog_dir(&args.io.catalog),
-        world: world_opts,
-        eval: eval_opts,
-        rounds: args.retry_deferred,
-        stop: Some(&crate::interrupt::STOP),
+    let Retries {
+        retried,
+        report: retry,
+    } = match retry_deferred(&args, &run, &finished, &executed_batch.line_hashes) {
+        Err(e) if interrupted_retry(&e) => return interrupted(journal.as_ref(), &tally),
+        retried => retried?,
     };
-    let (retried, retry) =
-        match retry_deferred(&args, &plan, &finished, &executed_batch.line_hashes) {
-            Err(e) if interrupted_retry(&e) => return interrupted(journal.as_ref(), &tally),
-            retried => retried?,
-        };
     let retry_done = started.elapsed();
     let mut outputs = Outputs::open(
         args.io.out.as_deref(),
@@ -329,7 +305,7 @@ fn write_evidence(
             catalog_sha256: file_digest(&args.io.catalog)?,
             samples_sha256: samples.hex(),
             source: source_name(&args.io.samples),
-            limits: format!("{:?}", args.limits.limits()),
+            limits: format!("{:?}", args.limits.limits()?),
             probe_runs: Some(args.probe_runs as u64),
         },
         &args.thresholds,
@@ -343,12 +319,12 @@ fn write_evidence(
 /// be read a second time, so with `--samples -` there is no retry (and a warning).
 fn retry_deferred(
     args: &EvalArgs,
-    plan: &RetryPlan<'_>,
+    run: &EvalRun<'_>,
     first: &Finished,
     hashes: &[(usize, u64)],
-) -> Result<(BTreeMap<usize, Retried>, Option<RetryReport>)> {
-    if plan.rounds == 0 {
-        return Ok((BTreeMap::new(), None));
+) -> Result<Retries> {
+    if !run.retries() {
+        return Ok(Retries::default());
     }
     // A pipe, a FIFO or standard input cannot be read a second time.
     if !args.io.samples.is_file() {
@@ -356,16 +332,14 @@ fn retry_deferred(
             "plangate: warning: --retry-deferred needs --samples to be a regular file ({} cannot be read a second time); deferred tasks are not retried",
             source_name(&args.io.samples)
         );
-        return Ok((BTreeMap::new(), None));
+        return Ok(Retries::default());
     }
     let mut tasks_at = |lines: &std::collections::BTreeSet<usize>| {
         tasks_at(&args.io.samples, lines, hashes, args.io.max_line_bytes)
             .map_err(|e| format!("{e:#}"))
     };
-    let (retried, report) = plan
-        .run(first, &mut tasks_at)
-        .context("the defer path failed")?;
-    Ok((retried, Some(report)))
+    run.retry(first, &mut tasks_at)
+        .context("the defer path failed")
 }
 
 /// Whether the defer path ended because of an interrupt: the run is then resumed (its

@@ -2,10 +2,7 @@
 //! without executing anything. Streams the samples file line by line, so memory does not
 //! grow with the number of tasks, and accounts for every line in the summary.
 
-use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
-use std::sync::mpsc::{Receiver, SyncSender};
-use std::sync::{Mutex, mpsc};
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
@@ -13,6 +10,7 @@ use plangate_gate::catalog::Catalog;
 use plangate_gate::score::{self, Scored};
 use plangate_gate::seed;
 use plangate_harness::Entry;
+use plangate_harness::pipeline::{self, Feed, InOrder};
 
 use crate::args::{Baseline, IoArgs, ThresholdArgs};
 use crate::files::{Output, Reads, check_outputs, load_catalog, open_out, replaced};
@@ -67,23 +65,14 @@ pub(crate) struct ScoreArgs {
     thresholds: ThresholdArgs,
 }
 
-/// Lines handed to a worker at a time: enough to make the hand-over cheap, few enough
-/// that the lines in flight stay a few megabytes however long the file is.
-const CHUNK: usize = 256;
-
-/// Bytes after which a chunk is handed over whatever its line count, so that long lines
-/// do not multiply into gigabytes in flight (at most one line over this per chunk).
-const CHUNK_BYTES: usize = 1 << 20;
-
-/// Consecutive lines of the input, in one buffer: (line number, byte range) each, or
-/// the length of a line over `--max-line-bytes`. A worker appends their records to
-/// `records`, each with its line ending: a chunk's records cross to the writer as one
-/// buffer, written with one call, where a string per record cost an allocation in the
-/// worker and a free in the writer.
+/// Consecutive lines of the input in one buffer ([`pipeline::Chunk`]: a line over
+/// `--max-line-bytes` is its length), and the records a worker appends for them, each
+/// with its line ending: a chunk's records cross to the writer as one buffer, written
+/// with one call, where a string per record cost an allocation in the worker and a
+/// free in the writer.
 #[derive(Default)]
 struct Chunk {
-    data: Vec<u8>,
-    lines: Vec<(usize, Result<std::ops::Range<usize>, u64>)>,
+    lines: pipeline::Chunk<u64>,
     records: String,
     /// The input through the chunk's last line, hashed for the journal when the run
     /// keeps one: by the reader, which has just copied each line, where hashing them
@@ -91,10 +80,8 @@ struct Chunk {
     prefix: Prefix,
 }
 
-/// A chunk back from a worker: its place in the input, its buffers (emptied once
-/// written), and what each of its lines produced, with where the chunk's records
-/// ended after it.
-type Decided = (usize, Chunk, Vec<(usize, Scored, usize)>);
+/// What each line of a chunk produced, with where the chunk's records ended after it.
+type ChunkScores = Vec<(usize, Scored, usize)>;
 
 /// Everything a line is decided against (the gate's [`score::Scorer`]) and the flags
 /// the pipeline reads; shared read-only by the workers.
@@ -105,13 +92,9 @@ struct Scorer<'a> {
 
 impl Scorer<'_> {
     /// Decides every line of `chunk`, appending the records to its buffer.
-    fn score_chunk(&self, chunk: &mut Chunk) -> Vec<(usize, Scored, usize)> {
-        let Chunk {
-            data,
-            lines,
-            records,
-            ..
-        } = chunk;
+    fn score_chunk(&self, chunk: &mut Chunk) -> ChunkScores {
+        let Chunk { lines, records, .. } = chunk;
+        let pipeline::Chunk { data, lines } = lines;
         lines
             .iter()
             .map(|(number, at)| {
@@ -151,7 +134,7 @@ impl Writer<'_> {
     /// Records that every line of `chunk` is written: its decisions are flushed first,
     /// so a checkpoint never counts bytes a kill could lose.
     fn checkpoint(&mut self, chunk: &Chunk) -> Result<()> {
-        let Some((number, _)) = chunk.lines.last() else {
+        let Some((number, _)) = chunk.lines.lines.last() else {
             return Ok(());
         };
         self.through = *number;
@@ -171,7 +154,7 @@ impl Writer<'_> {
 
     /// Writes a decided chunk's records in order, each line not a task's in its place
     /// among them.
-    fn write(&mut self, chunk: &Chunk, scored: Vec<(usize, Scored, usize)>) -> Result<()> {
+    fn write(&mut self, chunk: &Chunk, scored: ChunkScores) -> Result<()> {
         let tally = &mut self.tally;
         // The chunk's records not written yet start at `from`.
         let mut from = 0;
@@ -229,11 +212,11 @@ fn write_records(out: &mut Output, records: &str) -> Result<()> {
         .context("failed to write decisions")
 }
 
-/// Reads, decides and writes as a pipeline: this thread reads lines into chunks,
-/// `jobs` workers decide them, a writer puts them back in input order. At most
-/// `4 * jobs` chunks are in flight, so memory stays flat, and their buffers go round
-/// (a fresh half-megabyte buffer per chunk cost page faults the profile showed).
-fn pipeline(
+/// Reads, decides and writes as a pipeline ([`pipeline`]): this thread reads lines
+/// into chunks, `jobs` workers decide them, a writer puts them back in input order, and
+/// the chunks' buffers go round (a fresh half-megabyte buffer per chunk cost page
+/// faults the profile showed).
+fn run_pipeline(
     scorer: &Scorer<'_>,
     input: Box<dyn BufRead>,
     writer: &mut Writer<'_>,
@@ -241,30 +224,16 @@ fn pipeline(
     done: &Checkpoint,
     digest: Option<&mut SamplesDigest>,
 ) -> Result<Tally> {
-    let in_flight = 4 * jobs;
     let hash_lines = writer.journal.is_some();
-    let (work_tx, work_rx) = mpsc::sync_channel::<(usize, Chunk)>(in_flight);
-    let work_rx = Mutex::new(work_rx);
-    let (done_tx, done_rx) = mpsc::sync_channel::<Decided>(in_flight);
-    // A credit per chunk in flight, carrying an emptied buffer: reading waits for
-    // writing, not only for deciding.
-    let (credit_tx, credit_rx) = mpsc::sync_channel::<Chunk>(in_flight);
-    for _ in 0..in_flight {
-        credit_tx.send(Chunk::default()).ok();
-    }
+    let worker = || |chunk: &mut Chunk| scorer.score_chunk(chunk);
     std::thread::scope(|s| {
-        for _ in 0..jobs {
-            let (work_rx, done_tx) = (&work_rx, done_tx.clone());
-            s.spawn(move || decide_chunks(scorer, work_rx, &done_tx));
-        }
-        drop(done_tx);
-        let written = s.spawn(move || write_in_order(writer, done_rx, &credit_tx));
-        // Reading ends by dropping `work_tx`, which lets the workers and then the
+        let (feed, in_order) = pipeline::start_scoped(s, jobs, &worker);
+        let written = s.spawn(move || write_in_order(writer, in_order));
+        // Reading ends by dropping the feed, which lets the workers and then the
         // writer finish.
         let read = read_chunks(
             input,
-            &credit_rx,
-            work_tx,
+            feed,
             done,
             scorer.args.io.max_line_bytes,
             digest,
@@ -278,82 +247,53 @@ fn pipeline(
     })
 }
 
-/// A worker: decides chunks until there are no more, or no one takes the results.
-fn decide_chunks(
-    scorer: &Scorer<'_>,
-    work: &Mutex<Receiver<(usize, Chunk)>>,
-    done: &SyncSender<Decided>,
-) {
-    loop {
-        // The lock is held only to take the next chunk, not to decide it.
-        let next = work
-            .lock()
-            .map_err(drop)
-            .and_then(|rx| rx.recv().map_err(drop));
-        let Ok((seq, mut chunk)) = next else { return };
-        let scored = scorer.score_chunk(&mut chunk);
-        if done.send((seq, chunk, scored)).is_err() {
-            return;
-        }
-    }
-}
-
 /// The writer: puts decided chunks back in input order and writes them, handing each
-/// emptied buffer back as a credit for the reader.
+/// emptied buffer back as a spare for the reader.
 fn write_in_order(
     writer: &mut Writer<'_>,
-    done: Receiver<Decided>,
-    credits: &SyncSender<Chunk>,
+    mut in_order: InOrder<Chunk, ChunkScores>,
 ) -> Result<()> {
-    let mut waiting = BTreeMap::new();
-    let mut next = 0;
-    for (seq, chunk, scored) in done {
-        waiting.insert(seq, (chunk, scored));
-        while let Some((mut chunk, scored)) = waiting.remove(&next) {
-            writer.write(&chunk, scored)?;
-            writer.checkpoint(&chunk)?;
-            next += 1;
-            chunk.data.clear();
-            chunk.lines.clear();
-            chunk.records.clear();
-            credits.send(chunk).ok();
+    loop {
+        match in_order.wait_next() {
+            Ok(Some((mut chunk, scored))) => {
+                writer.write(&chunk, scored)?;
+                writer.checkpoint(&chunk)?;
+                chunk.lines.clear();
+                chunk.records.clear();
+                in_order.recycle(chunk);
+            }
+            Ok(None) => return Ok(()),
+            // Every worker has stopped; a chunk still waiting means one before it never
+            // came back, and its lines would be missing from the output.
+            Err(next) => bail!("chunk {next} of the input was never decided"),
         }
     }
-    // Every worker has stopped; a chunk still waiting means one before it never
-    // came back, and its lines would be missing from the output.
-    if !waiting.is_empty() {
-        bail!("chunk {next} of the input was never decided");
-    }
-    Ok(())
 }
 
-/// The reader: cuts the input into chunks of [`CHUNK`] lines, each sent on a credit,
+/// The reader: cuts the input into chunks ([`pipeline::Chunk::is_full`]), each sent on a spare,
 /// and counts the lines (blank ones included) as it goes. Lines an interrupted run
 /// decided (through `done.through`) are only counted; an interrupt stops it with
 /// [`Interrupted`], once the lines already sent are decided. With `hash_lines`, each
 /// chunk carries the journal's hash of the input through its last line.
 fn read_chunks(
     input: Box<dyn BufRead>,
-    credits: &Receiver<Chunk>,
-    work: SyncSender<(usize, Chunk)>,
+    mut feed: Feed<Chunk>,
     done: &Checkpoint,
     max: u64,
     mut digest: Option<&mut SamplesDigest>,
     hash_lines: bool,
 ) -> Result<Tally> {
     let mut tally = Tally::default();
-    let mut seq = 0;
     let mut chunk = Chunk::default();
-    let send = |chunk: &mut Chunk, seq: &mut usize| -> Result<()> {
-        if chunk.lines.is_empty() {
+    let mut send = |chunk: &mut Chunk| -> Result<()> {
+        if chunk.lines.lines.is_empty() {
             return Ok(());
         }
-        // No credit or no worker: the writer stopped (it failed); its error is
+        // No spare or no worker: the writer stopped (it failed); its error is
         // the one reported.
-        if let Ok(empty) = credits.recv()
-            && work.send((*seq, std::mem::replace(chunk, empty))).is_ok()
+        if let Ok(empty) = feed.spare()
+            && feed.send(std::mem::replace(chunk, empty)).is_ok()
         {
-            *seq += 1;
             return Ok(());
         }
         bail!("decisions could not be written")
@@ -384,14 +324,9 @@ fn read_chunks(
             prefix.add(number, line);
             chunk.prefix = prefix;
         }
-        let at = line.map(|line| {
-            let start = chunk.data.len();
-            chunk.data.extend_from_slice(line);
-            start..chunk.data.len()
-        });
-        chunk.lines.push((number, at));
-        if chunk.lines.len() == CHUNK || chunk.data.len() >= CHUNK_BYTES {
-            send(&mut chunk, &mut seq)?;
+        chunk.lines.push(number, line);
+        if chunk.lines.is_full() {
+            send(&mut chunk)?;
         }
         Ok(())
     })?;
@@ -403,7 +338,7 @@ fn read_chunks(
     if tally.lines < done.through {
         return Err(changed());
     }
-    send(&mut chunk, &mut seq)?;
+    send(&mut chunk)?;
     Ok(tally)
 }
 
@@ -488,11 +423,8 @@ pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
         },
         args: &args,
     };
-    let jobs = args
-        .jobs
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-        .max(1);
-    let read = match pipeline(&scorer, input, &mut writer, jobs, &done, digest.as_mut()) {
+    let jobs = args.jobs.unwrap_or_else(plangate_harness::default_jobs);
+    let read = match run_pipeline(&scorer, input, &mut writer, jobs, &done, digest.as_mut()) {
         Err(e) if e.is::<Interrupted>() => return interrupted(writer),
         read => read?,
     };

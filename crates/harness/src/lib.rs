@@ -23,12 +23,14 @@ mod health;
 mod journal;
 mod lines;
 mod observe;
+pub mod pipeline;
 mod probe;
 mod record;
 mod refs;
 mod repeats;
 mod resolver;
 mod retry;
+mod run;
 mod spill;
 mod world;
 
@@ -53,5 +55,8 @@ pub use record::Record;
 pub use refs::{pointer, substitute};
 pub use resolver::{SandboxResolver, resolver_answer};
 pub use retry::{Attempt, Retried, RetryPlan, RetryReport, RetryRound, TasksAt};
+pub use run::{
+    EvalRun, JobsOutOfRange, LimitTooLow, LimitsGiven, MAX_JOBS, Retries, default_jobs, jobs,
+};
 pub use spill::{Entry, Spilled};
 pub use world::{World, WorldOptions};

@@ -1,0 +1,249 @@
+//! One eval run as every front end makes it (`plangate eval`, `plangate demo`,
+//! `plangate.eval`): its options with their defaults and checks, the epoch pinned or
+//! replayed, phase one started with its stop flag and journal, and the defer path's
+//! rounds after phase two. The front ends feed the lines and keep their own files,
+//! progress and interrupts; the order of the phases and the retry live here once.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+
+use plangate_gate::catalog::Catalog;
+use plangate_sandbox::{EpochManifest, Limits};
+
+use crate::error::HarnessError;
+use crate::eval::{Decided, Eval, EvalOptions, Finished};
+use crate::journal::Journal;
+use crate::retry::{Retried, RetryPlan, RetryReport, TasksAt};
+use crate::world::{World, WorldOptions};
+
+/// Most worker threads a run takes: more is a typo, and each thread reserves a stack
+/// and, in the sandbox, instance slots.
+pub const MAX_JOBS: usize = 1024;
+
+/// A thread count out of range (`jobs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("expected a number of threads from 1 to {MAX_JOBS}")]
+pub struct JobsOutOfRange;
+
+/// Worker threads for a run: `asked`, checked, or one per core.
+pub fn jobs(asked: Option<usize>) -> Result<usize, JobsOutOfRange> {
+    match asked {
+        Some(n) if (1..=MAX_JOBS).contains(&n) => Ok(n),
+        Some(_) => Err(JobsOutOfRange),
+        None => Ok(default_jobs()),
+    }
+}
+
+/// One worker thread per core (one when the core count cannot be read).
+pub fn default_jobs() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// A per-call limit that cannot run anything.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{name}: at least 1")]
+pub struct LimitTooLow {
+    /// The limit's name as the front ends spell it (`fuel`, `memory_mb`, `timeout_ms`).
+    pub name: &'static str,
+}
+
+/// Per-call limits as a user gives them: each one unset takes the sandbox's default.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LimitsGiven {
+    /// Fuel per call: the deterministic CPU budget.
+    pub fuel: Option<u64>,
+    /// Linear memory per call, MiB.
+    pub memory_mb: Option<u64>,
+    /// Wall time per call, ms: a safety net; fuel is the deterministic bound.
+    pub timeout_ms: Option<u64>,
+    /// Bytes of stdout (and of stderr) kept before a call ends as `output_limit`.
+    pub output_bytes: Option<usize>,
+}
+
+impl LimitsGiven {
+    /// The limits, each at least 1 where 0 would fail every call (no fuel, no memory,
+    /// no time) and so judge nothing.
+    pub fn limits(&self) -> Result<Limits, LimitTooLow> {
+        let d = Limits::default();
+        let at_least_1 = |name: &'static str, v: Option<u64>, default: u64| match v {
+            Some(0) => Err(LimitTooLow { name }),
+            v => Ok(v.unwrap_or(default)),
+        };
+        Ok(Limits {
+            fuel: at_least_1("fuel", self.fuel, d.fuel)?,
+            memory_mb: at_least_1("memory_mb", self.memory_mb, d.memory_mb)?,
+            wall_ms: at_least_1("timeout_ms", self.timeout_ms, d.wall_ms)?,
+            output_bytes: self.output_bytes.unwrap_or(d.output_bytes),
+        })
+    }
+}
+
+/// What the defer path did: each retried task's last decision by input line, and the
+/// report (`None` when the run retries nothing).
+#[derive(Debug, Default)]
+pub struct Retries {
+    /// The last decision of each task retried, by input line.
+    pub retried: BTreeMap<usize, Retried>,
+    /// The rounds and how the deferrals ended; `None` with no rounds.
+    pub report: Option<RetryReport>,
+}
+
+/// One eval run: the catalog, the folder its paths are relative to, how its epochs
+/// are pinned and its tasks executed and decided, and how many defer-path rounds
+/// follow.
+#[derive(Debug, Clone)]
+pub struct EvalRun<'a> {
+    catalog: &'a Catalog,
+    base_dir: &'a Path,
+    world: WorldOptions,
+    eval: EvalOptions,
+    retry_rounds: usize,
+    stop: Option<&'a AtomicBool>,
+}
+
+impl<'a> EvalRun<'a> {
+    /// A run of `catalog` (paths relative to `base_dir`), its first epoch pinned with
+    /// `world` (the manifest to replay, if any, is given to [`EvalRun::pin`]), executed
+    /// and decided with `eval`, followed by `retry_rounds` defer-path rounds at most.
+    pub fn new(
+        catalog: &'a Catalog,
+        base_dir: &'a Path,
+        world: WorldOptions,
+        eval: EvalOptions,
+        retry_rounds: usize,
+    ) -> Self {
+        EvalRun {
+            catalog,
+            base_dir,
+            world: WorldOptions {
+                manifest: None,
+                ..world
+            },
+            eval,
+            retry_rounds,
+            stop: None,
+        }
+    }
+
+    /// Stops the run when `flag` is set (Ctrl-C): phase one stops taking calls, and a
+    /// retry round ends with [`HarnessError::Interrupted`].
+    pub fn stop_when(mut self, flag: &'a AtomicBool) -> Self {
+        self.stop = Some(flag);
+        self
+    }
+
+    /// The catalog the run executes.
+    pub fn catalog(&self) -> &'a Catalog {
+        self.catalog
+    }
+
+    /// Whether the defer path runs after phase two.
+    pub fn retries(&self) -> bool {
+        self.retry_rounds > 0
+    }
+
+    /// Pins the first epoch, or replays `manifest` (an earlier run's).
+    pub fn pin(&self, manifest: Option<EpochManifest>) -> Result<World, HarnessError> {
+        World::build(
+            self.catalog,
+            self.base_dir,
+            WorldOptions {
+                manifest,
+                ..self.world.clone()
+            },
+        )
+    }
+
+    /// Phase one in `world`: every tool declared deterministic probed, and the
+    /// executor ready for the lines, with the run's stop flag and `journal` (the calls
+    /// an interrupted run made, and where this run's go).
+    pub fn start<'w>(&'w self, world: &'w World, journal: Option<&'w Journal>) -> Eval<'w> {
+        let mut eval = Eval::start(world, self.catalog, self.eval.clone());
+        if let Some(j) = journal {
+            eval.journal(j);
+        }
+        if let Some(stop) = self.stop {
+            eval.stop_when(stop);
+        }
+        eval
+    }
+
+    /// The defer path after phase two: the retryable deferrals of `first` executed
+    /// again, round after round, each in a fresh epoch with every source pinned.
+    /// `tasks_at` reads the tasks on given input lines again.
+    pub fn retry(
+        &self,
+        first: &Finished,
+        tasks_at: &mut TasksAt<'_>,
+    ) -> Result<Retries, HarnessError> {
+        if !self.retries() {
+            return Ok(Retries::default());
+        }
+        let (retried, report) = self.plan().run(first, tasks_at)?;
+        Ok(Retries {
+            retried,
+            report: Some(report),
+        })
+    }
+
+    /// [`EvalRun::retry`] from decisions already taken out of the first epoch's
+    /// [`Finished`] (`epoch_id` is that epoch's). With no rounds, the report is an
+    /// empty one, not `None`: a caller that always shows the defer path shows zeros.
+    pub fn retry_from(
+        &self,
+        epoch_id: &str,
+        decisions: impl IntoIterator<Item = Result<Decided, HarnessError>>,
+        tasks_at: &mut TasksAt<'_>,
+    ) -> Result<(BTreeMap<usize, Retried>, RetryReport), HarnessError> {
+        self.plan().run_from(epoch_id, decisions, tasks_at)
+    }
+
+    fn plan(&self) -> RetryPlan<'_> {
+        RetryPlan {
+            catalog: self.catalog,
+            base_dir: self.base_dir,
+            world: self.world.clone(),
+            eval: self.eval.clone(),
+            rounds: self.retry_rounds,
+            stop: self.stop,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jobs_are_checked_and_default_to_the_cores() {
+        assert_eq!(jobs(Some(3)), Ok(3));
+        assert_eq!(jobs(Some(0)), Err(JobsOutOfRange));
+        assert_eq!(jobs(Some(MAX_JOBS + 1)), Err(JobsOutOfRange));
+        assert!(jobs(None).unwrap() >= 1);
+        assert_eq!(
+            JobsOutOfRange.to_string(),
+            "expected a number of threads from 1 to 1024"
+        );
+    }
+
+    #[test]
+    fn a_zero_limit_is_refused_by_name_and_unset_ones_default() {
+        let d = Limits::default();
+        assert_eq!(LimitsGiven::default().limits().unwrap(), d);
+        let zero = LimitsGiven {
+            memory_mb: Some(0),
+            ..LimitsGiven::default()
+        };
+        assert_eq!(
+            zero.limits().unwrap_err().to_string(),
+            "memory_mb: at least 1"
+        );
+        // Zero bytes of output is a real limit: the call's output is all cut.
+        let quiet = LimitsGiven {
+            output_bytes: Some(0),
+            ..LimitsGiven::default()
+        };
+        assert_eq!(quiet.limits().unwrap().output_bytes, 0);
+    }
+}
