@@ -11,7 +11,7 @@ use crate::catalog::Catalog;
 use crate::decide::{Verdict, modal};
 use crate::jcs::{Style, print_text};
 use crate::json::{Number, Value};
-use crate::task::{Arguments, Form, Keys, Observed, Payload, Task, per_sample};
+use crate::task::{Arguments, Form, KeyInterner, Observed, Payload, Task, per_sample};
 
 /// `ToolSchema` of the seed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -279,7 +279,7 @@ fn seed_shape(task: &Task, catalog: &Catalog) -> Result<SeedTool, String> {
 /// a string), without copying them out: each distinct result text is printed once,
 /// straight from the text.
 fn task_agreements(task: &Task) -> (f64, f64) {
-    let (mut args, mut results) = (Keys::new(Dumps), Keys::new(Dumps));
+    let (mut args, mut results) = (KeyInterner::new(Dumps), KeyInterner::new(Dumps));
     let keys: Vec<Option<(u32, u32)>> = per_sample(
         &task.samples,
         |_| true,
@@ -298,7 +298,7 @@ fn task_agreements(task: &Task) -> (f64, f64) {
 
 /// The id of a call's result under `json.dumps` equality, printed from its text only
 /// where its fingerprint meets another's.
-fn result_id<'a>(results: &mut Keys<'a, Dumps>, o: &'a Observed) -> u32 {
+fn result_id<'a>(results: &mut KeyInterner<'a, Dumps>, o: &'a Observed) -> u32 {
     match o {
         Observed::Result(p) => results.payload(p),
         other => results.id(other
@@ -311,7 +311,7 @@ fn result_id<'a>(results: &mut Keys<'a, Dumps>, o: &'a Observed) -> u32 {
 /// public only so `tests/props.rs` can hold them to the ids of `json.dumps` forms.
 #[doc(hidden)]
 pub fn dumps_result_ids(results: &[Observed]) -> Vec<u32> {
-    let mut keys = Keys::new(Dumps);
+    let mut keys = KeyInterner::new(Dumps);
     results.iter().map(|o| result_id(&mut keys, o)).collect()
 }
 

@@ -9,7 +9,7 @@ use super::Payload;
 use crate::jcs::{Fingerprint, fingerprint};
 use crate::json::Value;
 
-/// A printed form of JSON that [`Keys`] compare by, from a value or a result payload
+/// A printed form of JSON that a [`KeyInterner`] compares by, from a value or a result payload
 /// (printed from its text when it has one).
 pub(crate) trait Form {
     /// Whether payloads are told apart by their [`Fingerprint`]s before printing: true
@@ -29,9 +29,9 @@ pub(crate) trait Form {
 }
 
 /// RFC 8785 as a [`Form`].
-pub(crate) struct Jcs;
+pub(crate) struct Rfc8785Form;
 
-impl Form for Jcs {
+impl Form for Rfc8785Form {
     const FINGERPRINTS: bool = true;
     fn of_value(&self, v: &Value) -> String {
         crate::jcs::to_string(v)
@@ -46,23 +46,23 @@ impl Form for Jcs {
 /// told apart from the others by its [`Fingerprint`], printed only when another key
 /// has the same one; comparing ids is cheaper than comparing printed results of
 /// hundreds of bytes.
-pub(crate) struct Keys<'a, F> {
-    table: Table<'a, F>,
+pub(crate) struct KeyInterner<'a, F> {
+    table: IdsByForm<'a, F>,
     next: u32,
-    texts: Recent<&'a str, u32>,
-    values: Recent<&'a Value, u32>,
-    calls: Recent<(&'a str, Arc<Value>), u32>,
+    texts: BoundedMemo<&'a str, u32>,
+    values: BoundedMemo<&'a Value, u32>,
+    calls: BoundedMemo<(&'a str, Arc<Value>), u32>,
 }
 
-impl<'a, F: Form> Keys<'a, F> {
+impl<'a, F: Form> KeyInterner<'a, F> {
     /// Ids of keys; values and payloads are keyed by their `form`.
     pub(crate) fn new(form: F) -> Self {
-        Keys {
-            table: Table::new(form),
+        KeyInterner {
+            table: IdsByForm::new(form),
             next: 0,
-            texts: Recent::new(),
-            values: Recent::new(),
-            calls: Recent::new(),
+            texts: BoundedMemo::new(),
+            values: BoundedMemo::new(),
+            calls: BoundedMemo::new(),
         }
     }
 
@@ -110,7 +110,7 @@ impl<'a, F: Form> Keys<'a, F> {
 /// over printed are fingerprinted from their text then. Where two fingerprints meet,
 /// both keys are printed and compared by form: a hash never decides that two
 /// results agree, so no tool can make different results agree by writing a collision.
-pub(crate) struct Table<'a, F> {
+pub(crate) struct IdsByForm<'a, F> {
     /// Printed forms and their ids.
     ids: BTreeMap<String, u32>,
     /// The first key, not printed yet, and its id.
@@ -127,10 +127,10 @@ pub(crate) struct Table<'a, F> {
     form: F,
 }
 
-impl<'a, F: Form> Table<'a, F> {
+impl<'a, F: Form> IdsByForm<'a, F> {
     /// An empty table keying by `form`.
     pub(crate) fn new(form: F) -> Self {
-        Table {
+        IdsByForm {
             ids: BTreeMap::new(),
             waiting: None,
             hashes: Slots::default(),
@@ -255,24 +255,24 @@ impl<'a, F: Form> Table<'a, F> {
     }
 }
 
-/// The last few distinct things a task computed, found again by equality. Samples
+/// The first few distinct things a task computed, found again by equality. Samples
 /// repeat a handful of calls and results, so a short list catches them; its bound
 /// keeps a task of thousands of distinct calls linear (each lookup is at most
-/// [`Recent::CAP`] comparisons, and what does not fit is simply computed again).
-pub(crate) struct Recent<K, V>(Vec<(K, V)>);
+/// [`BoundedMemo::CAP`] comparisons, and what does not fit is simply computed again).
+pub(crate) struct BoundedMemo<K, V>(Vec<(K, V)>);
 
-impl<K: PartialEq, V: Clone> Recent<K, V> {
+impl<K: PartialEq, V: Clone> BoundedMemo<K, V> {
     const CAP: usize = 64;
 
     /// An empty list.
     pub(crate) fn new() -> Self {
-        Recent(Vec::new())
+        BoundedMemo(Vec::new())
     }
 
     /// An empty list with room for the `n` things a caller expects to keep (never
     /// more than it keeps), so it is allocated once instead of grown.
     pub(crate) fn with_room(n: usize) -> Self {
-        Recent(Vec::with_capacity(n.min(Self::CAP)))
+        BoundedMemo(Vec::with_capacity(n.min(Self::CAP)))
     }
 
     /// What was computed for a key equal to `key`, or `compute`'s answer, kept while
@@ -290,27 +290,27 @@ impl<K: PartialEq, V: Clone> Recent<K, V> {
 }
 
 /// A task's small map: a task has a handful of tool names, or of fingerprints in a
-/// [`Table`], found in a short list; past [`FEW`] of them (a hostile line of thousands),
+/// [`IdsByForm`], found in a short list; past [`SMALL_MAP_LIST_LEN`] of them (a hostile line of thousands),
 /// a map keeps each search from growing with them. A map for the few would cost an
 /// allocation and its freeing per task, for every task.
-pub(crate) struct Few<K, V> {
+pub(crate) struct SmallMap<K, V> {
     listed: Vec<(K, V)>,
     more: BTreeMap<K, V>,
 }
 
-/// Keys a [`Few`] finds in its short list.
-pub(crate) const FEW: usize = 16;
+/// Keys a [`SmallMap`] finds in its short list.
+pub(crate) const SMALL_MAP_LIST_LEN: usize = 16;
 
-impl<K, V> Default for Few<K, V> {
+impl<K, V> Default for SmallMap<K, V> {
     fn default() -> Self {
-        Few {
+        SmallMap {
             listed: Vec::new(),
             more: BTreeMap::new(),
         }
     }
 }
 
-impl<K: Ord + Copy, V> Few<K, V> {
+impl<K: Ord + Copy, V> SmallMap<K, V> {
     pub(crate) fn len(&self) -> usize {
         self.listed.len() + self.more.len()
     }
@@ -324,7 +324,7 @@ impl<K: Ord + Copy, V> Few<K, V> {
         if let Some(i) = self.listed.iter().position(|(k, _)| *k == key) {
             return &mut self.listed[i].1;
         }
-        if self.listed.len() < FEW {
+        if self.listed.len() < SMALL_MAP_LIST_LEN {
             self.listed.push((key, value()));
             return &mut self.listed.last_mut().expect("just pushed").1;
         }
@@ -336,11 +336,11 @@ impl<K: Ord + Copy, V> Few<K, V> {
     }
 }
 
-/// A [`Table`]'s fingerprints, each with the one key of that fingerprint not printed
+/// An [`IdsByForm`]'s fingerprints, each with the one key of that fingerprint not printed
 /// yet (None: printed).
-type Slots<'a> = Few<u64, Option<(Waiting<'a>, u32)>>;
+type Slots<'a> = SmallMap<u64, Option<(Waiting<'a>, u32)>>;
 
-/// What [`Table`] keyed and has not printed yet.
+/// What [`IdsByForm`] keyed and has not printed yet.
 #[derive(Clone)]
 enum Waiting<'a> {
     Value(&'a Value),
@@ -377,12 +377,12 @@ mod tests {
     use super::*;
     use crate::task::{Observed, PayloadRepr, parse_task_line, result_ids};
 
-    /// Past the short list of fingerprints a table keeps ([`FEW`]), results are
+    /// Past the short list of fingerprints an [`IdsByForm`] keeps ([`SMALL_MAP_LIST_LEN`]), results are
     /// told apart and found again as before: equal results one id, distinct ones their
     /// own, whichever of the list or the map holds them.
     #[test]
     fn many_distinct_results_keep_their_ids() {
-        let n = 3 * FEW;
+        let n = 3 * SMALL_MAP_LIST_LEN;
         let result = |i: usize| {
             let text = format!("{{\"n\":{i},\"s\":\"r{i}\"}}");
             Observed::Result(Payload::from(crate::json::parse(&text).unwrap()))
@@ -460,7 +460,7 @@ mod tests {
         for first in 0..observed.len() {
             // Every order of arrival, each result first once.
             let order: Vec<usize> = (first..observed.len()).chain(0..first).collect();
-            let mut keys = Keys::new(Jcs);
+            let mut keys = KeyInterner::new(Rfc8785Form);
             let mut ids = vec![None; observed.len()];
             for &i in &order {
                 ids[i] = observed[i].key_id(&mut keys);
@@ -480,7 +480,7 @@ mod tests {
             .map(|t| crate::json::parse(t).unwrap())
             .collect();
         for first in 0..values.len() {
-            let mut keys = Keys::new(Jcs);
+            let mut keys = KeyInterner::new(Rfc8785Form);
             let mut ids = [0; 3];
             for i in (first..values.len()).chain(0..first) {
                 ids[i] = keys.value(&values[i]);
@@ -493,11 +493,11 @@ mod tests {
     /// Repeats are found again; past the bound new things are computed every time and
     /// the list stops growing, so a task of many distinct calls stays linear.
     #[test]
-    fn recent_remembers_a_bounded_few() {
+    fn bounded_memo_remembers_a_bounded_few() {
         let computed = std::cell::Cell::new(0);
-        let mut recent: Recent<u32, u32> = Recent::new();
+        let mut memo: BoundedMemo<u32, u32> = BoundedMemo::new();
         let mut get = |k: u32| {
-            recent.get_or(k, || {
+            memo.get_or(k, || {
                 computed.set(computed.get() + 1);
                 k * 10
             })
@@ -516,6 +516,6 @@ mod tests {
         );
         assert_eq!(get(5), 50);
         assert_eq!(computed.get(), before + 1, "5 fit within the first 64");
-        assert_eq!(recent.0.len(), Recent::<u32, u32>::CAP);
+        assert_eq!(memo.0.len(), BoundedMemo::<u32, u32>::CAP);
     }
 }

@@ -18,7 +18,7 @@ use crate::jcs::{Fingerprint, fingerprint};
 use crate::json::{Duplicates, Object, Value, parse_str_with};
 
 pub use general::{parse_task_line_general, task_from_value};
-pub(crate) use keys::{Few, Form, Jcs, Keys, Recent, Table};
+pub(crate) use keys::{BoundedMemo, Form, IdsByForm, KeyInterner, Rfc8785Form, SmallMap};
 
 /// Ground truth attached to a task by an eval team.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -146,7 +146,7 @@ pub fn parse_task_line(line: &[u8]) -> Result<Task, TaskError> {
 /// forms.
 #[doc(hidden)]
 pub fn result_ids(results: &[Observed]) -> Vec<Option<u32>> {
-    let mut keys = Keys::new(Jcs);
+    let mut keys = KeyInterner::new(Rfc8785Form);
     results.iter().map(|o| o.key_id(&mut keys)).collect()
 }
 
@@ -206,7 +206,7 @@ impl Observed {
     }
 
     /// The id of [`Observed::key`] in `keys`, a result's text looked up first.
-    pub(crate) fn key_id<'a>(&'a self, keys: &mut Keys<'a, impl Form>) -> Option<u32> {
+    pub(crate) fn key_id<'a>(&'a self, keys: &mut KeyInterner<'a, impl Form>) -> Option<u32> {
         match self {
             Observed::Result(p) => Some(keys.payload(p)),
             other => other.key().map(|k| keys.id(k)),
@@ -254,8 +254,8 @@ impl Payload {
     }
 
     /// The [`Fingerprint`] of the result's forms, computed from its text once (from the
-    /// value, for a result built as one); None for one that has none. Keys tell results
-    /// apart by it without printing them.
+    /// value, for a result built as one); None for one that has none. A [`KeyInterner`]
+    /// tells results apart by it without printing them.
     pub(crate) fn fingerprint(&self) -> Option<Fingerprint> {
         match &self.0 {
             PayloadRepr::Value(v) => crate::jcs::fingerprint_value(v),
@@ -345,7 +345,7 @@ pub(crate) fn per_sample<'a, T: Clone>(
     mut per: impl FnMut(usize, &'a Sample) -> T,
 ) -> Vec<T> {
     let mut out: Vec<T> = Vec::with_capacity(samples.len());
-    let mut firsts: Recent<*const Sample, usize> = Recent::with_room(samples.len());
+    let mut firsts: BoundedMemo<*const Sample, usize> = BoundedMemo::with_room(samples.len());
     for (i, sample) in samples.iter().enumerate() {
         let first = firsts.get_or(Arc::as_ptr(sample), || i);
         let answer = match out.get(first) {
