@@ -6,9 +6,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::convert::GateJson;
 use crate::hints::Hints;
 use crate::json::{Object, Value};
+use crate::serde_bridge::GateJson;
 
 /// Where a catalog field went wrong: a path such as `tools[3].parameters`, and what.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -920,7 +920,7 @@ fn compile(schema: &Value, field: &str) -> Result<Compiled, Vec<CatalogError>> {
     if !long.is_empty() {
         return Err(long);
     }
-    let s = crate::convert::to_serde(schema);
+    let s = crate::serde_bridge::to_serde(schema);
     if let Ok(meta) = jsonschema::meta::validator_for(&s) {
         let mut problems: Vec<CatalogError> = Vec::new();
         for e in meta.iter_errors(&s) {

@@ -331,7 +331,7 @@ pub struct PlanStep {
     pub tool: String,
     /// Canonical arguments, as their RFC 8785 text: the record writes it as it is, and
     /// serde as raw JSON (checked then, not each time a decision is made).
-    #[serde(serialize_with = "crate::convert::verbatim")]
+    #[serde(serialize_with = "crate::serde_bridge::verbatim")]
     pub arguments: String,
 }
 
