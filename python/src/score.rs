@@ -1,4 +1,4 @@
-//! `plangate.score`: the gate's [`Scorer`] over a samples file or a Python iterable,
+//! `plangate.score`: the gate's [`LineScorer`] over a samples file or a Python iterable,
 //! as an iterator of decision records. Lines go to worker threads in chunks (the GIL
 //! released while they score, and pickle the chunk's records); records come back in
 //! input order, a chunk at a time, turned into dicts by one `pickle.loads` each.
@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use plangate_gate::catalog::Catalog;
 use plangate_gate::decide::Options;
-use plangate_gate::score::{Decided, Scored, Scorer, bad_line_record};
+use plangate_gate::score::{DecidedLine, LineScorer, Scored, bad_line_record};
 use plangate_gate::seed::{self, SeedOptions};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -25,7 +25,7 @@ use crate::samples::{After, Chunk, Input};
 struct Shared {
     catalog: Catalog,
     opts: Options,
-    seed_compat: Option<seed::Entry>,
+    seed_compat: Option<seed::EntryPoint>,
     max_line_bytes: u64,
 }
 
@@ -83,8 +83,8 @@ impl Scores {
         .options()?;
         let seed_compat = match seed_compat {
             None => None,
-            Some("gate") => Some(seed::Entry::GateOrRaise),
-            Some("classify") => Some(seed::Entry::ClassifyPlan),
+            Some("gate") => Some(seed::EntryPoint::GateOrRaise),
+            Some("classify") => Some(seed::EntryPoint::ClassifyPlan),
             Some(other) => {
                 return Err(PyValueError::new_err(format!(
                     "seed_compat: expected \"gate\" or \"classify\", got {other:?}"
@@ -322,11 +322,11 @@ fn score_chunks(
     work: &Mutex<Receiver<(usize, Chunk)>>,
     done: &Sender<(usize, Encoded)>,
 ) {
-    let scorer = Scorer {
+    let scorer = LineScorer {
         seed_compat: shared
             .seed_compat
             .map(|entry| (entry, SeedOptions::from_gate(&shared.opts))),
-        ..Scorer::new(&shared.catalog, shared.opts)
+        ..LineScorer::new(&shared.catalog, shared.opts)
     };
     loop {
         // The lock is held only to take the next chunk, not to score it.
@@ -341,14 +341,16 @@ fn score_chunks(
         for (number, at) in &chunk.lines {
             let decided = match at {
                 Ok(range) => scorer.decide_guarded(&chunk.data[range.clone()], &mut text),
-                Err(unread) => Decided::Scored(Scored::Bad(unread.error(shared.max_line_bytes))),
+                Err(unread) => {
+                    DecidedLine::Scored(Scored::Bad(unread.error(shared.max_line_bytes)))
+                }
             };
             records.push(match decided {
-                Decided::Gate(d, _) => Record::Decision(d),
-                Decided::Scored(Scored::Record(..)) => Record::Text(std::mem::take(&mut text)),
-                Decided::Scored(Scored::Bad(e)) => Record::Text(bad_line_record(*number, &e)),
+                DecidedLine::Gate(d, _) => Record::Decision(d),
+                DecidedLine::Scored(Scored::Record(..)) => Record::Text(std::mem::take(&mut text)),
+                DecidedLine::Scored(Scored::Bad(e)) => Record::Text(bad_line_record(*number, &e)),
                 // This scorer is never a shard's: it decides every line.
-                Decided::Scored(Scored::Other | Scored::Kept(_)) => {
+                DecidedLine::Scored(Scored::Other | Scored::Kept(_)) => {
                     unreachable!("plangate.score runs no shard")
                 }
             });

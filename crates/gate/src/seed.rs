@@ -157,7 +157,7 @@ fn gate_counted(
 
 /// Which of the seed's two entry points a task goes through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Entry {
+pub enum EntryPoint {
     /// [`gate_or_raise`]: refuses a declared-deterministic tool that was not verified.
     GateOrRaise,
     /// [`classify_plan`]: classifies whatever the tool's state.
@@ -217,7 +217,7 @@ impl SeedOutcome {
 /// per sample; any other task is refused as [`Refusal::Unsupported`], naming the first
 /// sample that breaks the shape. A task's own `epoch_fixed` overrides
 /// `opts.fixed_epoch`.
-pub fn judge(task: &Task, catalog: &Catalog, entry: Entry, opts: &SeedOptions) -> SeedOutcome {
+pub fn judge(task: &Task, catalog: &Catalog, entry: EntryPoint, opts: &SeedOptions) -> SeedOutcome {
     let tool = match seed_shape(task, catalog) {
         Ok(tool) => tool,
         Err(message) => {
@@ -234,8 +234,8 @@ pub fn judge(task: &Task, catalog: &Catalog, entry: Entry, opts: &SeedOptions) -
     let n = task.samples.len();
     let agree = || task_agreements(task);
     let decided = match entry {
-        Entry::GateOrRaise => gate_counted(&tool, n, agree, &opts),
-        Entry::ClassifyPlan => classify_counted(&tool, n, agree, &opts),
+        EntryPoint::GateOrRaise => gate_counted(&tool, n, agree, &opts),
+        EntryPoint::ClassifyPlan => classify_counted(&tool, n, agree, &opts),
     };
     match decided {
         Ok(decision) => SeedOutcome::Decided {
@@ -527,7 +527,7 @@ mod tests {
     }
 
     /// `w` is declared deterministic and verified, `u` declared but not probed.
-    fn judge_line(line: &str, entry: Entry) -> SeedOutcome {
+    fn judge_line(line: &str, entry: EntryPoint) -> SeedOutcome {
         let catalog = Catalog::from_value(
             &parse(
                 r#"[{"name":"w","input_schema":{"type":"object"},
@@ -567,7 +567,7 @@ mod tests {
         let two = format!("{call},{call}");
         let l = line(&[&two, call, call, call, call], "");
         assert_eq!(
-            judge_line(&l, Entry::GateOrRaise),
+            judge_line(&l, EntryPoint::GateOrRaise),
             refused(
                 Refusal::Unsupported,
                 "samples[0] has 2 calls; the seed's gate takes exactly one call per sample"
@@ -576,7 +576,7 @@ mod tests {
         let other = r#"{"tool":"u","arguments":{},"result":1}"#;
         let l = line(&[call, call, call, call, other], "");
         assert_eq!(
-            judge_line(&l, Entry::ClassifyPlan),
+            judge_line(&l, EntryPoint::ClassifyPlan),
             refused(
                 Refusal::Unsupported,
                 r#"samples[4] calls "u", not "w"; the seed's gate takes one tool per task"#
@@ -584,7 +584,7 @@ mod tests {
         );
         let l = line(&[r#"{"tool":"x","arguments":{},"result":1}"#; 5], "");
         assert_eq!(
-            judge_line(&l, Entry::GateOrRaise),
+            judge_line(&l, EntryPoint::GateOrRaise),
             refused(Refusal::Unsupported, r#"tool "x" is not in the catalog"#)
         );
     }
@@ -593,13 +593,13 @@ mod tests {
     fn the_seed_refuses_or_decides_by_its_entry_point() {
         let unprobed = line(&[r#"{"tool":"u","arguments":{"a":1},"result":1}"#; 5], "");
         assert_eq!(
-            judge_line(&unprobed, Entry::GateOrRaise),
+            judge_line(&unprobed, EntryPoint::GateOrRaise),
             refused(
                 Refusal::HallucinationGateError,
                 "tool 'u' declared deterministic but not probed this epoch; refusing to score"
             )
         );
-        let decided = judge_line(&unprobed, Entry::ClassifyPlan);
+        let decided = judge_line(&unprobed, EntryPoint::ClassifyPlan);
         assert_eq!(
             decided,
             SeedOutcome::Decided {
@@ -616,7 +616,7 @@ mod tests {
             &[r#"{"tool":"w","arguments":{},"result":1}"#; 5],
             r#","epoch_fixed":false"#,
         );
-        let outcome = judge_line(&unfixed, Entry::GateOrRaise);
+        let outcome = judge_line(&unfixed, EntryPoint::GateOrRaise);
         assert_eq!(outcome.verdict(), None);
         assert_eq!(
             outcome,
