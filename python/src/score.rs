@@ -1,4 +1,4 @@
-//! `plangate.score`: the gate's [`Scorer`] over a samples file or a Python iterable,
+//! `plangate.score`: the gate's [`LineScorer`] over a samples file or a Python iterable,
 //! as an iterator of decision records. Lines go to worker threads in chunks (the GIL
 //! released while they score, and pickle the chunk's records); records come back in
 //! input order, a chunk at a time, turned into dicts by one `pickle.loads` each.
@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use plangate_gate::catalog::Catalog;
 use plangate_gate::decide::Options;
-use plangate_gate::score::{Decided, Scored, Scorer, bad_line_record};
+use plangate_gate::score::{DecidedLine, LineScorer, Scored, bad_line_record};
 use plangate_gate::seed::{self, SeedOptions};
 use plangate_harness::pipeline::{self, Feed, InOrder, Waiting};
 use pyo3::exceptions::PyValueError;
@@ -25,7 +25,7 @@ use crate::samples::{After, Chunk, Input};
 struct Shared {
     catalog: Catalog,
     opts: Options,
-    seed_compat: Option<seed::Entry>,
+    seed_compat: Option<seed::EntryPoint>,
     max_line_bytes: u64,
 }
 
@@ -80,8 +80,8 @@ impl Scores {
         .options()?;
         let seed_compat = match seed_compat {
             None => None,
-            Some("gate") => Some(seed::Entry::GateOrRaise),
-            Some("classify") => Some(seed::Entry::ClassifyPlan),
+            Some("gate") => Some(seed::EntryPoint::GateOrRaise),
+            Some("classify") => Some(seed::EntryPoint::ClassifyPlan),
             Some(other) => {
                 return Err(PyValueError::new_err(format!(
                     "seed_compat: expected \"gate\" or \"classify\", got {other:?}"
@@ -303,11 +303,11 @@ impl Drop for GcPause<'_> {
 /// The gate's scorer is made per chunk: its tool states are a few small allocations,
 /// against a chunk's hundreds of lines.
 fn score_chunk(shared: &Shared, chunk: &mut Chunk) -> Encoded {
-    let scorer = Scorer {
+    let scorer = LineScorer {
         seed_compat: shared
             .seed_compat
             .map(|entry| (entry, SeedOptions::from_gate(&shared.opts))),
-        ..Scorer::new(&shared.catalog, shared.opts)
+        ..LineScorer::new(&shared.catalog, shared.opts)
     };
     let mut records = Vec::with_capacity(chunk.lines.len());
     // A `--seed-compat` record's text; taken by each record written to it.
@@ -315,14 +315,14 @@ fn score_chunk(shared: &Shared, chunk: &mut Chunk) -> Encoded {
     for (number, at) in &chunk.lines {
         let decided = match at {
             Ok(range) => scorer.decide_guarded(&chunk.data[range.clone()], &mut text),
-            Err(unread) => Decided::Scored(Scored::Bad(unread.error(shared.max_line_bytes))),
+            Err(unread) => DecidedLine::Scored(Scored::Bad(unread.error(shared.max_line_bytes))),
         };
         records.push(match decided {
-            Decided::Gate(d, _) => Record::Decision(d),
-            Decided::Scored(Scored::Record(..)) => Record::Text(std::mem::take(&mut text)),
-            Decided::Scored(Scored::Bad(e)) => Record::Text(bad_line_record(*number, &e)),
+            DecidedLine::Gate(d, _) => Record::Decision(d),
+            DecidedLine::Scored(Scored::Record(..)) => Record::Text(std::mem::take(&mut text)),
+            DecidedLine::Scored(Scored::Bad(e)) => Record::Text(bad_line_record(*number, &e)),
             // This scorer is never a shard's: it decides every line.
-            Decided::Scored(Scored::Other | Scored::Kept(_)) => {
+            DecidedLine::Scored(Scored::Other | Scored::Kept(_)) => {
                 unreachable!("plangate.score runs no shard")
             }
         });

@@ -29,11 +29,11 @@ pub(crate) enum SeedEntry {
     Classify,
 }
 
-impl From<SeedEntry> for seed::Entry {
+impl From<SeedEntry> for seed::EntryPoint {
     fn from(entry: SeedEntry) -> Self {
         match entry {
-            SeedEntry::Gate => seed::Entry::GateOrRaise,
-            SeedEntry::Classify => seed::Entry::ClassifyPlan,
+            SeedEntry::Gate => seed::EntryPoint::GateOrRaise,
+            SeedEntry::Classify => seed::EntryPoint::ClassifyPlan,
         }
     }
 }
@@ -83,10 +83,10 @@ struct Chunk {
 /// What each line of a chunk produced, with where the chunk's records ended after it.
 type ChunkScores = Vec<(usize, Scored, usize)>;
 
-/// Everything a line is decided against (the gate's [`score::Scorer`]) and the flags
+/// Everything a line is decided against (the gate's [`score::LineScorer`]) and the flags
 /// the pipeline reads; shared read-only by the workers.
 struct Scorer<'a> {
-    gate: score::Scorer<'a>,
+    gate: score::LineScorer<'a>,
     args: &'a ScoreArgs,
 }
 
@@ -413,13 +413,13 @@ pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
     };
     let owns = |id: &str| args.shard.is_some_and(|s| s.owns_task(id));
     let scorer = Scorer {
-        gate: score::Scorer {
+        gate: score::LineScorer {
             seed_compat: args
                 .seed_compat
                 .map(|entry| (entry.into(), args.thresholds.seed_options())),
             baseline: args.baseline.is_some(),
             shard: args.shard.map(|_| &owns as &(dyn Fn(&str) -> bool + Sync)),
-            ..score::Scorer::new(&catalog, args.thresholds.options())
+            ..score::LineScorer::new(&catalog, args.thresholds.options())
         },
         args: &args,
     };

@@ -11,8 +11,8 @@ use crate::json::Value;
 use crate::seed::{Dumps, dumps_key};
 use crate::stats::Ratio;
 use crate::task::{
-    Arguments, Few, Form, Jcs, Keys, Observed, Payload, Recent, Sample, Table, Task, has_float,
-    per_sample,
+    Arguments, BoundedMemo, Form, IdsByForm, KeyInterner, Observed, Payload, Rfc8785Form, Sample,
+    SmallMap, Task, has_float, per_sample,
 };
 
 /// What the naive scorer decides: accept or reject, never defer.
@@ -52,7 +52,7 @@ impl Form for NaiveForm {
         key
     }
     // `naive` keys results through `NaiveResults`, with this equality; this is the
-    // same key for a `Keys<NaiveForm>` asked for a payload.
+    // same key for a `KeyInterner<NaiveForm>` asked for a payload.
     fn of_payload(&self, p: &Payload) -> String {
         match p.canonical() {
             (_, true) => format!("d{}", Dumps.of_payload(p)),
@@ -66,15 +66,15 @@ impl Form for NaiveForm {
 /// (RFC 8785 keeps `1e400` and `2e400` apart, Python reads both as infinity): two
 /// tables numbered from one counter, since no result of one dumps equal to one of the
 /// other. Each tells results apart by fingerprint and prints only where two meet (see
-/// `task::Table`), so a float-free result agreement printed is reused, and `json.dumps`
+/// `task::IdsByForm`), so a float-free result agreement printed is reused, and `json.dumps`
 /// is printed only for two texts with a float whose fingerprints are one.
 struct NaiveResults<'a> {
     /// The first result keyed, unsorted while it is the only one: most tasks return one
     /// text, and whether it holds a float is asked only once another comes.
     waiting: Option<&'a Payload>,
-    plain: Table<'a, Jcs>,
-    floats: Table<'a, Dumps>,
-    texts: Recent<&'a str, u32>,
+    plain: IdsByForm<'a, Rfc8785Form>,
+    floats: IdsByForm<'a, Dumps>,
+    texts: BoundedMemo<&'a str, u32>,
     next: u32,
 }
 
@@ -82,9 +82,9 @@ impl<'a> NaiveResults<'a> {
     fn new() -> Self {
         NaiveResults {
             waiting: None,
-            plain: Table::new(Jcs),
-            floats: Table::new(Dumps),
-            texts: Recent::new(),
+            plain: IdsByForm::new(Rfc8785Form),
+            floats: IdsByForm::new(Dumps),
+            texts: BoundedMemo::new(),
             next: 0,
         }
     }
@@ -94,7 +94,7 @@ impl<'a> NaiveResults<'a> {
         let Some(text) = p.text() else {
             return self.keyed(p);
         };
-        let mut texts = std::mem::replace(&mut self.texts, Recent::new());
+        let mut texts = std::mem::replace(&mut self.texts, BoundedMemo::new());
         let id = texts.get_or(text, || self.keyed(p));
         self.texts = texts;
         id
@@ -149,7 +149,7 @@ impl<'a> NaiveResults<'a> {
 /// Task-local numbers for tool names, so that whole plans sort as numbers, not as
 /// strings.
 #[derive(Default)]
-struct Names<'a>(Few<&'a str, u32>);
+struct Names<'a>(SmallMap<&'a str, u32>);
 
 impl<'a> Names<'a> {
     /// `name`'s number: the count of distinct names before its first appearance.
@@ -171,7 +171,7 @@ pub fn naive_result_ids(results: &[&Payload]) -> Vec<u32> {
 /// `tests/props.rs` can hold their equality to [`dumps_key`]'s.
 #[doc(hidden)]
 pub fn naive_argument_ids(values: &[Value]) -> Vec<u32> {
-    let mut ids = Keys::new(NaiveForm);
+    let mut ids = KeyInterner::new(NaiveForm);
     values.iter().map(|v| ids.value(v)).collect()
 }
 
@@ -179,7 +179,7 @@ pub fn naive_argument_ids(values: &[Value]) -> Vec<u32> {
 pub fn naive(task: &Task, threshold: Ratio) -> NaiveDecision {
     // Arguments by the id of their `json.dumps`, results by [`NaiveResults`]: equal
     // ids, equal dumps.
-    let mut dumps = Keys::new(NaiveForm);
+    let mut dumps = KeyInterner::new(NaiveForm);
     let mut results = NaiveResults::new();
     let mut tools = Names::default();
     // Every sample's (tool, arguments, result) ids in one vector, each sample a range

@@ -7,10 +7,10 @@
 //! `base` is the working directory relative paths are read against (default `/`).
 
 use crate::catalog::ToolSpec;
-use crate::convert::to_serde;
 use crate::hints::{Hint, Hints};
 use crate::jcs;
 use crate::json::{Object, Value};
+use crate::serde_bridge::to_serde;
 use std::sync::Arc;
 
 /// Looks an ID up through a resolver tool in the run's epoch. The harness implements it

@@ -15,7 +15,9 @@ use crate::catalog::{Catalog, ToolSpec};
 use crate::jcs::{self, call_key};
 use crate::json::{Object, Value};
 use crate::stats::{Ratio, wilson};
-use crate::task::{Arguments, Call, Jcs, Keys, Label, Recent, Task, per_sample, turn_ranges};
+use crate::task::{
+    Arguments, BoundedMemo, Call, KeyInterner, Label, Rfc8785Form, Task, per_sample, turn_ranges,
+};
 
 mod wire;
 pub use wire::WireError;
@@ -329,7 +331,7 @@ pub struct PlanStep {
     pub tool: String,
     /// Canonical arguments, as their RFC 8785 text: the record writes it as it is, and
     /// serde as raw JSON (checked then, not each time a decision is made).
-    #[serde(serialize_with = "crate::convert::verbatim")]
+    #[serde(serialize_with = "crate::serde_bridge::verbatim")]
     pub arguments: String,
 }
 
@@ -632,14 +634,14 @@ pub fn prepare(
     mut resolver: Option<&mut (dyn Resolver + '_)>,
 ) -> Prepared {
     let mut malformed = Vec::new();
-    let mut results = Keys::new(Jcs);
+    let mut results = KeyInterner::new(Rfc8785Form);
     let mut calls = CallIds {
-        keys: Keys::new(Jcs),
-        written: Recent::new(),
+        keys: KeyInterner::new(Rfc8785Form),
+        written: BoundedMemo::new(),
     };
     // Each tool's name once per task, shared by the steps that call it (the catalog's
     // copy, for a tool it has).
-    let mut names: Recent<&str, Arc<str>> = Recent::new();
+    let mut names: BoundedMemo<&str, Arc<str>> = BoundedMemo::new();
     // A sample the reader shared with an earlier one prepares as that one did, unless
     // that one was unreadable: its malformed entries name their own sample.
     let reusable = |s: &PreparedSample| !matches!(s.plan, PlanKey::Malformed(_));
@@ -1046,8 +1048,8 @@ fn resemblance(a: &str, b: &str) -> usize {
 /// (on the benchmark's 20,000 tasks the memo found 8% of them, and cost more than it
 /// saved).
 struct CallIds<'a> {
-    keys: Keys<'a, Jcs>,
-    written: Recent<(&'a str, usize, &'a Value), Canonical>,
+    keys: KeyInterner<'a, Rfc8785Form>,
+    written: BoundedMemo<(&'a str, usize, &'a Value), Canonical>,
 }
 
 impl<'a> CallIds<'a> {
@@ -1086,7 +1088,7 @@ fn canonical_call<'a>(
     step: usize,
     spec: Option<&ToolSpec>,
     resolver: Option<&mut (dyn Resolver + '_)>,
-    keys: &mut Keys<'a, Jcs>,
+    keys: &mut KeyInterner<'a, Rfc8785Form>,
 ) -> Canonical {
     let v = match spec {
         Some(spec) => match canonicalize_shared(spec, v, step, resolver) {
@@ -2021,7 +2023,7 @@ fn walk(
         return;
     }
     // Each distinct print gets the next id, and the count at that index.
-    let mut printed: Recent<Option<&Value>, usize> = Recent::new();
+    let mut printed: BoundedMemo<Option<&Value>, usize> = BoundedMemo::new();
     let mut ids: BTreeMap<Leaf, usize> = BTreeMap::new();
     let mut counts: Vec<usize> = Vec::new();
     for (v, times) in values {
@@ -2314,8 +2316,8 @@ mod tests {
           {"tool":"w","arguments":{"city":"Rome"},"result":2}]}]}"#;
         let t = parse_task_line(line.as_bytes()).unwrap();
         let mut ids = CallIds {
-            keys: Keys::new(Jcs),
-            written: Recent::new(),
+            keys: KeyInterner::new(Rfc8785Form),
+            written: BoundedMemo::new(),
         };
         let mut of = |j: usize, several: bool| match ids.of(
             &t.samples[0].calls[j],

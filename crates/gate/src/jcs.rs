@@ -573,7 +573,7 @@ const KEYS: usize = 2 * SHORT_OBJECT;
 /// read, each against those before it (results are mostly short objects).
 const SHORT_OBJECT: usize = 16;
 
-/// Seeds that keep the kinds of value apart.
+/// Starting values that keep the kinds of value apart.
 const NULL: u64 = 0x9e37_79b9_7f4a_7c15;
 const BOOL: u64 = 0xc2b2_ae3d_27d4_eb4f;
 const NUMBER: u64 = 0x1656_67b1_9e37_79f9;
@@ -763,9 +763,9 @@ fn mix(a: u64, b: u64) -> u64 {
     (p as u64) ^ ((p >> 64) as u64)
 }
 
-/// A hash of bytes, eight at a time, their length included.
-fn hash_bytes(seed: u64, bytes: &[u8]) -> u64 {
-    let mut h = mix(seed, bytes.len() as u64);
+/// A hash of the bytes of a `kind` of value, eight at a time, their length included.
+fn hash_bytes(kind: u64, bytes: &[u8]) -> u64 {
+    let mut h = mix(kind, bytes.len() as u64);
     let mut words = bytes.chunks_exact(8);
     for w in &mut words {
         let mut word = [0u8; 8];
@@ -788,15 +788,16 @@ impl std::fmt::Display for Value {
     }
 }
 
-/// A seeded xorshift generator of numbers below `n`, for the gate's tests that draw
-/// many cases reproducibly without a property-testing harness.
+/// An xorshift generator of numbers below `n`, started from `rng_seed`, for the gate's
+/// tests that draw many cases reproducibly without a property-testing harness.
 #[cfg(test)]
-pub(crate) fn xorshift(mut seed: u64) -> impl FnMut(u64) -> u64 {
+pub(crate) fn xorshift(rng_seed: u64) -> impl FnMut(u64) -> u64 {
+    let mut state = rng_seed;
     move |n| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed % n
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % n
     }
 }
 

@@ -28,7 +28,6 @@
 pub mod baseline;
 pub mod canon;
 pub mod catalog;
-mod convert;
 pub mod decide;
 pub mod hints;
 pub mod jcs;
@@ -36,5 +35,6 @@ pub mod json;
 pub mod record;
 pub mod score;
 pub mod seed;
+mod serde_bridge;
 pub mod stats;
 pub mod task;

@@ -38,7 +38,7 @@ pub type KeptDecision = (
 );
 
 /// Everything a line is decided against; shared read-only by the threads that score.
-pub struct Scorer<'a> {
+pub struct LineScorer<'a> {
     /// The catalog.
     pub catalog: &'a Catalog,
     /// Each tool's state, as the catalog records it ([`decide::tool_states`]).
@@ -46,7 +46,7 @@ pub struct Scorer<'a> {
     /// The gate's thresholds.
     pub opts: Options,
     /// Reproduce the seed's code (`--seed-compat`) through this entry point.
-    pub seed_compat: Option<(seed::Entry, SeedOptions)>,
+    pub seed_compat: Option<(seed::EntryPoint, SeedOptions)>,
     /// Also score every task the naive way (`--baseline`); labelled tasks always are.
     pub baseline: bool,
     /// A shard's scorer (`--shard K/M`) decides only the tasks whose ID this says it
@@ -54,9 +54,9 @@ pub struct Scorer<'a> {
     pub shard: Option<&'a (dyn Fn(&str) -> bool + Sync)>,
 }
 
-impl std::fmt::Debug for Scorer<'_> {
+impl std::fmt::Debug for LineScorer<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Scorer")
+        f.debug_struct("LineScorer")
             .field("opts", &self.opts)
             .field("seed_compat", &self.seed_compat)
             .field("baseline", &self.baseline)
@@ -65,10 +65,10 @@ impl std::fmt::Debug for Scorer<'_> {
     }
 }
 
-impl<'a> Scorer<'a> {
+impl<'a> LineScorer<'a> {
     /// A scorer with the catalog's recorded tool states.
     pub fn new(catalog: &'a Catalog, opts: Options) -> Self {
-        Scorer {
+        LineScorer {
             catalog,
             states: decide::tool_states(catalog),
             opts,
@@ -82,28 +82,28 @@ impl<'a> Scorer<'a> {
     /// one, to `out`: the records of many lines go to one buffer, not a string each.
     pub fn score(&self, line: &[u8], out: &mut String) -> Scored {
         match self.decide_comparing(line, out, true) {
-            (Decided::Gate(d, task), compared) => {
+            (DecidedLine::Gate(d, task), compared) => {
                 crate::record::write_decision(&d, out);
                 Scored::Record(Some(d.decision), compared, task.task_id)
             }
-            (Decided::Scored(Scored::Kept(kept)), _) => {
+            (DecidedLine::Scored(Scored::Kept(kept)), _) => {
                 crate::record::write_decision(&kept.0, out);
                 Scored::Kept(kept)
             }
-            (Decided::Scored(scored), _) => scored,
+            (DecidedLine::Scored(scored), _) => scored,
         }
     }
 
-    /// Decides one line as [`Scorer::score`] does, but hands the gate's decision over
+    /// Decides one line as [`LineScorer::score`] does, but hands the gate's decision over
     /// as it is, with its task, instead of its record: the Python package builds its
     /// records from the decision itself, and reads no naive comparison. A
     /// `--seed-compat` record (written to `out`), a shard's work (its record not
     /// written) and a line that is not a task come back as `score` gives them.
-    pub fn decide(&self, line: &[u8], out: &mut String) -> Decided {
+    pub fn decide(&self, line: &[u8], out: &mut String) -> DecidedLine {
         self.decide_comparing(line, out, false).0
     }
 
-    /// [`Scorer::decide`], with the naive scorer's verdict on a task the gate decided
+    /// [`LineScorer::decide`], with the naive scorer's verdict on a task the gate decided
     /// when `compare` asks for it (and the task is compared), found the cheapest way
     /// before the preparation is dropped ([`naive_verdict`]).
     fn decide_comparing(
@@ -111,19 +111,19 @@ impl<'a> Scorer<'a> {
         line: &[u8],
         out: &mut String,
         compare: bool,
-    ) -> (Decided, Option<(Verdict, Option<Label>)>) {
+    ) -> (DecidedLine, Option<(Verdict, Option<Label>)>) {
         let task = match parse_task_line(line) {
             Ok(t) => t,
-            Err(e) => return (Decided::Scored(Scored::Bad(e)), None),
+            Err(e) => return (DecidedLine::Scored(Scored::Bad(e)), None),
         };
         if self.shard.is_some_and(|owns| !owns(&task.task_id)) {
-            return (Decided::Scored(Scored::Other), None);
+            return (DecidedLine::Scored(Scored::Other), None);
         }
         if let Some((entry, seed_opts)) = self.seed_compat {
             let outcome = seed::judge(&task, self.catalog, entry, &seed_opts);
             crate::record::write_seed(&task.task_id, &outcome, out);
             let record = Scored::Record(outcome.verdict(), None, task.task_id);
-            return (Decided::Scored(record), None);
+            return (DecidedLine::Scored(record), None);
         }
         if let Some(bad) = missing_result(&task) {
             let bad = Scored::Bad(TaskError {
@@ -133,14 +133,14 @@ impl<'a> Scorer<'a> {
                     .into(),
                 task_id: Some(task.task_id.clone()),
             });
-            return (Decided::Scored(bad), None);
+            return (DecidedLine::Scored(bad), None);
         }
         let prepared = decide::prepare(&task, self.catalog, None);
         let d = decide::classify(&prepared, &self.states, &self.opts);
         if self.shard.is_some() {
             let compared = self.compared(&task, &prepared);
             let kept = Scored::Kept(Box::new((d, prepared, compared)));
-            return (Decided::Scored(kept), None);
+            return (DecidedLine::Scored(kept), None);
         }
         let compared = if compare {
             self.compared(&task, &prepared)
@@ -148,10 +148,10 @@ impl<'a> Scorer<'a> {
             None
         };
         drop(prepared);
-        (Decided::Gate(Box::new(d), Box::new(task)), compared)
+        (DecidedLine::Gate(Box::new(d), Box::new(task)), compared)
     }
 
-    /// [`Scorer::score`], with a panic (a bug in plangate) reported as that line's
+    /// [`LineScorer::score`], with a panic (a bug in plangate) reported as that line's
     /// failure: the rest of the run is still decided, and the summary counts the line.
     pub fn score_guarded(&self, line: &[u8], out: &mut String) -> Scored {
         guarded(out, |out| self.score(line, out), Scored::Bad)
@@ -165,20 +165,20 @@ impl<'a> Scorer<'a> {
         })
     }
 
-    /// [`Scorer::decide`], guarded as [`Scorer::score_guarded`] is.
-    pub fn decide_guarded(&self, line: &[u8], out: &mut String) -> Decided {
+    /// [`LineScorer::decide`], guarded as [`LineScorer::score_guarded`] is.
+    pub fn decide_guarded(&self, line: &[u8], out: &mut String) -> DecidedLine {
         guarded(
             out,
             |out| self.decide(line, out),
-            |e| Decided::Scored(Scored::Bad(e)),
+            |e| DecidedLine::Scored(Scored::Bad(e)),
         )
     }
 }
 
-/// What [`Scorer::decide`] made of a line: the gate's decision with its task, or what
-/// [`Scorer::score`] hands over for it.
+/// What [`LineScorer::decide`] made of a line: the gate's decision with its task, or what
+/// [`LineScorer::score`] hands over for it.
 #[derive(Debug)]
-pub enum Decided {
+pub enum DecidedLine {
     /// The gate decided the task.
     Gate(Box<decide::Decision>, Box<Task>),
     /// Anything else, as `score` gives it.

@@ -11,7 +11,7 @@ use crate::catalog::Catalog;
 use crate::decide::{Verdict, modal};
 use crate::jcs::{Style, print_text};
 use crate::json::{Number, Value};
-use crate::task::{Arguments, Form, Keys, Observed, Payload, Task, per_sample};
+use crate::task::{Arguments, Form, KeyInterner, Observed, Payload, Task, per_sample};
 
 /// `ToolSchema` of the seed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -157,7 +157,7 @@ fn gate_counted(
 
 /// Which of the seed's two entry points a task goes through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Entry {
+pub enum EntryPoint {
     /// [`gate_or_raise`]: refuses a declared-deterministic tool that was not verified.
     GateOrRaise,
     /// [`classify_plan`]: classifies whatever the tool's state.
@@ -217,7 +217,7 @@ impl SeedOutcome {
 /// per sample; any other task is refused as [`Refusal::Unsupported`], naming the first
 /// sample that breaks the shape. A task's own `epoch_fixed` overrides
 /// `opts.fixed_epoch`.
-pub fn judge(task: &Task, catalog: &Catalog, entry: Entry, opts: &SeedOptions) -> SeedOutcome {
+pub fn judge(task: &Task, catalog: &Catalog, entry: EntryPoint, opts: &SeedOptions) -> SeedOutcome {
     let tool = match seed_shape(task, catalog) {
         Ok(tool) => tool,
         Err(message) => {
@@ -234,8 +234,8 @@ pub fn judge(task: &Task, catalog: &Catalog, entry: Entry, opts: &SeedOptions) -
     let n = task.samples.len();
     let agree = || task_agreements(task);
     let decided = match entry {
-        Entry::GateOrRaise => gate_counted(&tool, n, agree, &opts),
-        Entry::ClassifyPlan => classify_counted(&tool, n, agree, &opts),
+        EntryPoint::GateOrRaise => gate_counted(&tool, n, agree, &opts),
+        EntryPoint::ClassifyPlan => classify_counted(&tool, n, agree, &opts),
     };
     match decided {
         Ok(decision) => SeedOutcome::Decided {
@@ -279,7 +279,7 @@ fn seed_shape(task: &Task, catalog: &Catalog) -> Result<SeedTool, String> {
 /// a string), without copying them out: each distinct result text is printed once,
 /// straight from the text.
 fn task_agreements(task: &Task) -> (f64, f64) {
-    let (mut args, mut results) = (Keys::new(Dumps), Keys::new(Dumps));
+    let (mut args, mut results) = (KeyInterner::new(Dumps), KeyInterner::new(Dumps));
     let keys: Vec<Option<(u32, u32)>> = per_sample(
         &task.samples,
         |_| true,
@@ -298,7 +298,7 @@ fn task_agreements(task: &Task) -> (f64, f64) {
 
 /// The id of a call's result under `json.dumps` equality, printed from its text only
 /// where its fingerprint meets another's.
-fn result_id<'a>(results: &mut Keys<'a, Dumps>, o: &'a Observed) -> u32 {
+fn result_id<'a>(results: &mut KeyInterner<'a, Dumps>, o: &'a Observed) -> u32 {
     match o {
         Observed::Result(p) => results.payload(p),
         other => results.id(other
@@ -311,7 +311,7 @@ fn result_id<'a>(results: &mut Keys<'a, Dumps>, o: &'a Observed) -> u32 {
 /// public only so `tests/props.rs` can hold them to the ids of `json.dumps` forms.
 #[doc(hidden)]
 pub fn dumps_result_ids(results: &[Observed]) -> Vec<u32> {
-    let mut keys = Keys::new(Dumps);
+    let mut keys = KeyInterner::new(Dumps);
     results.iter().map(|o| result_id(&mut keys, o)).collect()
 }
 
@@ -527,7 +527,7 @@ mod tests {
     }
 
     /// `w` is declared deterministic and verified, `u` declared but not probed.
-    fn judge_line(line: &str, entry: Entry) -> SeedOutcome {
+    fn judge_line(line: &str, entry: EntryPoint) -> SeedOutcome {
         let catalog = Catalog::from_value(
             &parse(
                 r#"[{"name":"w","input_schema":{"type":"object"},
@@ -567,7 +567,7 @@ mod tests {
         let two = format!("{call},{call}");
         let l = line(&[&two, call, call, call, call], "");
         assert_eq!(
-            judge_line(&l, Entry::GateOrRaise),
+            judge_line(&l, EntryPoint::GateOrRaise),
             refused(
                 Refusal::Unsupported,
                 "samples[0] has 2 calls; the seed's gate takes exactly one call per sample"
@@ -576,7 +576,7 @@ mod tests {
         let other = r#"{"tool":"u","arguments":{},"result":1}"#;
         let l = line(&[call, call, call, call, other], "");
         assert_eq!(
-            judge_line(&l, Entry::ClassifyPlan),
+            judge_line(&l, EntryPoint::ClassifyPlan),
             refused(
                 Refusal::Unsupported,
                 r#"samples[4] calls "u", not "w"; the seed's gate takes one tool per task"#
@@ -584,7 +584,7 @@ mod tests {
         );
         let l = line(&[r#"{"tool":"x","arguments":{},"result":1}"#; 5], "");
         assert_eq!(
-            judge_line(&l, Entry::GateOrRaise),
+            judge_line(&l, EntryPoint::GateOrRaise),
             refused(Refusal::Unsupported, r#"tool "x" is not in the catalog"#)
         );
     }
@@ -593,13 +593,13 @@ mod tests {
     fn the_seed_refuses_or_decides_by_its_entry_point() {
         let unprobed = line(&[r#"{"tool":"u","arguments":{"a":1},"result":1}"#; 5], "");
         assert_eq!(
-            judge_line(&unprobed, Entry::GateOrRaise),
+            judge_line(&unprobed, EntryPoint::GateOrRaise),
             refused(
                 Refusal::HallucinationGateError,
                 "tool 'u' declared deterministic but not probed this epoch; refusing to score"
             )
         );
-        let decided = judge_line(&unprobed, Entry::ClassifyPlan);
+        let decided = judge_line(&unprobed, EntryPoint::ClassifyPlan);
         assert_eq!(
             decided,
             SeedOutcome::Decided {
@@ -616,7 +616,7 @@ mod tests {
             &[r#"{"tool":"w","arguments":{},"result":1}"#; 5],
             r#","epoch_fixed":false"#,
         );
-        let outcome = judge_line(&unfixed, Entry::GateOrRaise);
+        let outcome = judge_line(&unfixed, EntryPoint::GateOrRaise);
         assert_eq!(outcome.verdict(), None);
         assert_eq!(
             outcome,

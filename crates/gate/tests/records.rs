@@ -8,7 +8,7 @@ use plangate_gate::catalog::Catalog;
 use plangate_gate::decide::{self, Options};
 use plangate_gate::json;
 use plangate_gate::record;
-use plangate_gate::seed::{self, Entry, SeedOptions, SeedOutcome};
+use plangate_gate::seed::{self, EntryPoint, SeedOptions, SeedOutcome};
 use plangate_gate::task::parse_task_line;
 use proptest::prelude::*;
 use serde_json::json;
@@ -175,7 +175,7 @@ proptest! {
             &Options::default(),
         );
         prop_assert_eq!(record::decision(&d), serde_json::to_string(&d).unwrap());
-        for entry in [Entry::GateOrRaise, Entry::ClassifyPlan] {
+        for entry in [EntryPoint::GateOrRaise, EntryPoint::ClassifyPlan] {
             let outcome = seed::judge(&task, &catalog, entry, &SeedOptions::default());
             prop_assert_eq!(
                 record::seed(&task.task_id, &outcome),

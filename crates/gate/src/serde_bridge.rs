@@ -41,8 +41,8 @@ fn number(n: &Number) -> serde_json::Number {
 }
 
 /// Our values as the schema validator's instances, read in place: converting each
-/// call's arguments to a `serde_json::Value` cost about 4k instructions of a task's 129k
-/// (docs/benchmarks.md). Every accessor answers as it would on [`to_serde`]'s output
+/// call's arguments to a `serde_json::Value` first was a noticeable share of deciding a
+/// task (docs/benchmarks.md). Every accessor answers as it would on [`to_serde`]'s output
 /// (numbers through [`number`]), so whether arguments are valid cannot differ; their
 /// errors are still listed from the converted value, in serde_json's member order.
 /// Objects with a duplicate key never reach a validator (they are unreadable first).

@@ -1,0 +1,450 @@
+//! Provider messages as samples: one OpenAI or Anthropic assistant message, or a whole
+//! logged conversation (`{"messages": [...]}`), whose results find their calls by the
+//! provider's call id. Kept apart because these shapes grow fields often and are read
+//! leniently, unlike the native ones.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::general::{
+    Notes, foreign_call, json_arguments, no_duplicates, observed_result, tool_name,
+};
+use super::{Arguments, Observed, Sample, TaskError, err};
+use crate::json::{Duplicates, Object, Value, parse_with};
+
+/// A sample read from provider messages: each assistant message's calls are a turn, and
+/// a result finds its call by the provider's call id.
+#[derive(Default)]
+pub(super) struct Transcript {
+    pub(super) sample: Sample,
+    /// Call id -> index of the call, for the results that name it.
+    ids: BTreeMap<String, usize>,
+}
+
+impl Transcript {
+    /// An assistant message in either provider's shape: OpenAI `tool_calls`, or
+    /// Anthropic `tool_use` content blocks. Text is the model's prose, not plan.
+    pub(super) fn assistant(&mut self, o: &Object, field: &str) -> Result<(), TaskError> {
+        let before = self.sample.calls.len();
+        if o.contains_key("tool_calls") {
+            self.openai_calls(o, field)?;
+        } else if let Some(Value::Array(blocks)) = o.get("content") {
+            self.anthropic_calls(blocks, &format!("{field}.content"))?;
+        }
+        let made = self.sample.calls.len() - before;
+        if made > 0 {
+            self.sample.turns.push(made);
+        }
+        Ok(())
+    }
+
+    fn register(&mut self, id: Option<&Value>, at: &str) -> Result<(), TaskError> {
+        let index = self.sample.calls.len();
+        match id {
+            None => Ok(()),
+            Some(Value::String(id)) => match self.ids.insert(id.clone(), index) {
+                None => Ok(()),
+                Some(_) => Err(err(
+                    at,
+                    format!("call id {id:?} is used by an earlier call too"),
+                )),
+            },
+            Some(_) => Err(err(at, "expected a string")),
+        }
+    }
+
+    /// `{"role":"assistant","tool_calls":[{"id":..,"type":"function","function":{"name":..,
+    /// "arguments":"<JSON text>"}}]}`. The arguments text is the model's output: text that
+    /// is not JSON spoils that call (`Arguments::Malformed`), not the task.
+    fn openai_calls(&mut self, o: &Object, field: &str) -> Result<(), TaskError> {
+        let list = match o.get("tool_calls") {
+            Some(Value::Array(items)) => items,
+            Some(Value::Null) => return Ok(()),
+            _ => {
+                return Err(err(
+                    format!("{field}.tool_calls"),
+                    "expected an array of tool calls",
+                ));
+            }
+        };
+        for (i, tc) in list.iter().enumerate() {
+            let at = format!("{field}.tool_calls[{i}]");
+            let tc = tc
+                .as_object()
+                .ok_or_else(|| err(&at, "expected a tool call object"))?;
+            no_duplicates(tc, &at)?;
+            if let Some(t) = tc.get("type")
+                && t.as_str() != Some("function")
+            {
+                return Err(err(format!("{at}.type"), "expected \"function\""));
+            }
+            let f = match tc.get("function") {
+                Some(Value::Object(f)) => f,
+                _ => {
+                    return Err(err(
+                        format!("{at}.function"),
+                        "expected {\"name\": ..., \"arguments\": \"...\"}",
+                    ));
+                }
+            };
+            let fat = format!("{at}.function");
+            no_duplicates(f, &fat)?;
+            let tool = tool_name(f, "name", &fat)?;
+            let arguments = match f.get("arguments") {
+                None => Arguments::Json(Arc::new(Value::Object(Object::new()))),
+                Some(Value::String(text)) => match parse_with(text.as_bytes(), Duplicates::Flag) {
+                    Ok(v) => Arguments::Json(Arc::new(v)),
+                    Err(e) => Arguments::Malformed(format!("{fat}.arguments: not JSON: {e}")),
+                },
+                // Some gateways pass the object through already parsed.
+                Some(v @ Value::Object(_)) => Arguments::Json(Arc::new(v.clone())),
+                Some(other) => Arguments::Malformed(format!(
+                    "{fat}.arguments: expected a JSON string, found {}",
+                    other.kind()
+                )),
+            };
+            self.register(tc.get("id"), &format!("{at}.id"))?;
+            self.sample.calls.push(foreign_call(tool, arguments, at));
+        }
+        Ok(())
+    }
+
+    /// `[{"type":"text",..},{"type":"tool_use","id":..,"name":..,"input":{..}}]`: the
+    /// `tool_use` blocks in order.
+    fn anthropic_calls(&mut self, blocks: &[Value], field: &str) -> Result<(), TaskError> {
+        for (i, b) in blocks.iter().enumerate() {
+            let at = format!("{field}[{i}]");
+            let b = b
+                .as_object()
+                .ok_or_else(|| err(&at, "expected a content block object"))?;
+            if b.get("type").and_then(Value::as_str) != Some("tool_use") {
+                continue;
+            }
+            no_duplicates(b, &at)?;
+            let tool = tool_name(b, "name", &at)?;
+            let arguments = json_arguments(b, "input");
+            self.register(b.get("id"), &format!("{at}.id"))?;
+            self.sample.calls.push(foreign_call(tool, arguments, at));
+        }
+        Ok(())
+    }
+
+    /// Records what the call with `id` returned.
+    fn result(
+        &mut self,
+        id: Option<&Value>,
+        at: &str,
+        observed: Observed,
+    ) -> Result<(), TaskError> {
+        let Some(Value::String(id)) = id else {
+            return Err(err(at, "expected the id of the call this result answers"));
+        };
+        let Some(&index) = self.ids.get(id) else {
+            return Err(err(at, format!("no earlier tool call has the id {id:?}")));
+        };
+        let call = &mut self.sample.calls[index];
+        if !matches!(call.observed, Observed::Missing) {
+            return Err(err(at, format!("a second result for call {id:?}")));
+        }
+        call.observed = observed;
+        Ok(())
+    }
+}
+
+/// `{"messages": [...]}`: a logged conversation in OpenAI or Anthropic shape. System,
+/// user and plain text messages are context; assistant messages give the turns; OpenAI
+/// `tool` messages and Anthropic `tool_result` blocks give the results, by call id.
+pub(super) fn parse_transcript(
+    messages: &[Value],
+    field: &str,
+    notes: &mut Notes,
+) -> Result<Sample, TaskError> {
+    let mut t = Transcript::default();
+    for (k, m) in messages.iter().enumerate() {
+        let at = format!("{field}[{k}]");
+        let o = m.as_object().ok_or_else(|| {
+            err(
+                &at,
+                format!("expected a message object, found {}", m.kind()),
+            )
+        })?;
+        no_duplicates(o, &at)?;
+        match o.get("role").and_then(Value::as_str) {
+            Some("assistant") => t.assistant(o, &at)?,
+            Some("tool") => {
+                let content = format!("{at}.content");
+                let observed = observed_result(content_value(o.get("content")), &content, notes);
+                t.result(
+                    o.get("tool_call_id"),
+                    &format!("{at}.tool_call_id"),
+                    observed,
+                )?;
+            }
+            Some("user") => {
+                let Some(Value::Array(blocks)) = o.get("content") else {
+                    continue;
+                };
+                for (i, b) in blocks.iter().enumerate() {
+                    let bat = format!("{at}.content[{i}]");
+                    let Some(b) = b.as_object() else { continue };
+                    if b.get("type").and_then(Value::as_str) != Some("tool_result") {
+                        continue;
+                    }
+                    no_duplicates(b, &bat)?;
+                    let value = content_value(b.get("content"));
+                    let observed = match b.get("is_error") {
+                        Some(Value::Bool(true)) => Observed::Error {
+                            kind: "tool_error".into(),
+                            message: text_of(&value),
+                        },
+                        None | Some(Value::Bool(false)) => {
+                            observed_result(value, &format!("{bat}.content"), notes)
+                        }
+                        Some(_) => {
+                            return Err(err(format!("{bat}.is_error"), "expected true or false"));
+                        }
+                    };
+                    t.result(
+                        b.get("tool_use_id"),
+                        &format!("{bat}.tool_use_id"),
+                        observed,
+                    )?;
+                }
+            }
+            Some("system" | "developer") => {}
+            _ => {
+                return Err(err(
+                    format!("{at}.role"),
+                    "expected \"system\", \"user\", \"assistant\" or \"tool\"",
+                ));
+            }
+        }
+    }
+    Ok(t.sample)
+}
+
+/// Provider messages are read leniently (they grow fields often), but a message from
+/// another role than the assistant is not a plan.
+pub(super) fn check_role(o: &Object, field: &str) -> Result<(), TaskError> {
+    match o.get("role") {
+        None => Ok(()),
+        Some(Value::String(r)) if r == "assistant" => Ok(()),
+        Some(_) => Err(err(
+            format!("{field}.role"),
+            "expected \"assistant\": only the model's own message is a plan",
+        )),
+    }
+}
+
+/// A message's or result block's content as a value: text read as JSON when it parses
+/// and as a string otherwise; a list of text parts joined first.
+pub(super) fn content_value(content: Option<&Value>) -> Value {
+    let text = match content {
+        None | Some(Value::Null) => return Value::String(String::new()),
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => {
+            let texts: Option<Vec<&str>> = parts
+                .iter()
+                .map(|p| {
+                    let p = p.as_object()?;
+                    (p.get("type")?.as_str()? == "text").then_some(())?;
+                    p.get("text")?.as_str()
+                })
+                .collect();
+            match texts {
+                Some(t) => t.concat(),
+                // Images and other blocks: compared as given.
+                None => return Value::Array(parts.clone()),
+            }
+        }
+        Some(other) => return other.clone(),
+    };
+    parse_with(text.as_bytes(), Duplicates::Flag).unwrap_or(Value::String(text))
+}
+
+/// The text of a result, for an error's message.
+pub(super) fn text_of(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => crate::jcs::to_string(other),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::task::parse_task_line;
+    use crate::task::tests::result;
+
+    fn calls(line: &str) -> Vec<(String, Result<String, String>)> {
+        let t = parse_task_line(line.as_bytes()).unwrap();
+        t.samples
+            .iter()
+            .flat_map(|s| &s.calls)
+            .map(|c| {
+                assert_eq!(c.observed, Observed::Missing);
+                let a = match &c.arguments {
+                    Arguments::Json(v) => Ok(crate::jcs::to_string(v)),
+                    Arguments::Malformed(why) => Err(why.clone()),
+                };
+                (c.tool.clone(), a)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn foreign_shapes_read_as_the_same_calls() {
+        let want = vec![
+            (
+                "get_user".to_string(),
+                Ok(r#"{"user_id":"u_1"}"#.to_string()),
+            ),
+            (
+                "get_order".to_string(),
+                Ok(r#"{"order_id":"o_1"}"#.to_string()),
+            ),
+        ];
+        let native = r#"{"task_id":"t","samples":[{"calls":[{"tool":"get_user","arguments":{"user_id":"u_1"}},{"tool":"get_order","arguments":{"order_id":"o_1"}}]}]}"#;
+        let openai = r#"{"task_id":"t","samples":[{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"get_user","arguments":"{\"user_id\": \"u_1\"}"}},{"id":"c2","type":"function","function":{"name":"get_order","arguments":"{\"order_id\":\"o_1\"}"}}]}]}"#;
+        let anthropic = r#"{"task_id":"t","samples":[{"role":"assistant","content":[{"type":"text","text":"Looking up."},{"type":"tool_use","id":"x","name":"get_user","input":{"user_id":"u_1"}},{"type":"tool_use","id":"y","name":"get_order","input":{"order_id":"o_1"}}]}]}"#;
+        let mcp = r#"{"task_id":"t","samples":[[{"name":"get_user","arguments":{"user_id":"u_1"}},{"name":"get_order","arguments":{"order_id":"o_1"}}]]}"#;
+        for line in [native, openai, anthropic, mcp] {
+            assert_eq!(calls(line), want, "{line}");
+        }
+    }
+
+    #[test]
+    fn openai_arguments_that_are_not_json_spoil_only_that_call() {
+        let line = r#"{"task_id":"t","samples":[{"role":"assistant","tool_calls":[{"type":"function","function":{"name":"get_user","arguments":"{\"user_id\": u_1"}}]},{"role":"assistant","tool_calls":[{"type":"function","function":{"name":"get_user","arguments":"{\"a\":1,\"a\":2}"}}]}]}"#;
+        let c = calls(line);
+        assert!(c[0].1.as_ref().unwrap_err().contains("not JSON"), "{c:?}");
+        let t = parse_task_line(line.as_bytes()).unwrap();
+        let Arguments::Json(v) = &t.samples[1].calls[0].arguments else {
+            panic!("duplicate keys are flagged, not refused")
+        };
+        let Value::Object(o) = &**v else {
+            panic!("object expected")
+        };
+        assert_eq!(o.duplicate_key(), Some("a"));
+    }
+
+    #[test]
+    fn foreign_shape_errors_name_the_field() {
+        let e = parse_task_line(
+            br#"{"task_id":"t","samples":[{"role":"user","content":[{"type":"tool_use","name":"x","input":{}}]}]}"#,
+        )
+        .unwrap_err();
+        assert_eq!(e.field, "samples[0].role");
+        let e = parse_task_line(br#"{"task_id":"t","samples":[[{"nme":"x"}]]}"#).unwrap_err();
+        assert_eq!(e.field, "samples[0][0].nme");
+        let e = parse_task_line(br#"{"task_id":"t","samples":[{"tool_calls":[{"type":"function","function":{"arguments":"{}"}}]}]}"#).unwrap_err();
+        assert_eq!(e.field, "samples[0].tool_calls[0].function.name");
+        let e = parse_task_line(br#"{"task_id":"t","samples":[7]}"#).unwrap_err();
+        assert!(e.message.contains("OpenAI"), "{e}");
+        // A message with no tool call is a plan of no calls.
+        let t = parse_task_line(
+            br#"{"task_id":"t","samples":[{"role":"assistant","content":"no tools needed"}]}"#,
+        )
+        .unwrap();
+        assert!(t.samples[0].calls.is_empty());
+    }
+
+    fn observed(line: &str) -> Vec<Vec<(String, String, Observed)>> {
+        let t = parse_task_line(line.as_bytes()).unwrap_or_else(|e| panic!("{line}: {e}"));
+        t.samples
+            .iter()
+            .map(|s| {
+                s.calls
+                    .iter()
+                    .map(|c| {
+                        let a = match &c.arguments {
+                            Arguments::Json(v) => crate::jcs::to_string(v),
+                            Arguments::Malformed(why) => why.clone(),
+                        };
+                        (c.tool.clone(), a, c.observed.clone())
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// A logged conversation gives the same calls, turns and results as the native
+    /// shape, in either provider's form; results find their calls by id, in any order.
+    #[test]
+    fn transcripts_read_as_turns_with_results() {
+        let native = r#"{"task_id":"t","samples":[{"turns":[[{"tool":"w","arguments":{"city":"Oslo"},"result":{"t":3}},{"tool":"w","arguments":{"city":"Rome"},"result":"sunny"}],[{"tool":"s","arguments":{},"error":{"kind":"tool_error","message":"down"}}]]}]}"#;
+        let openai = r#"{"task_id":"t","samples":[{"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"weather?"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"w","arguments":"{\"city\":\"Oslo\"}"}},{"id":"c2","type":"function","function":{"name":"w","arguments":"{\"city\":\"Rome\"}"}}]},{"role":"tool","tool_call_id":"c2","content":"sunny"},{"role":"tool","tool_call_id":"c1","content":[{"type":"text","text":"{\"t\": 3}"}]},{"role":"assistant","tool_calls":[{"id":"c3","type":"function","function":{"name":"s","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c3","content":"{\"content\":[{\"type\":\"text\",\"text\":\"down\"}],\"isError\":true}"},{"role":"assistant","content":"Done."}]}]}"#;
+        let anthropic = r#"{"task_id":"t","samples":[{"messages":[{"role":"user","content":"weather?"},{"role":"assistant","content":[{"type":"text","text":"Checking."},{"type":"tool_use","id":"a","name":"w","input":{"city":"Oslo"}},{"type":"tool_use","id":"b","name":"w","input":{"city":"Rome"}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"b","content":"sunny"},{"type":"tool_result","tool_use_id":"a","content":[{"type":"text","text":"{\"t\":3}"}]}]},{"role":"assistant","content":[{"type":"tool_use","id":"c","name":"s","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"c","is_error":true,"content":"down"}]}]}]}"#;
+        let want = observed(native);
+        assert_eq!(
+            want[0][2].2,
+            Observed::Error {
+                kind: "tool_error".into(),
+                message: "down".into()
+            }
+        );
+        assert_eq!(want[0][0].2, result(r#"{"t":3}"#));
+        for line in [openai, anthropic] {
+            assert_eq!(observed(line), want, "{line}");
+            let t = parse_task_line(line.as_bytes()).unwrap();
+            assert_eq!(t.samples[0].turns, [2, 1]);
+        }
+        let t = parse_task_line(native.as_bytes()).unwrap();
+        assert_eq!(t.samples[0].turns, [2, 1]);
+        assert_eq!(t.samples[0].turn_ranges(), [0..2, 2..3]);
+        assert_eq!(t.samples[0].calls[1].place(0, 1), "samples[0].turns[0][1]");
+        let t = parse_task_line(openai.as_bytes()).unwrap();
+        assert_eq!(
+            t.samples[0].calls[1].place(0, 1),
+            "samples[0].messages[2].tool_calls[1]"
+        );
+    }
+
+    #[test]
+    fn transcript_errors_name_the_users_field() {
+        let bad = [
+            (
+                r#"{"task_id":"t","samples":[{"messages":[{"role":"tool","tool_call_id":"x","content":"1"}]}]}"#,
+                "samples[0].messages[0].tool_call_id",
+            ),
+            (
+                r#"{"task_id":"t","samples":[{"messages":[{"role":"robot","content":"1"}]}]}"#,
+                "samples[0].messages[0].role",
+            ),
+            (
+                r#"{"task_id":"t","samples":[{"messages":[{"role":"assistant","tool_calls":[{"id":"a","function":{"name":"w","arguments":"{}"}},{"id":"a","function":{"name":"w","arguments":"{}"}}]}]}]}"#,
+                "samples[0].messages[0].tool_calls[1].id",
+            ),
+            (
+                r#"{"task_id":"t","samples":[{"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"a","name":"w","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":"1"},{"type":"tool_result","tool_use_id":"a","content":"2"}]}]}]}"#,
+                "samples[0].messages[1].content[1].tool_use_id",
+            ),
+            (
+                r#"{"task_id":"t","samples":[{"turns":[{"tool":"w"}]}]}"#,
+                "samples[0].turns[0]",
+            ),
+            (
+                r#"{"task_id":"t","samples":[{"turns":[[{"tool":"w","argumnts":{}}]]}]}"#,
+                "samples[0].turns[0][0].argumnts",
+            ),
+            (
+                r#"{"task_id":"t","samples":[{"turns":[],"calls":[]}]}"#,
+                "samples[0]",
+            ),
+        ];
+        for (line, field) in bad {
+            let e = parse_task_line(line.as_bytes()).unwrap_err();
+            assert_eq!(e.field, field, "{line}: {e}");
+        }
+        // Arguments the model wrote as broken JSON spoil the call, named in the user's shape.
+        let c = observed(
+            r#"{"task_id":"t","samples":[{"messages":[{"role":"assistant","tool_calls":[{"id":"a","function":{"name":"w","arguments":"{oops"}}]}]}]}"#,
+        );
+        assert!(
+            c[0][0]
+                .1
+                .starts_with("samples[0].messages[0].tool_calls[0].function.arguments: not JSON"),
+            "{c:?}"
+        );
+    }
+}
