@@ -17,6 +17,7 @@
 mod bridge;
 mod catalog_file;
 mod component_catalog;
+pub mod declarations;
 mod error;
 mod eval;
 mod health;
