@@ -26,10 +26,10 @@ use crate::lines::{
 };
 use crate::outputs::{Outputs, Ran, Timings, write_reports};
 use crate::resume::{check_header, fingerprint, journal_path, journal_to_resume};
-use crate::shard::{
+use crate::tally::Tally;
+use plangate_harness::shard::{
     Header as ShardHeader, Inputs, Learned, SamplesDigest, Shard, evidence_path, file_digest,
 };
-use crate::tally::Tally;
 
 #[derive(Debug, Args)]
 pub(crate) struct EvalArgs {
@@ -308,8 +308,9 @@ fn write_evidence(
             limits: format!("{:?}", args.limits.limits()?),
             probe_runs: Some(args.probe_runs as u64),
         },
-        &args.thresholds,
-        tally,
+        &args.thresholds.options(),
+        tally.lines,
+        tally.blank,
     );
     crate::shard::write_evidence(out, &header, |w| ran.finished.spilled().copy_to(w))
 }

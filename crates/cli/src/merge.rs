@@ -9,13 +9,12 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use plangate_harness::{EvalStats, Finished, Spilled, ToolBook};
-use plangate_sandbox::LiveCheck;
+use plangate_harness::shard::{evidence_path, read_shards, unite};
+use plangate_harness::{Finished, Spilled};
 use serde_json::json;
 
 use crate::args::ReportArgs;
 use crate::outputs::{Outputs, Ran, Timings, write_reports};
-use crate::shard::{Header, read_header};
 use crate::tally::Tally;
 
 #[derive(Debug, Args)]
@@ -43,15 +42,7 @@ pub(crate) fn run(args: MergeArgs) -> Result<u8> {
     let options = first
         .options()
         .with_context(|| format!("{}: line 1: thresholds", shards[0].0.display()))?;
-    let mut books: Vec<ToolBook> = first.books.clone();
-    let mut stats = EvalStats::default();
-    for (_, h, _) in &shards {
-        for (mine, theirs) in books.iter_mut().zip(&h.books) {
-            mine.add(theirs);
-        }
-        stats.add(&h.stats);
-    }
-    let live = union_live(&shards);
+    let (books, stats, live) = unite(&shards);
     let parts: Vec<Spilled> = shards
         .iter()
         .map(|(path, _, start)| Spilled::open(path, *start))
@@ -130,114 +121,6 @@ pub(crate) fn run(args: MergeArgs) -> Result<u8> {
     Ok(tally.exit_code())
 }
 
-/// Every shard's evidence header, once the shards are found to be the M parts of one
-/// batch and every shard's entries whole: nothing is written before this.
-fn read_shards(shards: &[PathBuf]) -> Result<Vec<(PathBuf, Header, u64)>> {
-    let shards: Vec<(PathBuf, Header, u64)> = (shards.iter())
-        .map(|p| read_header(p))
-        .collect::<Result<_>>()?;
-    check_one_batch(&shards)?;
-    for (path, header, start) in &shards {
-        crate::shard::check_entries(path, header, *start)?;
-    }
-    Ok(shards)
-}
-
-/// Refuses shards that are not the M parts of one batch under one epoch, catalog,
-/// samples file and thresholds, each once.
-fn check_one_batch(shards: &[(PathBuf, Header, u64)]) -> Result<()> {
-    let (p0, h0, _) = &shards[0];
-    for (p, h, _) in &shards[1..] {
-        let differs = |what: &str, a: &str, b: &str| -> Result<()> {
-            if a != b {
-                bail!(
-                    "{} and {} are not shards of one batch: their {what} differ ({a} vs {b})",
-                    p0.display(),
-                    p.display()
-                );
-            }
-            Ok(())
-        };
-        differs("commands", &h0.command, &h.command)?;
-        differs(
-            "epochs",
-            h0.epoch_id.as_deref().unwrap_or("none"),
-            h.epoch_id.as_deref().unwrap_or("none"),
-        )?;
-        differs("catalogs (SHA-256)", &h0.catalog_sha256, &h.catalog_sha256)?;
-        differs(
-            "samples (SHA-256 of every line)",
-            &h0.samples_sha256,
-            &h.samples_sha256,
-        )?;
-        differs(
-            "thresholds",
-            &format!("{:?}", h0.thresholds),
-            &format!("{:?}", h.thresholds),
-        )?;
-        differs(
-            "shard counts",
-            &h0.shard.m.to_string(),
-            &h.shard.m.to_string(),
-        )?;
-        let names = |h: &Header| h.books.iter().map(|b| b.name.clone()).collect::<Vec<_>>();
-        differs("tools", &names(h0).join(", "), &names(h).join(", "))?;
-        differs("limits per call", &h0.limits, &h.limits)?;
-        let probe_runs = |h: &Header| h.probe_runs.map_or("none".into(), |n| n.to_string());
-        differs("--probe-runs", &probe_runs(h0), &probe_runs(h))?;
-    }
-    let m = h0.shard.m;
-    let mut seen: BTreeMap<u64, &Path> = BTreeMap::new();
-    for (p, h, _) in shards {
-        if let Some(other) = seen.insert(h.shard.k, p) {
-            bail!(
-                "{} and {} are both shard {}",
-                other.display(),
-                p.display(),
-                h.shard
-            );
-        }
-    }
-    if (seen.len() as u64) < m {
-        // M may be large: name the first few that are missing, count the rest.
-        let missing: Vec<String> = (1..=m)
-            .filter(|k| !seen.contains_key(k))
-            .take(5)
-            .map(|k| format!("{k}/{m}"))
-            .collect();
-        let more = m - seen.len() as u64 - missing.len() as u64;
-        bail!(
-            "shard(s) {}{} missing: merge needs every shard of the batch",
-            missing.join(", "),
-            if more > 0 {
-                format!(" and {more} more")
-            } else {
-                String::new()
-            }
-        );
-    }
-    Ok(())
-}
-
-/// Every live mount, changed if it changed in any shard or if two shards started from
-/// different contents: one run would have seen a change either way.
-fn union_live(shards: &[(PathBuf, Header, u64)]) -> Vec<LiveCheck> {
-    let mut live = shards[0].1.live.clone();
-    for (_, h, _) in &shards[1..] {
-        for (mine, theirs) in live.iter_mut().zip(h.live.iter().cloned()) {
-            if mine.changed() {
-                continue;
-            }
-            if theirs.changed() {
-                *mine = theirs;
-            } else if theirs.at_start != mine.at_start {
-                mine.now = theirs.at_start;
-            }
-        }
-    }
-    live
-}
-
 /// Refuses an output that names a shard's file or evidence, or another output.
 fn check_outputs(args: &MergeArgs) -> Result<()> {
     let outputs: Vec<(&str, &Path)> = [
@@ -249,11 +132,7 @@ fn check_outputs(args: &MergeArgs) -> Result<()> {
     .into_iter()
     .filter_map(|(flag, p)| p.as_deref().map(|p| (flag, p)))
     .collect();
-    let evidence: Vec<PathBuf> = args
-        .shards
-        .iter()
-        .map(|p| crate::shard::evidence_path(p))
-        .collect();
+    let evidence: Vec<PathBuf> = args.shards.iter().map(|p| evidence_path(p)).collect();
     let mut inputs = crate::files::Reads::default();
     for (shard, evidence) in args.shards.iter().zip(&evidence) {
         inputs = (inputs.file("SHARD", shard)).file("a shard's evidence", evidence);

@@ -17,8 +17,10 @@ use crate::files::{Output, Reads, check_outputs, load_catalog, open_out, replace
 use crate::interrupt::{Interrupted, stopping};
 use crate::lines::{TaskIds, for_each_line, open_samples, skip_line, source_name, too_long};
 use crate::resume::{Checkpoint, Prefix, ScoreJournal};
-use crate::shard::{Header as ShardHeader, Inputs, Learned, SamplesDigest, Shard, evidence_path};
 use crate::tally::Tally;
+use plangate_harness::shard::{
+    Header as ShardHeader, Inputs, Learned, SamplesDigest, Shard, evidence_path,
+};
 
 /// Which of the seed's two entry points `--seed-compat` reproduces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -492,14 +494,15 @@ fn write_evidence(
         shard,
         Learned::of_catalog(catalog),
         Inputs {
-            catalog_sha256: crate::shard::file_digest(&args.io.catalog)?,
+            catalog_sha256: plangate_harness::shard::file_digest(&args.io.catalog)?,
             samples_sha256: digest.hex(),
             source: source_name(&args.io.samples),
             limits: "none: score executes nothing".into(),
             probe_runs: None,
         },
-        &args.thresholds,
-        tally,
+        &args.thresholds.options(),
+        tally.lines,
+        tally.blank,
     );
     crate::shard::write_evidence(out, &header, |w| std::io::copy(&mut body, w))
 }

@@ -110,6 +110,10 @@ pub enum HarnessError {
         /// Why.
         message: String,
     },
+    /// A shard's evidence, or a set of shards, that merge cannot take (the message
+    /// names the file and what is wrong).
+    #[error("{0}")]
+    Shard(String),
     /// An interrupt stopped the defer path before a round was decided.
     #[error("interrupted during the defer path")]
     Interrupted,

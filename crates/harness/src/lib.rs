@@ -32,6 +32,7 @@ mod repeats;
 mod resolver;
 mod retry;
 mod run;
+pub mod shard;
 mod spill;
 mod world;
 
