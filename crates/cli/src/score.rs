@@ -78,8 +78,8 @@ const CHUNK_BYTES: usize = 1 << 20;
 /// Consecutive lines of the input, in one buffer: (line number, byte range) each, or
 /// the length of a line over `--max-line-bytes`. A worker appends their records to
 /// `records`, each with its line ending: a chunk's records cross to the writer as one
-/// buffer, written with one call, where a string per record cost an allocation in the
-/// worker and a free in the writer.
+/// buffer, written with one call, where a string per record would cost an allocation in
+/// the worker and a free in the writer.
 #[derive(Default)]
 struct Chunk {
     data: Vec<u8>,
@@ -232,7 +232,7 @@ fn write_records(out: &mut Output, records: &str) -> Result<()> {
 /// Reads, decides and writes as a pipeline: this thread reads lines into chunks,
 /// `jobs` workers decide them, a writer puts them back in input order. At most
 /// `4 * jobs` chunks are in flight, so memory stays flat, and their buffers go round
-/// (a fresh half-megabyte buffer per chunk cost page faults the profile showed).
+/// (a fresh half-megabyte buffer per chunk would cost page faults).
 fn pipeline(
     scorer: &Scorer<'_>,
     input: Box<dyn BufRead>,
