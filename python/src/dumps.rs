@@ -67,9 +67,9 @@ fn write_str(s: &str, out: &mut Vec<u8>) {
 }
 
 /// Writes one value. The walk is on raw pointers, borrowed, because it is the one
-/// step of `plangate.score` over dicts that holds the GIL per object (about 220
-/// objects a task): through PyO3's owned handles each object cost a reference count
-/// taken and dropped and a chain of type casts, several times the writing itself.
+/// step of `plangate.score` over dicts that holds the GIL per object (hundreds of
+/// objects a task): through PyO3's owned handles each object would cost a reference
+/// count taken and dropped and a chain of type casts, several times the writing itself.
 ///
 /// # Safety
 /// `obj` is a live object and the GIL is held; see [`line`].

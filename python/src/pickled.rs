@@ -1,11 +1,12 @@
 //! A chunk of decision records as pickle bytes, written by a worker off the GIL, so that
-//! the one step holding the GIL is `pickle.loads`, which builds the same dicts about
-//! twice as fast as `json.loads` reads their text (docs/benchmarks.md, the Python
-//! section). A gate decision is pickled from the [`Decision`] itself, field by field as
-//! `gate::record::decision` writes it; any other record from its JSON text. Pickle protocol 4 is documented and every later Python reads it; only
-//! plain data opcodes are written (no globals, nothing to call), and a short string
-//! seen before in the chunk (every key, most verdicts and reasons) is one memo
-//! reference, so the records share those `str` objects as `json.loads` shares keys.
+//! the one step holding the GIL is `pickle.loads`, which builds the same dicts faster
+//! than `json.loads` reads their text (docs/benchmarks.md, "The Python package"). A gate
+//! decision is pickled from the [`Decision`] itself, field by field as
+//! `gate::record::decision` writes it; any other record from its JSON text. Pickle
+//! protocol 4 is documented and every later Python reads it; only plain data opcodes are
+//! written (no globals, nothing to call), and a short string seen before in the chunk
+//! (every key, most verdicts and reasons) is one memo reference, so the records share
+//! those `str` objects as `json.loads` shares keys.
 
 use plangate_gate::decide::{
     Agreement, Decision, DivergentPath, MalformedSample, PlanStep, SchemaViolation, StepAgreement,

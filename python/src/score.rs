@@ -267,11 +267,11 @@ fn stopped() -> PyErr {
 /// as it was when this is dropped. The collector starts a pass every 700 container
 /// allocations, and every tenth pass also walks an older generation: a chunk of
 /// records is thousands of dicts and lists, so a caller who keeps many objects alive
-/// (the task dicts it passed in, the records it collected) paid for walking them again
-/// and again, more than for building the records (docs/benchmarks.md, Python). Paused,
-/// the young generation is walked once per chunk; the records stay tracked, so a cycle
-/// a caller makes later is still collected. The GIL is held from pause to resume, so
-/// no other thread runs with the collector off.
+/// (the task dicts it passed in, the records it collected) would pay for walking them
+/// again and again, more than for building the records (docs/benchmarks.md, "The Python
+/// package"). Paused, the young generation is walked once per chunk; the records stay
+/// tracked, so a cycle a caller makes later is still collected. The GIL is held from
+/// pause to resume, so no other thread runs with the collector off.
 pub(crate) struct GcPause<'py> {
     gc: Option<Bound<'py, PyModule>>,
 }

@@ -346,7 +346,7 @@ def _run(code, timeout=60):
 
 def test_an_iterator_advanced_while_running_is_refused_not_deadlocked(repo):
     """From a second thread, or from the samples generator it is reading, the iterator
-    refuses as a running generator does; it used to wait for itself forever."""
+    refuses as a running generator does, rather than wait for itself forever."""
     out = _run(f"""
         import threading, plangate
         cat = {str(repo / EXAMPLE / "catalog.json")!r}

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Writes one of scripts/bench's hostile-size inputs (issue 13, case 8): a catalog whose
-one tool has N properties, or a samples line with N distinct samples, or one whose
-arguments are an object of N keys. Usage: hostile_sizes.py KIND N DIR -> writes
-DIR/KIND-N.catalog.json and DIR/KIND-N.jsonl."""
+"""Writes one of scripts/bench's hostile-size inputs (row 6): a catalog whose one tool
+has N properties, or a samples line with N distinct samples, or one whose arguments are
+an object of N keys. Usage: hostile_sizes.py KIND N DIR -> writes DIR/KIND-N.catalog.json
+and DIR/KIND-N.jsonl."""
 import json
 import sys
 

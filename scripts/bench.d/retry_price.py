@@ -1,8 +1,7 @@
 #!/usr/bin/env python3
-"""Turns `plangate demo --json` into scripts/bench's row 9, issue 14's clause: the defer
-path's wall time, as a share of the rest of the same run, against the share of calls it
-adds (executed or reused) to the first epoch's. Prints the measured cell, a tab, then
-met / NOT MET."""
+"""Turns `plangate demo --json` into scripts/bench's row 9: the defer path's wall time,
+as a share of the rest of the same run, against the share of calls it adds (executed or
+reused) to the first epoch's. Prints the measured cell, a tab, then met / NOT MET."""
 import json
 import sys
 

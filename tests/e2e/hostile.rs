@@ -367,8 +367,9 @@ fn hoard_catalog(dir: &Path) -> PathBuf {
 
 /// One tool takes every file it can and holds them; under a process limit of 1024 open
 /// files, every other call of the batch, made while it holds them, still reads its mount
-/// and returns the same bytes. Before the per-call bound the hoarder took what the
-/// process had left, and the other calls failed to preopen their mounts (`trap:host`).
+/// and returns the same bytes. Without the per-call bound the hoarder would take what
+/// the process has left, and the other calls would fail to preopen their mounts
+/// (`trap:host`).
 #[test]
 fn a_tool_hoarding_open_files_does_not_fail_the_others() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -430,9 +431,9 @@ fn a_tool_hoarding_open_files_does_not_fail_the_others() {
 }
 
 /// `plangate call` on a FIFO: in a live mount the guest's open is refused and the call
-/// ends as the guest's own exit (it used to block in the host's `openat`, past
-/// `--timeout-ms`, for good); in a pinned mount the snapshot is refused, naming it. And
-/// a forged `poll_oneoff` count is an errno, not an aborted process.
+/// ends as the guest's own exit (an open that reached the host's `openat` would block
+/// there, past `--timeout-ms`, for good); in a pinned mount the snapshot is refused,
+/// naming it. And a forged `poll_oneoff` count is an errno, not an aborted process.
 #[test]
 fn call_ends_on_a_fifo_and_on_a_forged_poll() {
     let dir = tempfile::tempdir().expect("temp dir");

@@ -209,8 +209,8 @@ fn interrupt(child: &Child) {
 #[test]
 fn sigint_stops_eval_cleanly_and_says_how_to_resume() {
     let dir = tempfile::tempdir().expect("temp dir");
-    // Long enough that the interrupt lands while it runs: 300 tasks took about 0.5 s, so
-    // the 300 ms wait below could outlast the run on a quiet machine.
+    // Long enough that the interrupt lands while it runs: on a quiet machine a batch of a
+    // few hundred tasks can finish within the 300 ms wait below.
     let samples = demo_batch(dir.path(), "2000");
     let catalog = seed_catalog();
     let out = dir.path().join("out.jsonl");

@@ -1,7 +1,7 @@
 //! The global allocator: mimalloc, entered the way Rust's own `System` allocator enters
 //! malloc. The `mimalloc` crate's `MiMalloc` takes mimalloc's aligned entry for every
-//! request, whose extra checks cost `score` about 2% of its instructions
-//! (docs/benchmarks.md); nearly every request needs no more than malloc's alignment.
+//! request, whose extra checks cost instructions on every block (docs/benchmarks.md,
+//! "Build settings"); nearly every request needs no more than malloc's alignment.
 #![allow(
     unsafe_code,
     reason = "a GlobalAlloc is unsafe to implement: it hands raw blocks to the whole program"

@@ -70,8 +70,8 @@ pub(crate) struct ScoreArgs {
 /// Consecutive lines of the input in one buffer ([`pipeline::Chunk`]: a line over
 /// `--max-line-bytes` is its length), and the records a worker appends for them, each
 /// with its line ending: a chunk's records cross to the writer as one buffer, written
-/// with one call, where a string per record cost an allocation in the worker and a
-/// free in the writer.
+/// with one call, where a string per record would cost an allocation in the worker
+/// and a free in the writer.
 #[derive(Default)]
 struct Chunk {
     lines: pipeline::Chunk<u64>,
@@ -216,8 +216,8 @@ fn write_records(out: &mut Output, records: &str) -> Result<()> {
 
 /// Reads, decides and writes as a pipeline ([`pipeline`]): this thread reads lines
 /// into chunks, `jobs` workers decide them, a writer puts them back in input order, and
-/// the chunks' buffers go round (a fresh half-megabyte buffer per chunk cost page
-/// faults the profile showed).
+/// the chunks' buffers go round (a fresh half-megabyte buffer per chunk would cost
+/// page faults).
 fn run_pipeline(
     scorer: &Scorer<'_>,
     input: Box<dyn BufRead>,

@@ -217,8 +217,8 @@ pub fn naive(task: &Task, threshold: Ratio) -> NaiveDecision {
 /// exactly when RFC 8785 prints them alike; without a float in either, that is
 /// `json.dumps` equality (see [`NaiveForm`]). None otherwise (a float, a changed
 /// argument, a missing result or raw bytes, which agreement keys otherwise), and the
-/// task is scored the naive way. Labelled tasks are scored both ways, and the second
-/// keying was a tenth of `score`'s instructions. Public only so that `tests/props.rs`
+/// task is scored the naive way. Labelled tasks are scored both ways, and keying a task
+/// a second time is a large share of `score`'s work. Public only so that `tests/props.rs`
 /// can hold it to [`naive`].
 #[doc(hidden)]
 pub fn naive_prepared(task: &Task, prepared: &Prepared, threshold: Ratio) -> Option<NaiveDecision> {
@@ -285,7 +285,7 @@ pub fn naive_verdict(task: &Task, prepared: &Prepared, threshold: Ratio) -> Verd
 /// reader gives a sample written byte for byte like an earlier one that one's reading
 /// (one `Arc`), and copies of a sample are one plan to [`naive`], whatever they hold: its
 /// modal plan stands for at least as many samples, and it accepts. Agreeing models
-/// repeat themselves, so this decides 46% of the bench's tasks without keying a call.
+/// repeat themselves, so this decides many tasks without keying a call.
 fn repeats_meet(samples: &[Arc<Sample>], threshold: Ratio) -> bool {
     let n = samples.len();
     let meets = |count| threshold.met_by(count, n);

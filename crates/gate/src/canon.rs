@@ -238,7 +238,7 @@ fn scan(
 
 /// `v` in canonical form, None when it already is. A part is copied only where a hint
 /// or a default changes it: most arguments are canonical as written, and copying every
-/// one of them was 3% of `score`'s time.
+/// one of them would be a measurable share of `score`'s time.
 fn apply(
     hints: &Hints,
     v: &Value,

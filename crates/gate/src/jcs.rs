@@ -73,8 +73,8 @@ pub fn utf16_cmp(a: &str, b: &str) -> std::cmp::Ordering {
     // UTF-16 order is byte order up to the first byte that differs, and from there on
     // too unless that byte is part of a multi-byte character (only U+E000..U+FFFF
     // against a supplementary character order differently). Keys are nearly always
-    // ASCII: transcoding, or even checking both keys whole, was a measurable share of
-    // canonicalizing a task.
+    // ASCII: transcoding, or even checking both keys whole, would be a measurable share
+    // of canonicalizing a task.
     let (x, y) = (a.as_bytes(), b.as_bytes());
     match x.iter().zip(y).position(|(p, q)| p != q) {
         None => x.len().cmp(&y.len()),

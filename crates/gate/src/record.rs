@@ -1,9 +1,9 @@
 //! The records `plangate score` writes (a [`Decision`], a `--seed-compat` outcome),
-//! written by hand: serde's generic serializer cost about 14k instructions of a task's
-//! 180k (docs/benchmarks.md). The output is byte-equal to `serde_json::to_string` of
-//! the same record: strings escaped as serde_json escapes them, floats through the
-//! formatter serde_json uses, fields in declaration order (`tests/records.rs` holds
-//! them equal over every gate case file and generated tasks).
+//! written by hand, which costs measurably fewer instructions than serde's generic
+//! serializer. The output is byte-equal to `serde_json::to_string` of the same record:
+//! strings escaped as serde_json escapes them, floats through the formatter serde_json
+//! uses, fields in declaration order (`tests/records.rs` holds them equal over every
+//! gate case file and generated tasks).
 
 use crate::decide::{
     Agreement, Decision, DivergentPath, MalformedSample, PlanStep, SchemaViolation, StepAgreement,
@@ -147,8 +147,8 @@ const PRINTED_N: usize = 64;
 
 /// Each `Agreement::new(count, n)` for `n <= PRINTED_N`, printed once per run and
 /// process: a record holds several agreements, nearly all of few samples, and printing
-/// their three floats was 3k instructions of a task's 129k. A row is printed when an
-/// agreement of its `n` is first written.
+/// their three floats for every record would be a measurable share of writing it. A row
+/// is printed when an agreement of its `n` is first written.
 static PRINTED: [OnceLock<PrintedRow>; PRINTED_N + 1] = [const { OnceLock::new() }; PRINTED_N + 1];
 
 fn agreement(o: &mut String, a: &Agreement) {

@@ -81,8 +81,8 @@ impl Ratio {
 }
 
 /// As [`Ratio::as_f64`] displays, written from the digits: explanations print
-/// thresholds several times a task, and a double's shortest form cost about 1k
-/// instructions each. A decimal of at most ten significant digits is what its nearest
+/// thresholds several times a task, and a double's shortest form costs far more than
+/// copying digits. A decimal of at most ten significant digits is what its nearest
 /// double prints as (a double keeps 15), less trailing zeros.
 impl fmt::Display for Ratio {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

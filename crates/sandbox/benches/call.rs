@@ -2,8 +2,8 @@
 //! wasmtime floor (same engine, a fresh WASI context, store and instance, no epoch
 //! work), measured in the same run; and calls/s on 1 and 2 threads.
 //!
-//! `cargo bench -p plangate-sandbox --bench call`. Goals (issue 3): at most 2x the floor,
-//! at least 100k calls/s on 2 threads.
+//! `cargo bench -p plangate-sandbox --bench call`. Goals (as `scripts/bench` rows 2a and
+//! 2c): at most 2x the floor, at least 100k calls/s on 2 threads.
 #![expect(
     missing_docs,
     reason = "criterion_group! generates an undocumented function"

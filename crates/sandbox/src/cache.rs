@@ -1,7 +1,7 @@
-//! The on-disk cache of precompiled modules and components. Compiling a 100 KiB guest
-//! takes ~100 ms, an interpreter component (componentize-py, jco) several seconds, and
-//! loading either's artifact under a millisecond, so a run compiles each one once, ever,
-//! per engine configuration. An artifact is native code that runs outside the sandbox,
+//! The on-disk cache of precompiled modules and components. Compiling a guest costs far
+//! more than loading its artifact, and an interpreter component (componentize-py, jco)
+//! takes seconds to compile (docs/benchmarks.md, "Build settings"), so a run compiles
+//! each one once, ever, per engine configuration. An artifact is native code that runs outside the sandbox,
 //! so the cache trusts nothing it did not write: it uses only a directory the user owns
 //! and nobody else can write, and loads an artifact only if the digest recorded with it
 //! matches this module, this engine and the artifact's own bytes. Whatever goes wrong

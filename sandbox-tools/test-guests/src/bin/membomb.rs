@@ -2,7 +2,7 @@
 //!
 //! Each chunk is reserved, not zeroed: growing linear memory is what the limit
 //! watches, and writing every page would only make the call race its wall-time net
-//! on a loaded machine (it once timed out at 2 s beside other tests).
+//! on a loaded machine, where it can time out beside other tests.
 
 fn main() {
     let mut hoard: Vec<Vec<u8>> = Vec::new();
