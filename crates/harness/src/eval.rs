@@ -51,7 +51,7 @@ impl Default for EvalOptions {
     fn default() -> Self {
         EvalOptions {
             probe_runs: 2,
-            jobs: crate::run::default_jobs(),
+            jobs: crate::limits::default_jobs(),
             decide: decide::Options::default(),
             quarantine: None,
             reuse_repeats: false,

@@ -22,6 +22,7 @@ mod error;
 mod eval;
 mod health;
 mod journal;
+mod limits;
 mod lines;
 mod observe;
 pub mod pipeline;
@@ -50,6 +51,7 @@ pub use health::{
     Evidence, FirstDifference, HealthReport, Output, ToolBook, ToolHealth, first_difference,
 };
 pub use journal::{CallAt, Chain, Earlier, Header, Journal, open_locked};
+pub use limits::{JobsOutOfRange, LimitTooLow, LimitsGiven, MAX_JOBS, default_jobs, jobs};
 pub use lines::{Line, LineReader, is_blank, too_long};
 pub use observe::observed;
 pub use probe::{ProbeRun, compare_runs, probe_arguments};
@@ -57,8 +59,6 @@ pub use record::Record;
 pub use refs::{pointer, substitute};
 pub use resolver::{SandboxResolver, resolver_answer};
 pub use retry::{Attempt, Retried, RetryPlan, RetryReport, RetryRound, TasksAt};
-pub use run::{
-    EvalRun, JobsOutOfRange, LimitTooLow, LimitsGiven, MAX_JOBS, Retries, default_jobs, jobs,
-};
+pub use run::{EvalRun, Retries};
 pub use spill::{Entry, Spilled};
 pub use world::{World, WorldOptions};
