@@ -89,6 +89,28 @@ fn run_case(path: &Path) -> Result<(), String> {
     }
     let got = serde_json::to_value(&d).unwrap();
     let expect_file = dir.join("expect").join(path.file_name().unwrap());
+    // A case named for its verdict is held to it, before and beside its expectation: an
+    // update of every expectation cannot flip `reject_...` to an accept unseen.
+    if let Some(named) = verdict_in_name(path) {
+        if got["decision"] != named {
+            return Err(format!(
+                "{}: named for {named}, decided {}",
+                path.display(),
+                got["decision"]
+            ));
+        }
+        let want: Option<serde_json::Value> = std::fs::read(&expect_file)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok());
+        if let Some(want) = want.filter(|w| w["decision"] != named) {
+            return Err(format!(
+                "{}: named for {named}, but its expectation {} says {}",
+                path.display(),
+                expect_file.display(),
+                want["decision"]
+            ));
+        }
+    }
     if std::env::var_os("PLANGATE_UPDATE_CASES").is_some() {
         // An intended change: the expectation takes the decision as it now is (review
         // the diff before committing it). The case itself is never rewritten.
@@ -125,6 +147,24 @@ fn run_case(path: &Path) -> Result<(), String> {
         })
         .collect();
     Err(diffs.join("\n  "))
+}
+
+/// The verdict a case's file name promises (`reject_...`, `accept_...`, `defer_...`).
+fn verdict_in_name(path: &Path) -> Option<&'static str> {
+    let name = path.file_name()?.to_str()?;
+    ["accept", "reject", "defer"]
+        .into_iter()
+        .find(|v| name.starts_with(&format!("{v}_")))
+}
+
+#[test]
+fn a_case_name_names_its_verdict() {
+    assert_eq!(
+        verdict_in_name(Path::new("cases/reject_x.json")),
+        Some("reject")
+    );
+    assert_eq!(verdict_in_name(Path::new("cases/deferred.json")), None);
+    assert_eq!(verdict_in_name(Path::new("cases/hint_x.json")), None);
 }
 
 #[test]
