@@ -14,7 +14,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::{MalformedSample, Miss, PlanKey, Prepared, PreparedSample, PreparedStep};
+use super::decision::MalformedSample;
+use super::prepare::{Miss, PlanKey, Prepared, PreparedSample, PreparedStep};
 use crate::canon::Violation;
 use crate::jcs;
 use crate::json::{self, Value};

@@ -1,0 +1,615 @@
+//! Phase two: the rule of docs/design.md, "The rule", applied to a measured task, in
+//! the order the rules fire. The seed's boundary and what the gate adds to it read
+//! here in one place.
+
+use std::collections::BTreeSet;
+
+use super::decision::{Decision, DivergentPath, Reason, SchemaViolation, Verdict};
+use super::explain::{Say, one_in, quoted};
+use super::health::{Looked, ToolState, ToolStates};
+use super::measure::{analyse, counted};
+use super::options::{Options, Rule};
+use super::prepare::{Prepared, PreparedSample};
+
+/// Applies docs/design.md, "Decision" to a prepared task.
+pub fn classify(p: &Prepared, tools: &dyn ToolStates, opts: &Options) -> Decision {
+    let samples = counted(p);
+    let tools = &Looked::up(&samples, tools);
+    let mut d = analyse(p, &samples, tools);
+    if d.n > 0 && !opts.arg_reject.missed_by(1, d.n) {
+        d.warnings.push(
+            Say::new("reject_unreachable: with n = ")
+                .n(d.n)
+                .s(" the smallest possible agreement is ")
+                .of(1, d.n)
+                .s(" = ")
+                .s(&one_in(d.n))
+                .s(", not below arg_reject ")
+                .ratio(opts.arg_reject)
+                .s("; nothing can be rejected for fabricated arguments")
+                .done(),
+        );
+    }
+    decide(&mut d, p, tools, opts);
+    d
+}
+
+/// The rule, in the seed's order: what cannot be judged, then the located-fabrication
+/// reject, then what results say once arguments agree.
+fn decide(d: &mut Decision, p: &Prepared, tools: &dyn ToolStates, opts: &Options) {
+    let n = d.n;
+    let a = d.arg_agreement.count;
+    if n == 0 {
+        return set(
+            d,
+            Verdict::Defer,
+            Reason::NoSamples,
+            "the task has no samples".into(),
+        );
+    }
+    if let Some(plan) = &d.modal_plan {
+        let unknown: Vec<&str> = plan
+            .iter()
+            .map(|s| s.tool.as_str())
+            .filter(|t| tools.state(t).is_none())
+            .collect();
+        if !unknown.is_empty() {
+            return set(
+                d,
+                Verdict::Reject,
+                Reason::UnknownTool,
+                format!(
+                    "the modal plan calls {} that the catalog does not have",
+                    quoted(&unknown)
+                ),
+            );
+        }
+    }
+    if sample_preconditions_fail(d, p, opts) {
+        return;
+    }
+    if opts.arg_reject.missed_by(a, n) {
+        return low_agreement(d, p, tools, opts);
+    }
+    if let Some(v) = modal_violation(d, p).filter(|_| opts.rule == Rule::Gate) {
+        return set(
+            d,
+            Verdict::Defer,
+            Reason::SchemaMismatch,
+            format!(
+                "argument agreement {a}/{n}, but the modal plan breaks {:?}'s schema at step {} \
+                 ({}, keyword `{}`): either the model or the schema is wrong, which is not a \
+                 fabrication signature",
+                v.tool,
+                v.step,
+                if v.path.is_empty() {
+                    "the arguments".to_string()
+                } else {
+                    format!("arguments{}", v.path)
+                },
+                v.keyword
+            ),
+        );
+    }
+    if opts.arg_accept.met_by(a, n) {
+        // Agreeing plans can still agree on an invented value: execution, not
+        // agreement, tells.
+        if let Some((verdict, why)) = referential_miss(p, tools).filter(|_| opts.rule == Rule::Gate)
+        {
+            return set(d, verdict, Reason::ReferentialMiss, why);
+        }
+        return agreeing_arguments(d, tools, opts);
+    }
+    set(
+        d,
+        Verdict::Defer,
+        Reason::AmbiguousArguments,
+        Say::new("argument agreement ")
+            .of(a, n)
+            .s(" is between arg_reject ")
+            .ratio(opts.arg_reject)
+            .s(" and arg_accept ")
+            .ratio(opts.arg_accept)
+            .done(),
+    );
+}
+
+/// Seed conditions 3 and 4: enough samples, and a fixed epoch. True when one failed
+/// (the task is then deferred, with every failed condition named).
+fn sample_preconditions_fail(d: &mut Decision, p: &Prepared, opts: &Options) -> bool {
+    let n = d.n;
+    let mut blocked = false;
+    if n < opts.min_samples {
+        set(
+            d,
+            Verdict::Defer,
+            Reason::InsufficientSamples,
+            format!("{n} samples, fewer than min_samples {}", opts.min_samples),
+        );
+        blocked = true;
+    }
+    if !p.epoch_fixed {
+        set(
+            d,
+            Verdict::Defer,
+            Reason::EpochNotFixed,
+            "the epoch was not fixed: a source the task read changed".into(),
+        );
+        blocked = true;
+    }
+    blocked
+}
+
+/// Seed condition 1 for every tool the samples call: declared deterministic, verified
+/// this epoch, not quarantined. True when one failed (the task is then deferred, with
+/// every failed condition named).
+fn tool_conditions_fail(d: &mut Decision, tools: &dyn ToolStates, why_low: &str) -> bool {
+    let names = d.tools.clone();
+    untrusted_tools_defer(d, tools, &names, true, |list, what| {
+        format!("{why_low}, but {list} {what}: cannot reject")
+    })
+}
+
+/// Defers the task, naming each group of `names` that fails seed condition 1 (not
+/// declared deterministic, when `nondeterministic_fails`; declared but not verified;
+/// quarantined) with its reason, the sentence written by `say(tools, what they are)`.
+/// True when a group failed.
+fn untrusted_tools_defer(
+    d: &mut Decision,
+    tools: &dyn ToolStates,
+    names: &[String],
+    nondeterministic_fails: bool,
+    say: impl Fn(&str, &str) -> String,
+) -> bool {
+    let states: Vec<(&String, ToolState)> = names
+        .iter()
+        .filter_map(|t| tools.state(t).map(|s| (t, s)))
+        .collect();
+    let failing = |f: &dyn Fn(&ToolState) -> bool| -> Vec<&String> {
+        let mut out: Vec<&String> = (states.iter().filter(|(_, s)| f(s)))
+            .map(|(t, _)| *t)
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    };
+    let nondet = failing(&|s| nondeterministic_fails && !s.declared_deterministic);
+    let unverified = failing(&|s| s.declared_deterministic && !s.verified && !s.quarantined);
+    let quarantined = failing(&|s| s.declared_deterministic && s.quarantined);
+    let mut deferred = false;
+    for (list, reason, what) in [
+        (
+            &nondet,
+            Reason::ToolNotDeterministic,
+            "not declared deterministic",
+        ),
+        (
+            &unverified,
+            Reason::ToolUnverified,
+            "not verified this epoch",
+        ),
+        (
+            &quarantined,
+            Reason::ToolQuarantined,
+            "quarantined in this batch",
+        ),
+    ] {
+        if !list.is_empty() {
+            set(d, Verdict::Defer, reason, say(&quoted(list), what));
+            deferred = true;
+        }
+    }
+    deferred
+}
+
+/// Argument agreement below arg_reject. A reject needs every tool verified
+/// deterministic (seed condition 1), no upstream taint, and a located fabrication: one
+/// path whose own agreement is below arg_reject. Several paths that each vary harmlessly
+/// (a date in two formats, an optional field sometimes given) make every plan distinct
+/// without any fabricated value; such a task defers.
+fn low_agreement(d: &mut Decision, p: &Prepared, tools: &dyn ToolStates, opts: &Options) {
+    let (n, a) = (d.n, d.arg_agreement.count);
+    let why_low = Say::new("argument agreement ")
+        .of(a, n)
+        .s(" is below arg_reject ")
+        .ratio(opts.arg_reject)
+        .done();
+    let deferred = tool_conditions_fail(d, tools, &why_low);
+    if deferred {
+        return;
+    }
+    if let Some(step) = tainting_step(p, d.first_divergent_step) {
+        return set(
+            d,
+            Verdict::Defer,
+            Reason::TaintedByUpstream,
+            format!(
+                "{why_low}, but results of step {step} already disagreed and the arguments \
+                 diverge only after it: the model may have read those results"
+            ),
+        );
+    }
+    let described = |paths: &mut dyn Iterator<Item = &DivergentPath>| -> String {
+        let mut say = Say::new("");
+        for (i, p) in paths.take(3).enumerate() {
+            say = say
+                .s(if i == 0 { "" } else { "; " })
+                .s(&p.path)
+                .s(": ")
+                .n(p.distinct)
+                .s(" distinct values, agreement ")
+                .of(p.agreement.count, n);
+        }
+        say.done()
+    };
+    let scattered = |x: &&DivergentPath| opts.arg_reject.missed_by(x.agreement.count, n);
+    if d.divergent_paths.iter().any(|x| scattered(&x)) {
+        let located = described(&mut d.divergent_paths.iter().filter(scattered));
+        return set(
+            d,
+            Verdict::Reject,
+            Reason::FabricatedArguments,
+            Say::new(&why_low)
+                .s(", and scattered where the plans differ (")
+                .s(&located)
+                .s(")")
+                .done(),
+        );
+    }
+    if opts.rule == Rule::Seed {
+        let differ = described(&mut d.divergent_paths.iter());
+        return set(
+            d,
+            Verdict::Reject,
+            Reason::FabricatedArguments,
+            if differ.is_empty() {
+                why_low
+            } else {
+                format!("{why_low} ({differ})")
+            },
+        );
+    }
+    let spread = described(&mut d.divergent_paths.iter());
+    set(
+        d,
+        Verdict::Defer,
+        Reason::DiffuseArguments,
+        format!(
+            "{why_low}, but no single path is scattered below it (each path's agreement is at \
+             least arg_reject{}): harmless variation in several places, not a located \
+             fabrication",
+            if spread.is_empty() {
+                String::new()
+            } else {
+                format!(": {spread}")
+            }
+        ),
+    );
+}
+
+/// A consistent fabrication: the modal plan refers to something a verified deterministic
+/// tool, in a fixed epoch, says does not exist. Agreement cannot see it (every sample
+/// repeats the invented value, every call fails alike), execution can. Rejected when the
+/// parameter is declared `must_exist` or its `id` resolver found nothing; otherwise
+/// deferred, since "does o_9 exist?" has `not_found` as its right answer.
+fn referential_miss(p: &Prepared, tools: &dyn ToolStates) -> Option<(Verdict, String)> {
+    let (m, _) = p.modal_plan?;
+    let modal_plan = &p.samples[m];
+    let sound = |t: &str| {
+        tools
+            .state(t)
+            .is_some_and(|s| s.declared_deterministic && s.verified && !s.quarantined)
+    };
+    let agreeing: Vec<&PreparedSample> = p
+        .samples
+        .iter()
+        .filter(|s| s.plan == modal_plan.plan)
+        .collect();
+    for (j, st) in modal_plan.steps.iter().enumerate() {
+        let Some(miss) = &st.miss else { continue };
+        if !sound(&st.tool) {
+            continue;
+        }
+        let named: Vec<String> = miss
+            .params
+            .iter()
+            .map(|(k, v)| format!("{k} = {v}"))
+            .collect();
+        let named = named.join(", ");
+        // Most samples that make the modal plan got not_found here, not just one.
+        let not_found = agreeing
+            .iter()
+            .filter(|s| {
+                s.steps
+                    .get(j)
+                    .and_then(|x| x.miss.as_ref())
+                    .is_some_and(|x| x.not_found)
+            })
+            .count();
+        let resolved_nothing: Vec<&(String, String)> = miss
+            .unresolved
+            .iter()
+            .filter(|(_, resolver)| sound(resolver))
+            .collect();
+        if let Some((param, resolver)) = resolved_nothing.first() {
+            return Some((
+                Verdict::Reject,
+                format!(
+                    "referential miss at step {j} ({:?}): the resolver {resolver:?} finds no \
+                     {param} for {named} in this epoch, in every sample that makes the modal plan",
+                    st.tool
+                ),
+            ));
+        }
+        if 2 * not_found <= agreeing.len() {
+            continue;
+        }
+        let what = format!(
+            "referential miss at step {j} ({:?}): {not_found} of {} samples that make the modal \
+             plan got not_found for {named} from a verified deterministic tool in a fixed epoch",
+            st.tool,
+            agreeing.len()
+        );
+        return Some(if miss.must_exist {
+            (
+                Verdict::Reject,
+                format!("{what}, and the parameter is declared must_exist: the value was invented"),
+            )
+        } else {
+            (
+                Verdict::Defer,
+                format!(
+                    "{what}; the parameter is not declared must_exist, so not_found may be the \
+                     right answer: cannot accept"
+                ),
+            )
+        });
+    }
+    None
+}
+
+/// The first way the modal plan breaks its tools' schemas, if it does.
+fn modal_violation<'d>(d: &'d Decision, p: &Prepared) -> Option<&'d SchemaViolation> {
+    let (m, _) = p.modal_plan?;
+    d.schema_violations.iter().find(|v| v.samples.contains(&m))
+}
+
+/// Arguments agree: results decide between accept and the tool being suspect. Only the
+/// results of tools declared deterministic, verified and not quarantined can support an
+/// accept: a quarantined tool's agreeing `not_found`s would otherwise accept the very
+/// fabrication its quarantine hid from the referential-miss check.
+fn agreeing_arguments(d: &mut Decision, tools: &dyn ToolStates, opts: &Options) {
+    let (n, a) = (d.n, d.arg_agreement.count);
+    let agree = Say::new("argument agreement ")
+        .of(a, n)
+        .s(" meets arg_accept ")
+        .ratio(opts.arg_accept)
+        .done();
+    match d.result_agreement {
+        None => {
+            set(d, Verdict::Accept, Reason::ArgumentsAgree, agree);
+            set(
+                d,
+                Verdict::Accept,
+                Reason::NoDeterministicStep,
+                "no step's tool is declared deterministic, so results are not compared".into(),
+            );
+        }
+        Some(r) if opts.result_accept.met_by(r.count, n) => {
+            let untrusted = |t: &String| {
+                (tools.state(t))
+                    .is_some_and(|s| s.declared_deterministic && (s.quarantined || !s.verified))
+            };
+            let any_untrusted = match &d.modal_plan {
+                Some(plan) => plan.iter().any(|st| untrusted(&st.tool)),
+                None => d.tools.iter().any(untrusted),
+            };
+            // Words only for a task that defers: an accept costs one look per step.
+            if opts.rule == Rule::Gate && any_untrusted {
+                let modal_tools: Vec<String> = match &d.modal_plan {
+                    Some(plan) => plan.iter().map(|st| st.tool.clone()).collect(),
+                    None => d.tools.clone(),
+                };
+                let results_agree = Say::new(&agree)
+                    .s(" and result agreement ")
+                    .of(r.count, n)
+                    .s(" meets result_accept ")
+                    .ratio(opts.result_accept)
+                    .done();
+                let untrusted =
+                    untrusted_tools_defer(d, tools, &modal_tools, false, |list, what| {
+                        format!(
+                            "{results_agree}, but the modal plan calls {list} {what}: its results \
+                         cannot support an accept"
+                        )
+                    });
+                if untrusted {
+                    return;
+                }
+            }
+            set(d, Verdict::Accept, Reason::ArgumentsAgree, agree);
+            set(
+                d,
+                Verdict::Accept,
+                Reason::ResultsAgree,
+                Say::new("result agreement ")
+                    .of(r.count, n)
+                    .s(" meets result_accept ")
+                    .ratio(opts.result_accept)
+                    .done(),
+            );
+        }
+        Some(r) if opts.result_suspect.missed_by(r.count, n) => {
+            let who = if d.suspect_tools.is_empty() {
+                String::new()
+            } else {
+                format!(": suspect {}", quoted(&d.suspect_tools))
+            };
+            set(
+                d,
+                Verdict::Defer,
+                Reason::ToolSuspect,
+                Say::new(&agree)
+                    .s(", but result agreement ")
+                    .of(r.count, n)
+                    .s(" is below result_suspect ")
+                    .ratio(opts.result_suspect)
+                    .s(&who)
+                    .done(),
+            );
+        }
+        Some(r) => {
+            set(
+                d,
+                Verdict::Defer,
+                Reason::ResultInconclusive,
+                Say::new(&agree)
+                    .s(", but result agreement ")
+                    .of(r.count, n)
+                    .s(" is below result_accept ")
+                    .ratio(opts.result_accept)
+                    .done(),
+            );
+        }
+    }
+}
+
+fn set(d: &mut Decision, v: Verdict, r: Reason, why: String) {
+    d.decision = v;
+    d.reasons.push(r);
+    d.explanation.push(why);
+}
+
+/// The first step before `divergent` whose results disagree, if any.
+fn tainting_step(p: &Prepared, divergent: Option<usize>) -> Option<usize> {
+    let d = divergent?;
+    (0..d).find(|&j| {
+        let results: BTreeSet<u32> = p
+            .samples
+            .iter()
+            .filter_map(|s| s.steps.get(j).and_then(|st| st.result))
+            .collect();
+        results.len() > 1
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    use crate::decide::{prepare, test_catalog, tool_states};
+    use crate::task::{Task, parse_task_line};
+
+    fn decide_line(line: &str) -> serde_json::Value {
+        let c = test_catalog();
+        let t = parse_task_line(line.as_bytes()).unwrap_or_else(|e| panic!("{line}: {e}"));
+        let d = classify(
+            &prepare(&t, &c, None),
+            &tool_states(&c),
+            &Options::default(),
+        );
+        serde_json::to_value(&d).unwrap()
+    }
+
+    /// One task, its parallel calls shuffled per sample, written natively, as OpenAI
+    /// transcripts and as Anthropic transcripts: the same decision, field for field.
+    #[test]
+    fn a_task_decides_alike_in_every_sample_shape() {
+        // (calls in the order this sample made them: city, unit or none, result)
+        let samples: Vec<Vec<(&str, Option<&str>, u32)>> = vec![
+            vec![("Oslo", None, 3), ("Rome", Some("c"), 19)],
+            vec![("Rome", None, 19), ("Oslo", None, 3)],
+            vec![("Oslo", Some("c"), 3), ("Rome", None, 19)],
+            vec![("Rome", None, 19), ("Oslo", None, 3)],
+            vec![("Rome", None, 19), ("Oslo", Some("c"), 3)],
+            vec![("Oslo", None, 3), ("Bergen", None, 7)],
+        ];
+        let args = |city: &str, unit: Option<&str>| match unit {
+            Some(u) => serde_json::json!({"city": city, "unit": u}),
+            None => serde_json::json!({"city": city}),
+        };
+        let native: Vec<serde_json::Value> = samples
+            .iter()
+            .map(|s| {
+                let turn: Vec<_> = s
+                    .iter()
+                    .map(|(c, u, r)| serde_json::json!({"tool": "w", "arguments": args(c, *u), "result": {"t": r}}))
+                    .collect();
+                serde_json::json!({"turns": [turn]})
+            })
+            .collect();
+        let openai: Vec<serde_json::Value> = samples
+            .iter()
+            .map(|s| {
+                let calls: Vec<_> = s.iter().enumerate().map(|(k, (c, u, _))| serde_json::json!({"id": format!("c{k}"), "type": "function", "function": {"name": "w", "arguments": args(c, *u).to_string()}})).collect();
+                let mut messages = vec![
+                    serde_json::json!({"role": "user", "content": "weather?"}),
+                    serde_json::json!({"role": "assistant", "content": null, "tool_calls": calls}),
+                ];
+                for (k, (_, _, r)) in s.iter().enumerate().rev() {
+                    messages.push(serde_json::json!({"role": "tool", "tool_call_id": format!("c{k}"), "content": format!("{{\"t\": {r}}}")}));
+                }
+                serde_json::json!({"messages": messages})
+            })
+            .collect();
+        let anthropic: Vec<serde_json::Value> = samples
+            .iter()
+            .map(|s| {
+                let uses: Vec<_> = s.iter().enumerate().map(|(k, (c, u, _))| serde_json::json!({"type": "tool_use", "id": format!("t{k}"), "name": "w", "input": args(c, *u)})).collect();
+                let results: Vec<_> = s.iter().enumerate().map(|(k, (_, _, r))| serde_json::json!({"type": "tool_result", "tool_use_id": format!("t{k}"), "content": [{"type": "text", "text": format!("{{\"t\":{r}}}")}]})).collect();
+                serde_json::json!({"messages": [
+                    {"role": "user", "content": "weather?"},
+                    {"role": "assistant", "content": uses},
+                    {"role": "user", "content": results}]})
+            })
+            .collect();
+        let line = |samples: Vec<serde_json::Value>| {
+            serde_json::json!({"task_id": "t", "samples": samples}).to_string()
+        };
+        let want = decide_line(&line(native));
+        assert_eq!(want["decision"], "accept", "{want:#}");
+        assert_eq!(want["arg_agreement"]["count"], 5, "{want:#}");
+        for other in [openai, anthropic] {
+            assert_eq!(decide_line(&line(other)), want);
+        }
+    }
+
+    /// Samples the reader shared (written byte for byte alike) decide as the same
+    /// samples read apart, a sample spoiled by a repeated key included: its malformed
+    /// entries name each sample, not the first.
+    #[test]
+    fn shared_samples_decide_as_samples_read_apart() {
+        let c = test_catalog();
+        let good = r#"{"calls":[{"tool":"w","arguments":{"city":"Oslo"},"result":3}]}"#;
+        let other = r#"{"calls":[{"tool":"w","arguments":{"city":"Rome"},"result":19}]}"#;
+        let spoiled =
+            r#"{"calls":[{"tool":"w","arguments":{"city":"Oslo","city":"Rome"},"result":3}]}"#;
+        let line = format!(
+            r#"{{"task_id":"t","samples":[{good},{spoiled},{good},{other},{spoiled},{good}]}}"#
+        );
+        let shared = parse_task_line(line.as_bytes()).unwrap();
+        assert!(Arc::ptr_eq(&shared.samples[1], &shared.samples[4]));
+        let apart = Task {
+            samples: shared
+                .samples
+                .iter()
+                .map(|s| Arc::new((**s).clone()))
+                .collect(),
+            ..shared.clone()
+        };
+        let decided = |t: &Task| {
+            let d = classify(&prepare(t, &c, None), &tool_states(&c), &Options::default());
+            serde_json::to_value(&d).unwrap()
+        };
+        let d = decided(&shared);
+        assert_eq!(d, decided(&apart));
+        let spoiled_at: Vec<&serde_json::Value> = d["malformed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| &m["sample"])
+            .collect();
+        assert_eq!(spoiled_at, [1, 4], "{d}");
+    }
+}
