@@ -6,13 +6,13 @@ use crate::stats::Ratio;
 
 /// An explanation, written piece by piece: a `format!` cost about 700 instructions, and
 /// a task explains itself two or three times.
-pub(super) struct Say(String);
+pub(super) struct Sentence(String);
 
-impl Say {
+impl Sentence {
     pub(super) fn new(text: &str) -> Self {
         let mut s = String::with_capacity(text.len() + 96);
         s.push_str(text);
-        Say(s)
+        Sentence(s)
     }
     pub(super) fn s(mut self, text: &str) -> Self {
         self.0.push_str(text);
@@ -74,9 +74,14 @@ mod tests {
     }
 
     #[test]
-    fn say_writes_what_format_writes() {
+    fn a_sentence_writes_what_format_writes() {
         let r: Ratio = "0.80".parse().unwrap();
-        let said = Say::new("a ").of(4, 5).s(" b ").ratio(r).n(12_345).done();
+        let said = Sentence::new("a ")
+            .of(4, 5)
+            .s(" b ")
+            .ratio(r)
+            .n(12_345)
+            .done();
         assert_eq!(said, format!("a 4/5 b {r}12345"));
         assert_eq!(said, "a 4/5 b 0.812345");
     }

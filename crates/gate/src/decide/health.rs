@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use super::measure::Counted;
+use super::measure::DistinctSample;
 use crate::catalog::Catalog;
 
 /// What the batch knows of a tool when tasks are classified.
@@ -52,13 +52,13 @@ pub fn tool_states(catalog: &Catalog) -> BTreeMap<String, ToolState> {
 /// The states of a task's tools, each looked up once: the rules ask for them step by
 /// step, sample by sample, and a lookup by name in the batch's states was ~2k
 /// instructions of a task. Other names go to the batch's states.
-pub(super) struct Looked<'a> {
+pub(super) struct TaskToolStates<'a> {
     states: Vec<(&'a str, Option<ToolState>)>,
     batch: &'a dyn ToolStates,
 }
 
-impl<'a> Looked<'a> {
-    pub(super) fn up(samples: &[Counted<'a>], batch: &'a dyn ToolStates) -> Self {
+impl<'a> TaskToolStates<'a> {
+    pub(super) fn of(samples: &[DistinctSample<'a>], batch: &'a dyn ToolStates) -> Self {
         let mut states: Vec<(&str, Option<ToolState>)> = Vec::new();
         for st in samples.iter().flat_map(|c| c.sample.steps.iter()) {
             // A handful is the rule; a task of thousands of tools is asked of the batch,
@@ -67,11 +67,11 @@ impl<'a> Looked<'a> {
                 states.push((&st.tool, batch.state(&st.tool)));
             }
         }
-        Looked { states, batch }
+        TaskToolStates { states, batch }
     }
 }
 
-impl ToolStates for Looked<'_> {
+impl ToolStates for TaskToolStates<'_> {
     fn state(&self, tool: &str) -> Option<ToolState> {
         match self.states.iter().find(|(t, _)| *t == tool) {
             Some((_, state)) => *state,

@@ -51,7 +51,7 @@ pub(super) fn tally<K: Ord>(
 /// A distinct sample of a task: its index, and how many samples it stands for (itself
 /// and the later ones prepared as copies of it, see `PreparedSample::first`).
 #[derive(Clone, Copy)]
-pub(super) struct Counted<'a> {
+pub(super) struct DistinctSample<'a> {
     pub(super) at: usize,
     pub(super) sample: &'a PreparedSample,
     pub(super) times: usize,
@@ -60,8 +60,8 @@ pub(super) struct Counted<'a> {
 /// The distinct samples of `p` in the order they first occur. Every measure of
 /// [`analyse`] reads a sample's keys alone, so a copy counts as its first does, and
 /// 56% of the bench's samples are copies.
-pub(super) fn counted(p: &Prepared) -> Vec<Counted<'_>> {
-    let mut out: Vec<Counted> = Vec::with_capacity(p.samples.len());
+pub(super) fn distinct_samples(p: &Prepared) -> Vec<DistinctSample<'_>> {
+    let mut out: Vec<DistinctSample> = Vec::with_capacity(p.samples.len());
     // Where each sample was counted in `out`.
     let mut at: Vec<usize> = Vec::with_capacity(p.samples.len());
     for (i, s) in p.samples.iter().enumerate() {
@@ -72,7 +72,7 @@ pub(super) fn counted(p: &Prepared) -> Vec<Counted<'_>> {
             }
             None => {
                 at.push(out.len());
-                out.push(Counted {
+                out.push(DistinctSample {
                     at: i,
                     sample: s,
                     times: 1,
@@ -85,8 +85,12 @@ pub(super) fn counted(p: &Prepared) -> Vec<Counted<'_>> {
 
 /// Everything the rule reads, measured: agreements, the modal plan, per-step agreement,
 /// where plans differ, suspect tools and schema violations. The verdict is left to
-/// [`decide`].
-pub(super) fn analyse(p: &Prepared, samples: &[Counted], tools: &dyn ToolStates) -> Decision {
+/// [`rule`](super::rule).
+pub(super) fn analyse(
+    p: &Prepared,
+    samples: &[DistinctSample],
+    tools: &dyn ToolStates,
+) -> Decision {
     let n = p.samples.len();
     let (modal_idx, arg_count) = p.modal_plan.unwrap_or((0, 0));
     let arg = Agreement::new(arg_count, n);
@@ -207,7 +211,7 @@ fn schema_violations(p: &Prepared) -> Vec<SchemaViolation> {
 }
 
 /// Deterministic tools that answered identical calls (same plan so far) differently.
-fn suspect_tools(samples: &[Counted], is_det: &dyn Fn(&str) -> bool) -> Vec<String> {
+fn suspect_tools(samples: &[DistinctSample], is_det: &dyn Fn(&str) -> bool) -> Vec<String> {
     let mut out = BTreeSet::new();
     // Each sample's plan so far by id: (id of the prefix before, key of this step) ->
     // id. Samples that agree up to step j share an id, found without comparing whole
@@ -283,7 +287,7 @@ mod tests {
     /// A task whose samples repeat, differ in arguments and in results, counted once per
     /// distinct sample: every measure equals that of the samples read apart.
     #[test]
-    fn counted_samples_measure_as_every_sample() {
+    fn distinct_samples_measure_as_every_sample() {
         let c = test_catalog();
         let call = |city: &str, t: u32| {
             format!(
@@ -302,12 +306,12 @@ mod tests {
             ..shared.clone()
         };
         let prepared = prepare(&shared, &c, None);
-        let distinct: Vec<(usize, usize)> = (counted(&prepared).iter())
+        let distinct: Vec<(usize, usize)> = (distinct_samples(&prepared).iter())
             .map(|c| (c.at, c.times))
             .collect();
         assert_eq!(distinct, [(0, 3), (1, 3), (3, 1)]);
         let apart_prepared = prepare(&apart, &c, None);
-        assert_eq!(counted(&apart_prepared).len(), 7);
+        assert_eq!(distinct_samples(&apart_prepared).len(), 7);
         let decided = |p: &Prepared| {
             let d = classify(p, &tool_states(&c), &Options::default());
             // The record writer prints what serde does (tests/records.rs); record.rs

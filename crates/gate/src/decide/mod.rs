@@ -7,9 +7,9 @@
 //!
 //! A task goes through the files in this order: `prepare` keys it (with `turns` ordering
 //! the calls of each turn), `measure` and `paths` say how far its samples agree, and
-//! `rule` decides, writing its sentences with `explain`.
-//! `options`, `health` and `decision` hold what goes in and what comes out; `wire` keeps
-//! a prepared task as one line between the phases.
+//! `rule` decides, writing its sentences with `explain`. `options`, `health` and
+//! `decision` hold what goes in and what comes out; `prepared_line` keeps a prepared
+//! task as one line between the phases.
 
 mod decision;
 mod explain;
@@ -18,9 +18,9 @@ mod measure;
 mod options;
 mod paths;
 mod prepare;
+mod prepared_line;
 mod rule;
 mod turns;
-mod wire;
 
 pub use decision::{
     Agreement, Decision, DivergentPath, MalformedSample, PlanStep, Reason, SchemaViolation,
@@ -31,8 +31,8 @@ pub(crate) use measure::modal;
 pub use options::{InvertedThresholds, Options, Rule};
 pub use paths::path_member;
 pub use prepare::{Prepared, prepare};
+pub use prepared_line::PreparedLineError;
 pub use rule::classify;
-pub use wire::WireError;
 
 /// The catalog the unit tests of this module decide against: one deterministic,
 /// verified tool `w`, whose `unit` has a default.

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::decision::{Agreement, DivergentPath};
-use super::measure::{Counted, tally};
+use super::measure::{DistinctSample, tally};
 use crate::jcs;
 use crate::json::{Object, Value};
 use crate::task::Recent;
@@ -42,7 +42,7 @@ const PATH_WALK_LIMIT: usize = 10_000;
 /// a value; unreadable arguments agree with nothing), each with its number of distinct
 /// values and how many samples share its most common one. Most scattered first.
 pub(super) fn path_agreements(
-    samples: &[Counted],
+    samples: &[DistinctSample],
     n: usize,
     max_steps: usize,
 ) -> Vec<DivergentPath> {

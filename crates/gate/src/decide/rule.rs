@@ -5,20 +5,20 @@
 use std::collections::BTreeSet;
 
 use super::decision::{Decision, DivergentPath, Reason, SchemaViolation, Verdict};
-use super::explain::{Say, one_in, quoted};
-use super::health::{Looked, ToolState, ToolStates};
-use super::measure::{analyse, counted};
+use super::explain::{Sentence, one_in, quoted};
+use super::health::{TaskToolStates, ToolState, ToolStates};
+use super::measure::{analyse, distinct_samples};
 use super::options::{Options, Rule};
 use super::prepare::{Prepared, PreparedSample};
 
 /// Applies docs/design.md, "Decision" to a prepared task.
 pub fn classify(p: &Prepared, tools: &dyn ToolStates, opts: &Options) -> Decision {
-    let samples = counted(p);
-    let tools = &Looked::up(&samples, tools);
+    let samples = distinct_samples(p);
+    let tools = &TaskToolStates::of(&samples, tools);
     let mut d = analyse(p, &samples, tools);
     if d.n > 0 && !opts.arg_reject.missed_by(1, d.n) {
         d.warnings.push(
-            Say::new("reject_unreachable: with n = ")
+            Sentence::new("reject_unreachable: with n = ")
                 .n(d.n)
                 .s(" the smallest possible agreement is ")
                 .of(1, d.n)
@@ -30,13 +30,13 @@ pub fn classify(p: &Prepared, tools: &dyn ToolStates, opts: &Options) -> Decisio
                 .done(),
         );
     }
-    decide(&mut d, p, tools, opts);
+    apply(&mut d, p, tools, opts);
     d
 }
 
 /// The rule, in the seed's order: what cannot be judged, then the located-fabrication
 /// reject, then what results say once arguments agree.
-fn decide(d: &mut Decision, p: &Prepared, tools: &dyn ToolStates, opts: &Options) {
+fn apply(d: &mut Decision, p: &Prepared, tools: &dyn ToolStates, opts: &Options) {
     let n = d.n;
     let a = d.arg_agreement.count;
     if n == 0 {
@@ -104,7 +104,7 @@ fn decide(d: &mut Decision, p: &Prepared, tools: &dyn ToolStates, opts: &Options
         d,
         Verdict::Defer,
         Reason::AmbiguousArguments,
-        Say::new("argument agreement ")
+        Sentence::new("argument agreement ")
             .of(a, n)
             .s(" is between arg_reject ")
             .ratio(opts.arg_reject)
@@ -209,7 +209,7 @@ fn untrusted_tools_defer(
 /// without any fabricated value; such a task defers.
 fn low_agreement(d: &mut Decision, p: &Prepared, tools: &dyn ToolStates, opts: &Options) {
     let (n, a) = (d.n, d.arg_agreement.count);
-    let why_low = Say::new("argument agreement ")
+    let why_low = Sentence::new("argument agreement ")
         .of(a, n)
         .s(" is below arg_reject ")
         .ratio(opts.arg_reject)
@@ -230,7 +230,7 @@ fn low_agreement(d: &mut Decision, p: &Prepared, tools: &dyn ToolStates, opts: &
         );
     }
     let described = |paths: &mut dyn Iterator<Item = &DivergentPath>| -> String {
-        let mut say = Say::new("");
+        let mut say = Sentence::new("");
         for (i, p) in paths.take(3).enumerate() {
             say = say
                 .s(if i == 0 { "" } else { "; " })
@@ -249,7 +249,7 @@ fn low_agreement(d: &mut Decision, p: &Prepared, tools: &dyn ToolStates, opts: &
             d,
             Verdict::Reject,
             Reason::FabricatedArguments,
-            Say::new(&why_low)
+            Sentence::new(&why_low)
                 .s(", and scattered where the plans differ (")
                 .s(&located)
                 .s(")")
@@ -380,7 +380,7 @@ fn modal_violation<'d>(d: &'d Decision, p: &Prepared) -> Option<&'d SchemaViolat
 /// fabrication its quarantine hid from the referential-miss check.
 fn agreeing_arguments(d: &mut Decision, tools: &dyn ToolStates, opts: &Options) {
     let (n, a) = (d.n, d.arg_agreement.count);
-    let agree = Say::new("argument agreement ")
+    let agree = Sentence::new("argument agreement ")
         .of(a, n)
         .s(" meets arg_accept ")
         .ratio(opts.arg_accept)
@@ -410,7 +410,7 @@ fn agreeing_arguments(d: &mut Decision, tools: &dyn ToolStates, opts: &Options) 
                     Some(plan) => plan.iter().map(|st| st.tool.clone()).collect(),
                     None => d.tools.clone(),
                 };
-                let results_agree = Say::new(&agree)
+                let results_agree = Sentence::new(&agree)
                     .s(" and result agreement ")
                     .of(r.count, n)
                     .s(" meets result_accept ")
@@ -432,7 +432,7 @@ fn agreeing_arguments(d: &mut Decision, tools: &dyn ToolStates, opts: &Options) 
                 d,
                 Verdict::Accept,
                 Reason::ResultsAgree,
-                Say::new("result agreement ")
+                Sentence::new("result agreement ")
                     .of(r.count, n)
                     .s(" meets result_accept ")
                     .ratio(opts.result_accept)
@@ -449,7 +449,7 @@ fn agreeing_arguments(d: &mut Decision, tools: &dyn ToolStates, opts: &Options) 
                 d,
                 Verdict::Defer,
                 Reason::ToolSuspect,
-                Say::new(&agree)
+                Sentence::new(&agree)
                     .s(", but result agreement ")
                     .of(r.count, n)
                     .s(" is below result_suspect ")
@@ -463,7 +463,7 @@ fn agreeing_arguments(d: &mut Decision, tools: &dyn ToolStates, opts: &Options) 
                 d,
                 Verdict::Defer,
                 Reason::ResultInconclusive,
-                Say::new(&agree)
+                Sentence::new(&agree)
                     .s(", but result agreement ")
                     .of(r.count, n)
                     .s(" is below result_accept ")

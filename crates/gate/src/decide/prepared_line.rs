@@ -24,7 +24,7 @@ use crate::task::Label;
 /// A line that is not a prepared task this version wrote.
 #[derive(Debug, thiserror::Error)]
 #[error("not a prepared task: {0}")]
-pub struct WireError(String);
+pub struct PreparedLineError(String);
 
 #[derive(Serialize, Deserialize)]
 struct Line {
@@ -40,11 +40,11 @@ struct Line {
     malformed: Vec<MalformedSample>,
     /// Canonical arguments by key id, as RFC 8785 text: equal key ids print equal.
     args: BTreeMap<u32, String>,
-    samples: Vec<WireSample>,
+    samples: Vec<LineSample>,
 }
 
 #[derive(Serialize, Deserialize)]
-struct WireSample {
+struct LineSample {
     /// The sample's plan key: `[steps, turns]`, or the index of a malformed sample.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     plan: Option<(Vec<u32>, Vec<usize>)>,
@@ -52,11 +52,11 @@ struct WireSample {
     malformed: Option<usize>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     turns: Vec<usize>,
-    steps: Vec<WireStep>,
+    steps: Vec<LineStep>,
 }
 
 #[derive(Serialize, Deserialize)]
-struct WireStep {
+struct LineStep {
     tool: String,
     key: u32,
     /// Whether the step has arguments (under `args[key]`): false when unreadable.
@@ -67,11 +67,11 @@ struct WireStep {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     violations: Option<Vec<Violation>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    miss: Option<WireMiss>,
+    miss: Option<LineMiss>,
 }
 
 #[derive(Serialize, Deserialize)]
-struct WireMiss {
+struct LineMiss {
     not_found: bool,
     params: Vec<(String, String)>,
     must_exist: bool,
@@ -85,7 +85,7 @@ impl Prepared {
         let samples = self
             .samples
             .iter()
-            .map(|s| WireSample {
+            .map(|s| LineSample {
                 plan: match &s.plan {
                     PlanKey::Steps(keys, turns) => Some((keys.to_vec(), turns.clone())),
                     PlanKey::Malformed(_) => None,
@@ -102,13 +102,13 @@ impl Prepared {
                         if let Some(v) = &st.args {
                             args.entry(st.key).or_insert_with(|| jcs::to_string(v));
                         }
-                        WireStep {
+                        LineStep {
                             tool: st.tool.to_string(),
                             key: st.key,
                             a: st.args.is_some(),
                             result: st.result,
                             violations: st.violations.as_deref().cloned(),
-                            miss: st.miss.as_deref().map(|m| WireMiss {
+                            miss: st.miss.as_deref().map(|m| LineMiss {
                                 not_found: m.not_found,
                                 params: m.params.clone(),
                                 must_exist: m.must_exist,
@@ -134,11 +134,13 @@ impl Prepared {
     }
 
     /// Reads back a line [`Prepared::to_line`] wrote.
-    pub fn from_line(text: &str) -> Result<Prepared, WireError> {
-        let line: Line = serde_json::from_str(text).map_err(|e| WireError(e.to_string()))?;
+    pub fn from_line(text: &str) -> Result<Prepared, PreparedLineError> {
+        let line: Line =
+            serde_json::from_str(text).map_err(|e| PreparedLineError(e.to_string()))?;
         let mut args: BTreeMap<u32, Arc<Value>> = BTreeMap::new();
         for (key, text) in line.args {
-            let v = json::parse(&text).map_err(|e| WireError(format!("args[{key}]: {e}")))?;
+            let v =
+                json::parse(&text).map_err(|e| PreparedLineError(format!("args[{key}]: {e}")))?;
             args.insert(key, Arc::new(v));
         }
         let mut samples = Vec::with_capacity(line.samples.len());
@@ -146,13 +148,17 @@ impl Prepared {
             let plan = match (s.plan, s.malformed) {
                 (Some((keys, turns)), None) => PlanKey::Steps(keys.into(), turns),
                 (None, Some(i)) => PlanKey::Malformed(i),
-                _ => return Err(WireError("a sample needs one of plan, malformed".into())),
+                _ => {
+                    return Err(PreparedLineError(
+                        "a sample needs one of plan, malformed".into(),
+                    ));
+                }
             };
             let mut steps = Vec::with_capacity(s.steps.len());
             for st in s.steps {
                 let a = match st.a {
                     true => Some(args.get(&st.key).cloned().ok_or_else(|| {
-                        WireError(format!("no args for key {} of tool {}", st.key, st.tool))
+                        PreparedLineError(format!("no args for key {} of tool {}", st.key, st.tool))
                     })?),
                     false => None,
                 };
