@@ -34,9 +34,49 @@ pub fn classify(p: &Prepared, tools: &dyn ToolStates, opts: &Options) -> Decisio
     d
 }
 
+/// What the gate's rule adds to the seed's boundary. Every way `Rule::Seed` decides
+/// otherwise than `Rule::Gate` is one of these, each read by the step it changes; the
+/// seed's rule turns them all off, to measure what they change (the demo's "seed's
+/// rule" column).
+#[derive(Debug, Clone, Copy)]
+struct Additions {
+    /// A reject for low argument agreement needs a located fabrication (a path scattered
+    /// on its own), else the task defers `diffuse_arguments`: harmless variation in
+    /// several places makes every plan distinct without a fabricated value. The seed
+    /// rejects any low agreement whose preconditions hold.
+    located_fabrication: bool,
+    /// A modal plan that breaks its tool's schema defers `schema_mismatch`: the plans
+    /// agree, so the model or the schema is wrong. The seed reads no schema.
+    schema_check: bool,
+    /// Agreeing plans that refer to something a verified deterministic tool says does
+    /// not exist defer or reject `referential_miss`: agreement cannot see a fabrication
+    /// every sample repeats. The seed accepts them.
+    referential_check: bool,
+    /// Only the results of tools declared deterministic, verified and not quarantined
+    /// can support an accept, or a quarantine would hide a referential miss and accept
+    /// it. The seed, with no referential check, has nothing for a quarantine to unlock.
+    trusted_results_only: bool,
+}
+
+impl Additions {
+    fn of(rule: Rule) -> Self {
+        let gate = match rule {
+            Rule::Gate => true,
+            Rule::Seed => false,
+        };
+        Additions {
+            located_fabrication: gate,
+            schema_check: gate,
+            referential_check: gate,
+            trusted_results_only: gate,
+        }
+    }
+}
+
 /// The rule, in the seed's order: what cannot be judged, then the located-fabrication
 /// reject, then what results say once arguments agree.
 fn apply(d: &mut Decision, p: &Prepared, tools: &dyn ToolStates, opts: &Options) {
+    let adds = Additions::of(opts.rule);
     let n = d.n;
     let a = d.arg_agreement.count;
     if n == 0 {
@@ -47,58 +87,27 @@ fn apply(d: &mut Decision, p: &Prepared, tools: &dyn ToolStates, opts: &Options)
             "the task has no samples".into(),
         );
     }
-    if let Some(plan) = &d.modal_plan {
-        let unknown: Vec<&str> = plan
-            .iter()
-            .map(|s| s.tool.as_str())
-            .filter(|t| tools.state(t).is_none())
-            .collect();
-        if !unknown.is_empty() {
-            return set(
-                d,
-                Verdict::Reject,
-                Reason::UnknownTool,
-                format!(
-                    "the modal plan calls {} that the catalog does not have",
-                    quoted(&unknown)
-                ),
-            );
-        }
+    if unknown_tools_reject(d, tools) {
+        return;
     }
     if sample_preconditions_fail(d, p, opts) {
         return;
     }
     if opts.arg_reject.missed_by(a, n) {
-        return low_agreement(d, p, tools, opts);
+        return low_agreement(d, p, tools, opts, adds);
     }
-    if let Some(v) = modal_violation(d, p).filter(|_| opts.rule == Rule::Gate) {
-        return set(
-            d,
-            Verdict::Defer,
-            Reason::SchemaMismatch,
-            format!(
-                "argument agreement {a}/{n}, but the modal plan breaks {:?}'s schema at step {} \
-                 ({}, keyword `{}`): either the model or the schema is wrong, which is not a \
-                 fabrication signature",
-                v.tool,
-                v.step,
-                if v.path.is_empty() {
-                    "the arguments".to_string()
-                } else {
-                    format!("arguments{}", v.path)
-                },
-                v.keyword
-            ),
-        );
+    if adds.schema_check && schema_mismatch_defers(d, p) {
+        return;
     }
     if opts.arg_accept.met_by(a, n) {
         // Agreeing plans can still agree on an invented value: execution, not
         // agreement, tells.
-        if let Some((verdict, why)) = referential_miss(p, tools).filter(|_| opts.rule == Rule::Gate)
+        if adds.referential_check
+            && let Some((verdict, why)) = referential_miss(p, tools)
         {
             return set(d, verdict, Reason::ReferentialMiss, why);
         }
-        return agreeing_arguments(d, tools, opts);
+        return agreeing_arguments(d, tools, opts, adds);
     }
     set(
         d,
@@ -112,6 +121,32 @@ fn apply(d: &mut Decision, p: &Prepared, tools: &dyn ToolStates, opts: &Options)
             .ratio(opts.arg_accept)
             .done(),
     );
+}
+
+/// Rejects the task when its modal plan calls a tool the catalog does not have, whatever
+/// the agreement, the samples or the epoch: a made-up tool name is a hallucination. True
+/// when it did.
+fn unknown_tools_reject(d: &mut Decision, tools: &dyn ToolStates) -> bool {
+    if let Some(plan) = &d.modal_plan {
+        let unknown: Vec<&str> = plan
+            .iter()
+            .map(|s| s.tool.as_str())
+            .filter(|t| tools.state(t).is_none())
+            .collect();
+        if !unknown.is_empty() {
+            set(
+                d,
+                Verdict::Reject,
+                Reason::UnknownTool,
+                format!(
+                    "the modal plan calls {} that the catalog does not have",
+                    quoted(&unknown)
+                ),
+            );
+            return true;
+        }
+    }
+    false
 }
 
 /// Seed conditions 3 and 4: enough samples, and a fixed epoch. True when one failed
@@ -138,6 +173,97 @@ fn sample_preconditions_fail(d: &mut Decision, p: &Prepared, opts: &Options) -> 
         blocked = true;
     }
     blocked
+}
+
+/// Argument agreement below arg_reject. A reject needs every tool verified
+/// deterministic (seed condition 1), no upstream taint, and a located fabrication: one
+/// path whose own agreement is below arg_reject. Several paths that each vary harmlessly
+/// (a date in two formats, an optional field sometimes given) make every plan distinct
+/// without any fabricated value; such a task defers.
+fn low_agreement(
+    d: &mut Decision,
+    p: &Prepared,
+    tools: &dyn ToolStates,
+    opts: &Options,
+    adds: Additions,
+) {
+    let (n, a) = (d.n, d.arg_agreement.count);
+    let why_low = Sentence::new("argument agreement ")
+        .of(a, n)
+        .s(" is below arg_reject ")
+        .ratio(opts.arg_reject)
+        .done();
+    let deferred = tool_conditions_fail(d, tools, &why_low);
+    if deferred {
+        return;
+    }
+    if let Some(step) = tainting_step(p, d.first_divergent_step) {
+        return set(
+            d,
+            Verdict::Defer,
+            Reason::TaintedByUpstream,
+            format!(
+                "{why_low}, but results of step {step} already disagreed and the arguments \
+                 diverge only after it: the model may have read those results"
+            ),
+        );
+    }
+    let described = |paths: &mut dyn Iterator<Item = &DivergentPath>| -> String {
+        let mut say = Sentence::new("");
+        for (i, p) in paths.take(3).enumerate() {
+            say = say
+                .s(if i == 0 { "" } else { "; " })
+                .s(&p.path)
+                .s(": ")
+                .n(p.distinct)
+                .s(" distinct values, agreement ")
+                .of(p.agreement.count, n);
+        }
+        say.done()
+    };
+    let scattered = |x: &&DivergentPath| opts.arg_reject.missed_by(x.agreement.count, n);
+    if d.divergent_paths.iter().any(|x| scattered(&x)) {
+        let located = described(&mut d.divergent_paths.iter().filter(scattered));
+        return set(
+            d,
+            Verdict::Reject,
+            Reason::FabricatedArguments,
+            Sentence::new(&why_low)
+                .s(", and scattered where the plans differ (")
+                .s(&located)
+                .s(")")
+                .done(),
+        );
+    }
+    if !adds.located_fabrication {
+        let differ = described(&mut d.divergent_paths.iter());
+        return set(
+            d,
+            Verdict::Reject,
+            Reason::FabricatedArguments,
+            if differ.is_empty() {
+                why_low
+            } else {
+                format!("{why_low} ({differ})")
+            },
+        );
+    }
+    let spread = described(&mut d.divergent_paths.iter());
+    set(
+        d,
+        Verdict::Defer,
+        Reason::DiffuseArguments,
+        format!(
+            "{why_low}, but no single path is scattered below it (each path's agreement is at \
+             least arg_reject{}): harmless variation in several places, not a located \
+             fabrication",
+            if spread.is_empty() {
+                String::new()
+            } else {
+                format!(": {spread}")
+            }
+        ),
+    );
 }
 
 /// Seed condition 1 for every tool the samples call: declared deterministic, verified
@@ -202,89 +328,46 @@ fn untrusted_tools_defer(
     deferred
 }
 
-/// Argument agreement below arg_reject. A reject needs every tool verified
-/// deterministic (seed condition 1), no upstream taint, and a located fabrication: one
-/// path whose own agreement is below arg_reject. Several paths that each vary harmlessly
-/// (a date in two formats, an optional field sometimes given) make every plan distinct
-/// without any fabricated value; such a task defers.
-fn low_agreement(d: &mut Decision, p: &Prepared, tools: &dyn ToolStates, opts: &Options) {
+/// The first step before `divergent` whose results disagree, if any.
+fn tainting_step(p: &Prepared, divergent: Option<usize>) -> Option<usize> {
+    let d = divergent?;
+    (0..d).find(|&j| {
+        let results: BTreeSet<u32> = p
+            .samples
+            .iter()
+            .filter_map(|s| s.steps.get(j).and_then(|st| st.result))
+            .collect();
+        results.len() > 1
+    })
+}
+
+/// Defers the task when its modal plan breaks its tool's schema. True when it did.
+fn schema_mismatch_defers(d: &mut Decision, p: &Prepared) -> bool {
     let (n, a) = (d.n, d.arg_agreement.count);
-    let why_low = Sentence::new("argument agreement ")
-        .of(a, n)
-        .s(" is below arg_reject ")
-        .ratio(opts.arg_reject)
-        .done();
-    let deferred = tool_conditions_fail(d, tools, &why_low);
-    if deferred {
-        return;
-    }
-    if let Some(step) = tainting_step(p, d.first_divergent_step) {
-        return set(
-            d,
-            Verdict::Defer,
-            Reason::TaintedByUpstream,
-            format!(
-                "{why_low}, but results of step {step} already disagreed and the arguments \
-                 diverge only after it: the model may have read those results"
-            ),
-        );
-    }
-    let described = |paths: &mut dyn Iterator<Item = &DivergentPath>| -> String {
-        let mut say = Sentence::new("");
-        for (i, p) in paths.take(3).enumerate() {
-            say = say
-                .s(if i == 0 { "" } else { "; " })
-                .s(&p.path)
-                .s(": ")
-                .n(p.distinct)
-                .s(" distinct values, agreement ")
-                .of(p.agreement.count, n);
-        }
-        say.done()
+    let Some(v) = modal_violation(d, p) else {
+        return false;
     };
-    let scattered = |x: &&DivergentPath| opts.arg_reject.missed_by(x.agreement.count, n);
-    if d.divergent_paths.iter().any(|x| scattered(&x)) {
-        let located = described(&mut d.divergent_paths.iter().filter(scattered));
-        return set(
-            d,
-            Verdict::Reject,
-            Reason::FabricatedArguments,
-            Sentence::new(&why_low)
-                .s(", and scattered where the plans differ (")
-                .s(&located)
-                .s(")")
-                .done(),
-        );
-    }
-    if opts.rule == Rule::Seed {
-        let differ = described(&mut d.divergent_paths.iter());
-        return set(
-            d,
-            Verdict::Reject,
-            Reason::FabricatedArguments,
-            if differ.is_empty() {
-                why_low
-            } else {
-                format!("{why_low} ({differ})")
-            },
-        );
-    }
-    let spread = described(&mut d.divergent_paths.iter());
-    set(
-        d,
-        Verdict::Defer,
-        Reason::DiffuseArguments,
-        format!(
-            "{why_low}, but no single path is scattered below it (each path's agreement is at \
-             least arg_reject{}): harmless variation in several places, not a located \
-             fabrication",
-            if spread.is_empty() {
-                String::new()
-            } else {
-                format!(": {spread}")
-            }
-        ),
+    let why = format!(
+        "argument agreement {a}/{n}, but the modal plan breaks {:?}'s schema at step {} \
+         ({}, keyword `{}`): either the model or the schema is wrong, which is not a \
+         fabrication signature",
+        v.tool,
+        v.step,
+        if v.path.is_empty() {
+            "the arguments".to_string()
+        } else {
+            format!("arguments{}", v.path)
+        },
+        v.keyword
     );
+    set(d, Verdict::Defer, Reason::SchemaMismatch, why);
+    true
+}
+
+/// The first way the modal plan breaks its tools' schemas, if it does.
+fn modal_violation<'d>(d: &'d Decision, p: &Prepared) -> Option<&'d SchemaViolation> {
+    let (m, _) = p.modal_plan?;
+    d.schema_violations.iter().find(|v| v.samples.contains(&m))
 }
 
 /// A consistent fabrication: the modal plan refers to something a verified deterministic
@@ -368,17 +451,11 @@ fn referential_miss(p: &Prepared, tools: &dyn ToolStates) -> Option<(Verdict, St
     None
 }
 
-/// The first way the modal plan breaks its tools' schemas, if it does.
-fn modal_violation<'d>(d: &'d Decision, p: &Prepared) -> Option<&'d SchemaViolation> {
-    let (m, _) = p.modal_plan?;
-    d.schema_violations.iter().find(|v| v.samples.contains(&m))
-}
-
 /// Arguments agree: results decide between accept and the tool being suspect. Only the
 /// results of tools declared deterministic, verified and not quarantined can support an
 /// accept: a quarantined tool's agreeing `not_found`s would otherwise accept the very
 /// fabrication its quarantine hid from the referential-miss check.
-fn agreeing_arguments(d: &mut Decision, tools: &dyn ToolStates, opts: &Options) {
+fn agreeing_arguments(d: &mut Decision, tools: &dyn ToolStates, opts: &Options, adds: Additions) {
     let (n, a) = (d.n, d.arg_agreement.count);
     let agree = Sentence::new("argument agreement ")
         .of(a, n)
@@ -405,7 +482,7 @@ fn agreeing_arguments(d: &mut Decision, tools: &dyn ToolStates, opts: &Options) 
                 None => d.tools.iter().any(untrusted),
             };
             // Words only for a task that defers: an accept costs one look per step.
-            if opts.rule == Rule::Gate && any_untrusted {
+            if adds.trusted_results_only && any_untrusted {
                 let modal_tools: Vec<String> = match &d.modal_plan {
                     Some(plan) => plan.iter().map(|st| st.tool.clone()).collect(),
                     None => d.tools.clone(),
@@ -474,25 +551,13 @@ fn agreeing_arguments(d: &mut Decision, tools: &dyn ToolStates, opts: &Options) 
     }
 }
 
+/// Records a verdict with its reason and sentence. Reasons add up, so a deferral for
+/// several failed conditions names each; the verdict is the last one set.
 fn set(d: &mut Decision, v: Verdict, r: Reason, why: String) {
     d.decision = v;
     d.reasons.push(r);
     d.explanation.push(why);
 }
-
-/// The first step before `divergent` whose results disagree, if any.
-fn tainting_step(p: &Prepared, divergent: Option<usize>) -> Option<usize> {
-    let d = divergent?;
-    (0..d).find(|&j| {
-        let results: BTreeSet<u32> = p
-            .samples
-            .iter()
-            .filter_map(|s| s.steps.get(j).and_then(|st| st.result))
-            .collect();
-        results.len() > 1
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
