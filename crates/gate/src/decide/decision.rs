@@ -134,16 +134,6 @@ pub struct Agreement {
     pub interval: (f64, f64),
 }
 
-/// Samples per task up to which every agreement is computed once per run: a decision
-/// holds several, nearly all of few samples, and their intervals' square roots and
-/// divisions were 0.7% of `score`'s time.
-const KNOWN_N: usize = 64;
-
-/// `Agreement::new(count, n)` for every `count`, each row made when an agreement of its
-/// `n` is first asked for.
-static KNOWN: [std::sync::OnceLock<Box<[Agreement]>>; KNOWN_N + 1] =
-    [const { std::sync::OnceLock::new() }; KNOWN_N + 1];
-
 impl Agreement {
     /// `count` of `n`, with its value and interval.
     pub fn new(count: usize, n: usize) -> Self {
@@ -280,6 +270,16 @@ impl Decision {
             && self.reasons.iter().all(|r| r.fixed_by_a_fresh_epoch())
     }
 }
+
+/// Samples per task up to which every agreement is computed once per run: a decision
+/// holds several, nearly all of few samples, and their intervals' square roots and
+/// divisions are a cost `score` would otherwise pay for every one.
+const KNOWN_N: usize = 64;
+
+/// `Agreement::new(count, n)` for every `count`, each row made when an agreement of its
+/// `n` is first asked for.
+static KNOWN: [std::sync::OnceLock<Box<[Agreement]>>; KNOWN_N + 1] =
+    [const { std::sync::OnceLock::new() }; KNOWN_N + 1];
 
 #[cfg(test)]
 mod tests {

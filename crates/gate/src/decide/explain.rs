@@ -4,7 +4,7 @@
 use crate::jcs;
 use crate::stats::Ratio;
 
-/// An explanation, written piece by piece: a `format!` cost about 700 instructions, and
+/// An explanation, written piece by piece: `format!` costs far more than appending, and
 /// a task explains itself two or three times.
 pub(super) struct Sentence(String);
 
@@ -35,11 +35,6 @@ impl Sentence {
     }
 }
 
-/// Agreements of up to this many samples have `1/n` to two places in [`ONE_IN`].
-const ONE_IN_N: usize = 64;
-/// `1/n` to two places (`{:.2}`) for `n <= ONE_IN_N`, written once per process.
-static ONE_IN: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
-
 /// `1/n` to two places, as `{:.2}` writes it.
 pub(super) fn one_in(n: usize) -> std::borrow::Cow<'static, str> {
     let two_places = |n: usize| format!("{:.2}", 1.0 / n as f64);
@@ -52,6 +47,7 @@ pub(super) fn one_in(n: usize) -> std::borrow::Cow<'static, str> {
     }
 }
 
+/// Tool names as every sentence names them: `tool "a"`, or `tools "a", "b"`.
 pub(super) fn quoted<S: AsRef<str>>(names: &[S]) -> String {
     let q: Vec<String> = names.iter().map(|s| format!("{:?}", s.as_ref())).collect();
     format!(
@@ -60,6 +56,11 @@ pub(super) fn quoted<S: AsRef<str>>(names: &[S]) -> String {
         q.join(", ")
     )
 }
+
+/// Agreements of up to this many samples have `1/n` to two places in [`ONE_IN`].
+const ONE_IN_N: usize = 64;
+/// `1/n` to two places (`{:.2}`) for `n <= ONE_IN_N`, written once per process.
+static ONE_IN: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
 
 #[cfg(test)]
 mod tests {

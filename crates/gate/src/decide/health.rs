@@ -50,8 +50,8 @@ pub fn tool_states(catalog: &Catalog) -> BTreeMap<String, ToolState> {
 }
 
 /// The states of a task's tools, each looked up once: the rules ask for them step by
-/// step, sample by sample, and a lookup by name in the batch's states was ~2k
-/// instructions of a task. Other names go to the batch's states.
+/// step, sample by sample, and a lookup by name in the batch's states costs far more
+/// than a few comparisons here. Other names go to the batch's states.
 pub(super) struct TaskToolStates<'a> {
     states: Vec<(&'a str, Option<ToolState>)>,
     batch: &'a dyn ToolStates,

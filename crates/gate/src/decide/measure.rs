@@ -19,7 +19,8 @@ pub(crate) fn modal<K: Ord>(keys: impl Iterator<Item = K>) -> Option<(usize, usi
 /// How keys spread, each given as (index of its sample, key, how many samples it
 /// stands for): the number of distinct keys, and the modal key's (index of its first
 /// sample, count), ties to the first seen. Sorted once instead of counted in a map:
-/// a task has a handful of samples, and a map cost an allocation and a search per key.
+/// a task has a handful of samples, and a map would cost an allocation and a search per
+/// key.
 pub(super) fn tally<K: Ord>(
     keys: impl Iterator<Item = (usize, K, usize)>,
 ) -> (usize, Option<(usize, usize)>) {
@@ -59,7 +60,7 @@ pub(super) struct DistinctSample<'a> {
 
 /// The distinct samples of `p` in the order they first occur. Every measure of
 /// [`analyse`] reads a sample's keys alone, so a copy counts as its first does, and
-/// 56% of the bench's samples are copies.
+/// copies are common (a model often writes the same plan again).
 pub(super) fn distinct_samples(p: &Prepared) -> Vec<DistinctSample<'_>> {
     let mut out: Vec<DistinctSample> = Vec::with_capacity(p.samples.len());
     // Where each sample was counted in `out`.
@@ -215,7 +216,7 @@ fn suspect_tools(samples: &[DistinctSample], is_det: &dyn Fn(&str) -> bool) -> V
     let mut out = BTreeSet::new();
     // Each sample's plan so far by id: (id of the prefix before, key of this step) ->
     // id. Samples that agree up to step j share an id, found without comparing whole
-    // prefixes, which made plans of thousands of steps quadratic.
+    // prefixes, which would make plans of thousands of steps quadratic.
     let mut prefixes: BTreeMap<(u32, u32), u32> = BTreeMap::new();
     let mut prefix = vec![u32::MAX; samples.len()];
     let max = (samples.iter().map(|c| c.sample.steps.len()))
@@ -256,7 +257,8 @@ mod tests {
     use crate::decide::{Options, classify, prepare, test_catalog, tool_states};
     use crate::task::{Task, parse_task_line};
 
-    /// The map `modal` used before: (first index, count) per key, ties to the first.
+    /// `tally` counted the plain way, in a map: (first index, count) per key, ties to
+    /// the first.
     fn tally_by_map(keys: &[(usize, u8, usize)]) -> (usize, Option<(usize, usize)>) {
         let mut counts: BTreeMap<u8, (usize, usize)> = BTreeMap::new();
         for &(i, k, times) in keys {
@@ -315,7 +317,7 @@ mod tests {
         let decided = |p: &Prepared| {
             let d = classify(p, &tool_states(&c), &Options::default());
             // The record writer prints what serde does (tests/records.rs); record.rs
-            // imports this file, so its tests here may not import it back.
+            // imports this module, so its tests here may not import it back.
             serde_json::to_string(&d).unwrap()
         };
         let d = decided(&prepared);

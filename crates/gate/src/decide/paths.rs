@@ -17,21 +17,6 @@ pub fn path_member(name: &str) -> String {
     s
 }
 
-/// Appends [`path_member`]'s step.
-fn push_member(path: &mut String, name: &str) {
-    let plain = !name.is_empty()
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        && !name.starts_with(|c: char| c.is_ascii_digit());
-    if plain {
-        path.push('.');
-        path.push_str(name);
-    } else {
-        path.push('[');
-        jcs::write_string(name, path);
-        path.push(']');
-    }
-}
-
 /// Paths listed in a decision, most scattered first.
 pub(super) const MAX_PATHS: usize = 32;
 /// Paths walked per task at most, so one enormous argument cannot stall a run.
@@ -116,7 +101,7 @@ fn walk(
     }
     // Objects, and arrays of one length, are walked without being printed: where they
     // print alike so does every member, and nothing below them is listed. Printing
-    // them at each level made a deep argument cost its depth times its size.
+    // them at each level would make a deep argument cost its depth times its size.
     if values
         .iter()
         .all(|(v, _)| matches!(v, Some(Value::Object(_))))
@@ -197,11 +182,27 @@ fn walk(
 
 /// A value as [`walk`] tells values apart: a string by its text (it prints like
 /// another exactly when the texts are equal, and never like a value of another kind),
-/// anything else by its RFC 8785 print; printing a string was most of the walk.
+/// anything else by its RFC 8785 print; strings are most leaves, and printing them
+/// would be most of the walk.
 #[derive(PartialEq, Eq, PartialOrd, Ord)]
 enum Leaf<'a> {
     Text(&'a str),
     Printed(String),
+}
+
+/// Appends [`path_member`]'s step.
+fn push_member(path: &mut String, name: &str) {
+    let plain = !name.is_empty()
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !name.starts_with(|c: char| c.is_ascii_digit());
+    if plain {
+        path.push('.');
+        path.push_str(name);
+    } else {
+        path.push('[');
+        jcs::write_string(name, path);
+        path.push(']');
+    }
 }
 
 #[cfg(test)]

@@ -154,13 +154,13 @@ pub(super) struct PreparedSample {
     /// Steps in canonical order: the calls of each turn sorted by key (so a turn compares
     /// as a multiset), then lined up with the modal plan's turn for per-step analysis.
     /// Shared with the copies of a sample the reader shared (most samples of most tasks
-    /// are such copies), which cost a count instead of a copy of every step.
+    /// are such copies), which then cost a count instead of a copy of every step.
     pub(super) steps: Arc<Vec<PreparedStep>>,
     /// Turn lengths; empty when every call is its own turn.
     pub(super) turns: Vec<usize>,
     /// The sample this one was prepared as (its own index when it was prepared for
     /// itself): a sample the reader shared is a copy of the first's preparation, and
-    /// [`classify`] counts the copies once, with their number.
+    /// [`classify`](super::classify) counts the copies once, with their number.
     pub(super) first: usize,
 }
 
@@ -191,11 +191,11 @@ pub(super) enum PlanKey {
 }
 
 /// Equal exactly when `Ord` says so, but two empty turn lists are equal without a call to
-/// `memcmp`: an empty `Vec` points at a dangling address (0x8), and glibc's AVX-512
-/// `memcmp` reads its first bytes with a masked load, which on the AMD EPYC (Zen 5) we
-/// measured costs a microcode assist of about 150 ns for an address with no page behind
-/// it. Plans of single-call turns (most of them) have empty turn lists, and these
-/// comparisons were a fifth of `score`'s time there (see docs/benchmarks.md).
+/// `memcmp`: an empty `Vec` points at a dangling address, and glibc's AVX-512 `memcmp`
+/// reads its first bytes with a masked load, which on some CPUs (AMD Zen 5) takes a slow
+/// microcode assist for an address with no page behind it. Plans of single-call turns
+/// (most of them) have empty turn lists, so these comparisons are frequent (see
+/// docs/benchmarks.md).
 impl PartialEq for PlanKey {
     fn eq(&self, other: &Self) -> bool {
         match (self, other) {
@@ -299,9 +299,8 @@ enum Canonical {
 /// calls is canonicalized and keyed once (the step matters because `$from` may only name
 /// earlier steps). A sample of one call that repeats an earlier one was shared by the
 /// reader when it repeated it whole, so what is left to find is a call that returned
-/// something else, too rare to pay for comparing every such call with the earlier ones
-/// (on the benchmark's 20,000 tasks the memo found 8% of them, and cost more than it
-/// saved).
+/// something else, too rare to pay for comparing every such call with the earlier ones:
+/// the memo would cost more than it saves.
 struct CallIds<'a> {
     keys: Keys<'a, Jcs>,
     written: Recent<(&'a str, usize, &'a Value), Canonical>,
@@ -379,7 +378,7 @@ fn canonical_call<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decide::test_catalog;
+    use crate::decide::{Options, classify, test_catalog, tool_states};
     use crate::task::parse_task_line;
 
     #[test]
@@ -512,5 +511,43 @@ mod tests {
             (keys(0), keys(2), keys(3)),
             (vec![0, 1], vec![2, 1], vec![2, 1])
         );
+    }
+
+    /// Samples the reader shared (written byte for byte alike) decide as the same
+    /// samples read apart, a sample spoiled by a repeated key included: its malformed
+    /// entries name each sample, not the first.
+    #[test]
+    fn shared_samples_decide_as_samples_read_apart() {
+        let c = test_catalog();
+        let good = r#"{"calls":[{"tool":"w","arguments":{"city":"Oslo"},"result":3}]}"#;
+        let other = r#"{"calls":[{"tool":"w","arguments":{"city":"Rome"},"result":19}]}"#;
+        let spoiled =
+            r#"{"calls":[{"tool":"w","arguments":{"city":"Oslo","city":"Rome"},"result":3}]}"#;
+        let line = format!(
+            r#"{{"task_id":"t","samples":[{good},{spoiled},{good},{other},{spoiled},{good}]}}"#
+        );
+        let shared = parse_task_line(line.as_bytes()).unwrap();
+        assert!(Arc::ptr_eq(&shared.samples[1], &shared.samples[4]));
+        let apart = Task {
+            samples: shared
+                .samples
+                .iter()
+                .map(|s| Arc::new((**s).clone()))
+                .collect(),
+            ..shared.clone()
+        };
+        let decided = |t: &Task| {
+            let d = classify(&prepare(t, &c, None), &tool_states(&c), &Options::default());
+            serde_json::to_value(&d).unwrap()
+        };
+        let d = decided(&shared);
+        assert_eq!(d, decided(&apart));
+        let spoiled_at: Vec<&serde_json::Value> = d["malformed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| &m["sample"])
+            .collect();
+        assert_eq!(spoiled_at, [1, 4], "{d}");
     }
 }

@@ -26,58 +26,6 @@ use crate::task::Label;
 #[error("not a prepared task: {0}")]
 pub struct PreparedLineError(String);
 
-#[derive(Serialize, Deserialize)]
-struct Line {
-    id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    label: Option<Label>,
-    fixed: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    modal: Option<(usize, usize)>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    warnings: Vec<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    malformed: Vec<MalformedSample>,
-    /// Canonical arguments by key id, as RFC 8785 text: equal key ids print equal.
-    args: BTreeMap<u32, String>,
-    samples: Vec<LineSample>,
-}
-
-#[derive(Serialize, Deserialize)]
-struct LineSample {
-    /// The sample's plan key: `[steps, turns]`, or the index of a malformed sample.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    plan: Option<(Vec<u32>, Vec<usize>)>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    malformed: Option<usize>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    turns: Vec<usize>,
-    steps: Vec<LineStep>,
-}
-
-#[derive(Serialize, Deserialize)]
-struct LineStep {
-    tool: String,
-    key: u32,
-    /// Whether the step has arguments (under `args[key]`): false when unreadable.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    a: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    result: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    violations: Option<Vec<Violation>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    miss: Option<LineMiss>,
-}
-
-#[derive(Serialize, Deserialize)]
-struct LineMiss {
-    not_found: bool,
-    params: Vec<(String, String)>,
-    must_exist: bool,
-    unresolved: Vec<(String, String)>,
-}
-
 impl Prepared {
     /// This task as one line of JSON (no newline), for [`Prepared::from_line`].
     pub fn to_line(&self) -> String {
@@ -192,6 +140,58 @@ impl Prepared {
             warnings: line.warnings,
         })
     }
+}
+
+#[derive(Serialize, Deserialize)]
+struct Line {
+    id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    label: Option<Label>,
+    fixed: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    modal: Option<(usize, usize)>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    warnings: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    malformed: Vec<MalformedSample>,
+    /// Canonical arguments by key id, as RFC 8785 text: equal key ids print equal.
+    args: BTreeMap<u32, String>,
+    samples: Vec<LineSample>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct LineSample {
+    /// The sample's plan key: `[steps, turns]`, or the index of a malformed sample.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    plan: Option<(Vec<u32>, Vec<usize>)>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    malformed: Option<usize>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    turns: Vec<usize>,
+    steps: Vec<LineStep>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct LineStep {
+    tool: String,
+    key: u32,
+    /// Whether the step has arguments (under `args[key]`): false when unreadable.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    a: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    result: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    violations: Option<Vec<Violation>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    miss: Option<LineMiss>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct LineMiss {
+    not_found: bool,
+    params: Vec<(String, String)>,
+    must_exist: bool,
+    unresolved: Vec<(String, String)>,
 }
 
 #[cfg(test)]

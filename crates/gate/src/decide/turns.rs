@@ -40,15 +40,6 @@ impl Iterator for Turns {
     }
 }
 
-/// Turn lengths as a prepared sample keeps them: empty when every call is its own turn,
-/// as in [`crate::task::Sample::turns`].
-fn turn_lengths(ranges: &[std::ops::Range<usize>]) -> Vec<usize> {
-    if ranges.iter().all(|r| r.len() == 1) {
-        return Vec::new();
-    }
-    ranges.iter().map(|r| r.len()).collect()
-}
-
 /// Sorts the calls of one turn by key (calls made together have no order), and
 /// remembers where each went in `moved` so later `$from` steps name the same call.
 pub(super) fn sort_turn(
@@ -71,52 +62,6 @@ pub(super) fn sort_turn(
         m[j] = range.start + k;
     }
     steps.splice(range, sorted);
-}
-
-/// A sample's turns as index ranges, a turn cut before any call that refers (`$from`) to
-/// a call of its own turn: that call needs the other's result first, so the two were not
-/// made together, and it must never be sorted before it.
-fn split_turns(sample: &crate::task::Sample) -> Vec<std::ops::Range<usize>> {
-    let mut out = Vec::new();
-    for range in sample.turn_ranges() {
-        let mut start = range.start;
-        for j in range.clone().skip(1) {
-            let refers_within = match &sample.calls[j].arguments {
-                Arguments::Json(v) => refs_of(v).into_iter().any(|s| s >= start && s < j),
-                Arguments::Malformed(_) => false,
-            };
-            if refers_within {
-                out.push(start..j);
-                start = j;
-            }
-        }
-        out.push(start..range.end);
-    }
-    out
-}
-
-/// The steps every `$from` in `v` names.
-fn refs_of(v: &Value) -> Vec<usize> {
-    let mut out = Vec::new();
-    fn walk(v: &Value, out: &mut Vec<usize>) {
-        if let Some(r) = as_from_ref(v) {
-            if let Some(s) = r
-                .as_object()
-                .and_then(|o| o.get("step"))
-                .and_then(Value::as_u64)
-            {
-                out.push(usize::try_from(s).unwrap_or(usize::MAX));
-            }
-            return;
-        }
-        match v {
-            Value::Object(o) => o.iter().for_each(|(_, sub)| walk(sub, out)),
-            Value::Array(items) => items.iter().for_each(|sub| walk(sub, out)),
-            _ => {}
-        }
-    }
-    walk(v, &mut out);
-    out
 }
 
 /// `v` with every `$from` step renumbered to where that call landed in canonical order,
@@ -186,6 +131,61 @@ pub(super) fn line_up_turns(samples: &mut [PreparedSample], modal_plan: Option<(
             Arc::make_mut(&mut s.steps).splice(range, lined);
         }
     }
+}
+
+/// Turn lengths as a prepared sample keeps them: empty when every call is its own turn,
+/// as in [`crate::task::Sample::turns`].
+fn turn_lengths(ranges: &[std::ops::Range<usize>]) -> Vec<usize> {
+    if ranges.iter().all(|r| r.len() == 1) {
+        return Vec::new();
+    }
+    ranges.iter().map(|r| r.len()).collect()
+}
+
+/// A sample's turns as index ranges, a turn cut before any call that refers (`$from`) to
+/// a call of its own turn: that call needs the other's result first, so the two were not
+/// made together, and it must never be sorted before it.
+fn split_turns(sample: &crate::task::Sample) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
+    for range in sample.turn_ranges() {
+        let mut start = range.start;
+        for j in range.clone().skip(1) {
+            let refers_within = match &sample.calls[j].arguments {
+                Arguments::Json(v) => refs_of(v).into_iter().any(|s| s >= start && s < j),
+                Arguments::Malformed(_) => false,
+            };
+            if refers_within {
+                out.push(start..j);
+                start = j;
+            }
+        }
+        out.push(start..range.end);
+    }
+    out
+}
+
+/// The steps every `$from` in `v` names.
+fn refs_of(v: &Value) -> Vec<usize> {
+    let mut out = Vec::new();
+    fn walk(v: &Value, out: &mut Vec<usize>) {
+        if let Some(r) = as_from_ref(v) {
+            if let Some(s) = r
+                .as_object()
+                .and_then(|o| o.get("step"))
+                .and_then(Value::as_u64)
+            {
+                out.push(usize::try_from(s).unwrap_or(usize::MAX));
+            }
+            return;
+        }
+        match v {
+            Value::Object(o) => o.iter().for_each(|(_, sub)| walk(sub, out)),
+            Value::Array(items) => items.iter().for_each(|sub| walk(sub, out)),
+            _ => {}
+        }
+    }
+    walk(v, &mut out);
+    out
 }
 
 /// The order of `calls` that lines them up best with `targets`: the same call first,
@@ -332,4 +332,84 @@ fn resemblance(a: &str, b: &str) -> usize {
         }
     }
     2000 * common / (x.len() + y.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::decide::{Options, classify, prepare, test_catalog, tool_states};
+    use crate::task::parse_task_line;
+
+    fn decide_line(line: &str) -> serde_json::Value {
+        let c = test_catalog();
+        let t = parse_task_line(line.as_bytes()).unwrap_or_else(|e| panic!("{line}: {e}"));
+        let d = classify(
+            &prepare(&t, &c, None),
+            &tool_states(&c),
+            &Options::default(),
+        );
+        serde_json::to_value(&d).unwrap()
+    }
+
+    /// One task, its parallel calls shuffled per sample, written natively, as OpenAI
+    /// transcripts and as Anthropic transcripts: the same decision, field for field.
+    #[test]
+    fn a_task_decides_alike_in_every_sample_shape() {
+        // (calls in the order this sample made them: city, unit or none, result)
+        let samples: Vec<Vec<(&str, Option<&str>, u32)>> = vec![
+            vec![("Oslo", None, 3), ("Rome", Some("c"), 19)],
+            vec![("Rome", None, 19), ("Oslo", None, 3)],
+            vec![("Oslo", Some("c"), 3), ("Rome", None, 19)],
+            vec![("Rome", None, 19), ("Oslo", None, 3)],
+            vec![("Rome", None, 19), ("Oslo", Some("c"), 3)],
+            vec![("Oslo", None, 3), ("Bergen", None, 7)],
+        ];
+        let args = |city: &str, unit: Option<&str>| match unit {
+            Some(u) => serde_json::json!({"city": city, "unit": u}),
+            None => serde_json::json!({"city": city}),
+        };
+        let native: Vec<serde_json::Value> = samples
+            .iter()
+            .map(|s| {
+                let turn: Vec<_> = s
+                    .iter()
+                    .map(|(c, u, r)| serde_json::json!({"tool": "w", "arguments": args(c, *u), "result": {"t": r}}))
+                    .collect();
+                serde_json::json!({"turns": [turn]})
+            })
+            .collect();
+        let openai: Vec<serde_json::Value> = samples
+            .iter()
+            .map(|s| {
+                let calls: Vec<_> = s.iter().enumerate().map(|(k, (c, u, _))| serde_json::json!({"id": format!("c{k}"), "type": "function", "function": {"name": "w", "arguments": args(c, *u).to_string()}})).collect();
+                let mut messages = vec![
+                    serde_json::json!({"role": "user", "content": "weather?"}),
+                    serde_json::json!({"role": "assistant", "content": null, "tool_calls": calls}),
+                ];
+                for (k, (_, _, r)) in s.iter().enumerate().rev() {
+                    messages.push(serde_json::json!({"role": "tool", "tool_call_id": format!("c{k}"), "content": format!("{{\"t\": {r}}}")}));
+                }
+                serde_json::json!({"messages": messages})
+            })
+            .collect();
+        let anthropic: Vec<serde_json::Value> = samples
+            .iter()
+            .map(|s| {
+                let uses: Vec<_> = s.iter().enumerate().map(|(k, (c, u, _))| serde_json::json!({"type": "tool_use", "id": format!("t{k}"), "name": "w", "input": args(c, *u)})).collect();
+                let results: Vec<_> = s.iter().enumerate().map(|(k, (_, _, r))| serde_json::json!({"type": "tool_result", "tool_use_id": format!("t{k}"), "content": [{"type": "text", "text": format!("{{\"t\":{r}}}")}]})).collect();
+                serde_json::json!({"messages": [
+                    {"role": "user", "content": "weather?"},
+                    {"role": "assistant", "content": uses},
+                    {"role": "user", "content": results}]})
+            })
+            .collect();
+        let line = |samples: Vec<serde_json::Value>| {
+            serde_json::json!({"task_id": "t", "samples": samples}).to_string()
+        };
+        let want = decide_line(&line(native));
+        assert_eq!(want["decision"], "accept", "{want:#}");
+        assert_eq!(want["arg_agreement"]["count"], 5, "{want:#}");
+        for other in [openai, anthropic] {
+            assert_eq!(decide_line(&line(other)), want);
+        }
+    }
 }
