@@ -176,10 +176,11 @@ fn sample_preconditions_fail(d: &mut Decision, p: &Prepared, opts: &Options) -> 
 }
 
 /// Argument agreement below arg_reject. A reject needs every tool verified
-/// deterministic (seed condition 1), no upstream taint, and a located fabrication: one
-/// path whose own agreement is below arg_reject. Several paths that each vary harmlessly
-/// (a date in two formats, an optional field sometimes given) make every plan distinct
-/// without any fabricated value; such a task defers.
+/// deterministic (seed condition 1), no upstream taint, and, unless the rule is the
+/// seed's, a located fabrication: one path whose own agreement is below arg_reject.
+/// Several paths that each vary harmlessly (a date in two formats, an optional field
+/// sometimes given) make every plan distinct without any fabricated value; such a task
+/// defers.
 fn low_agreement(
     d: &mut Decision,
     p: &Prepared,
@@ -451,10 +452,11 @@ fn referential_miss(p: &Prepared, tools: &dyn ToolStates) -> Option<(Verdict, St
     None
 }
 
-/// Arguments agree: results decide between accept and the tool being suspect. Only the
-/// results of tools declared deterministic, verified and not quarantined can support an
-/// accept: a quarantined tool's agreeing `not_found`s would otherwise accept the very
-/// fabrication its quarantine hid from the referential-miss check.
+/// Arguments agree: results decide between accept and the tool being suspect. Unless the
+/// rule is the seed's, only the results of tools declared deterministic, verified and not
+/// quarantined can support an accept: a quarantined tool's agreeing `not_found`s would
+/// otherwise accept the very fabrication its quarantine hid from the referential-miss
+/// check.
 fn agreeing_arguments(d: &mut Decision, tools: &dyn ToolStates, opts: &Options, adds: Additions) {
     let (n, a) = (d.n, d.arg_agreement.count);
     let agree = Sentence::new("argument agreement ")
