@@ -46,7 +46,7 @@ fn gate_depends_on_no_runtime() {
 
 #[test]
 fn gate_source_reads_no_clock_and_does_no_io() {
-    // Every source file, in sub-modules' folders too (`decide/wire.rs`).
+    // Every source file, in sub-modules' folders too (`decide/prepared_line.rs`).
     let mut pending = vec![std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src")];
     let mut files = Vec::new();
     while let Some(dir) = pending.pop() {
@@ -60,7 +60,7 @@ fn gate_source_reads_no_clock_and_does_no_io() {
         }
     }
     assert!(
-        files.iter().any(|f| f.ends_with("decide/wire.rs")),
+        files.iter().any(|f| f.ends_with("decide/prepared_line.rs")),
         "{files:?}"
     );
     for path in files {

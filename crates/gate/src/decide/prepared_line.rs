@@ -14,7 +14,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::{MalformedSample, Miss, PlanKey, Prepared, PreparedSample, PreparedStep};
+use super::decision::MalformedSample;
+use super::prepare::{Miss, PlanKey, Prepared, PreparedSample, PreparedStep};
 use crate::canon::Violation;
 use crate::jcs;
 use crate::json::{self, Value};
@@ -23,59 +24,7 @@ use crate::task::Label;
 /// A line that is not a prepared task this version wrote.
 #[derive(Debug, thiserror::Error)]
 #[error("not a prepared task: {0}")]
-pub struct WireError(String);
-
-#[derive(Serialize, Deserialize)]
-struct Line {
-    id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    label: Option<Label>,
-    fixed: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    modal: Option<(usize, usize)>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    warnings: Vec<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    malformed: Vec<MalformedSample>,
-    /// Canonical arguments by key id, as RFC 8785 text: equal key ids print equal.
-    args: BTreeMap<u32, String>,
-    samples: Vec<WireSample>,
-}
-
-#[derive(Serialize, Deserialize)]
-struct WireSample {
-    /// The sample's plan key: `[steps, turns]`, or the index of a malformed sample.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    plan: Option<(Vec<u32>, Vec<usize>)>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    malformed: Option<usize>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    turns: Vec<usize>,
-    steps: Vec<WireStep>,
-}
-
-#[derive(Serialize, Deserialize)]
-struct WireStep {
-    tool: String,
-    key: u32,
-    /// Whether the step has arguments (under `args[key]`): false when unreadable.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    a: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    result: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    violations: Option<Vec<Violation>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    miss: Option<WireMiss>,
-}
-
-#[derive(Serialize, Deserialize)]
-struct WireMiss {
-    not_found: bool,
-    params: Vec<(String, String)>,
-    must_exist: bool,
-    unresolved: Vec<(String, String)>,
-}
+pub struct PreparedLineError(String);
 
 impl Prepared {
     /// This task as one line of JSON (no newline), for [`Prepared::from_line`].
@@ -84,7 +33,7 @@ impl Prepared {
         let samples = self
             .samples
             .iter()
-            .map(|s| WireSample {
+            .map(|s| LineSample {
                 plan: match &s.plan {
                     PlanKey::Steps(keys, turns) => Some((keys.to_vec(), turns.clone())),
                     PlanKey::Malformed(_) => None,
@@ -101,13 +50,13 @@ impl Prepared {
                         if let Some(v) = &st.args {
                             args.entry(st.key).or_insert_with(|| jcs::to_string(v));
                         }
-                        WireStep {
+                        LineStep {
                             tool: st.tool.to_string(),
                             key: st.key,
                             a: st.args.is_some(),
                             result: st.result,
                             violations: st.violations.as_deref().cloned(),
-                            miss: st.miss.as_deref().map(|m| WireMiss {
+                            miss: st.miss.as_deref().map(|m| LineMiss {
                                 not_found: m.not_found,
                                 params: m.params.clone(),
                                 must_exist: m.must_exist,
@@ -133,11 +82,13 @@ impl Prepared {
     }
 
     /// Reads back a line [`Prepared::to_line`] wrote.
-    pub fn from_line(text: &str) -> Result<Prepared, WireError> {
-        let line: Line = serde_json::from_str(text).map_err(|e| WireError(e.to_string()))?;
+    pub fn from_line(text: &str) -> Result<Prepared, PreparedLineError> {
+        let line: Line =
+            serde_json::from_str(text).map_err(|e| PreparedLineError(e.to_string()))?;
         let mut args: BTreeMap<u32, Arc<Value>> = BTreeMap::new();
         for (key, text) in line.args {
-            let v = json::parse(&text).map_err(|e| WireError(format!("args[{key}]: {e}")))?;
+            let v =
+                json::parse(&text).map_err(|e| PreparedLineError(format!("args[{key}]: {e}")))?;
             args.insert(key, Arc::new(v));
         }
         let mut samples = Vec::with_capacity(line.samples.len());
@@ -145,13 +96,17 @@ impl Prepared {
             let plan = match (s.plan, s.malformed) {
                 (Some((keys, turns)), None) => PlanKey::Steps(keys.into(), turns),
                 (None, Some(i)) => PlanKey::Malformed(i),
-                _ => return Err(WireError("a sample needs one of plan, malformed".into())),
+                _ => {
+                    return Err(PreparedLineError(
+                        "a sample needs one of plan, malformed".into(),
+                    ));
+                }
             };
             let mut steps = Vec::with_capacity(s.steps.len());
             for st in s.steps {
                 let a = match st.a {
                     true => Some(args.get(&st.key).cloned().ok_or_else(|| {
-                        WireError(format!("no args for key {} of tool {}", st.key, st.tool))
+                        PreparedLineError(format!("no args for key {} of tool {}", st.key, st.tool))
                     })?),
                     false => None,
                 };
@@ -185,6 +140,58 @@ impl Prepared {
             warnings: line.warnings,
         })
     }
+}
+
+#[derive(Serialize, Deserialize)]
+struct Line {
+    id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    label: Option<Label>,
+    fixed: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    modal: Option<(usize, usize)>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    warnings: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    malformed: Vec<MalformedSample>,
+    /// Canonical arguments by key id, as RFC 8785 text: equal key ids print equal.
+    args: BTreeMap<u32, String>,
+    samples: Vec<LineSample>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct LineSample {
+    /// The sample's plan key: `[steps, turns]`, or the index of a malformed sample.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    plan: Option<(Vec<u32>, Vec<usize>)>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    malformed: Option<usize>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    turns: Vec<usize>,
+    steps: Vec<LineStep>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct LineStep {
+    tool: String,
+    key: u32,
+    /// Whether the step has arguments (under `args[key]`): false when unreadable.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    a: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    result: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    violations: Option<Vec<Violation>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    miss: Option<LineMiss>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct LineMiss {
+    not_found: bool,
+    params: Vec<(String, String)>,
+    must_exist: bool,
+    unresolved: Vec<(String, String)>,
 }
 
 #[cfg(test)]

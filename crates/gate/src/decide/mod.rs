@@ -1,0 +1,50 @@
+//! The decision (docs/design.md, "Decision"), in two phases so a whole batch can run before any
+//! task is judged: [`prepare`](fn@prepare) turns a task into canonical keys once, and [`classify`]
+//! applies the rules with the tool health known at the end of the batch.
+//!
+//! Two signals stay apart: argument agreement (over canonical plans) decides reject,
+//! result agreement (over deterministic steps) only ever defers.
+//!
+//! A task goes through the files in this order: `prepare` keys it (with `turns` ordering
+//! the calls of each turn), `measure` and `paths` say how far its samples agree, and
+//! `rule` decides, writing its sentences with `explain`. `options`, `health` and
+//! `decision` hold what goes in and what comes out; `prepared_line` keeps a prepared
+//! task as one line between the phases.
+
+mod decision;
+mod explain;
+mod health;
+mod measure;
+mod options;
+mod paths;
+mod prepare;
+mod prepared_line;
+mod rule;
+mod turns;
+
+pub use decision::{
+    Agreement, Decision, DivergentPath, MalformedSample, PlanStep, Reason, SchemaViolation,
+    StepAgreement, Verdict,
+};
+pub use health::{ToolState, ToolStates, tool_states};
+pub(crate) use measure::modal;
+pub use options::{InvertedThresholds, Options, Rule};
+pub use paths::path_member;
+pub use prepare::{Prepared, prepare};
+pub use prepared_line::PreparedLineError;
+pub use rule::classify;
+
+/// The catalog the unit tests of this module decide against: one deterministic,
+/// verified tool `w`, whose `unit` has a default.
+#[cfg(test)]
+fn test_catalog() -> crate::catalog::Catalog {
+    crate::catalog::Catalog::from_value(
+        &crate::json::parse(
+            r#"[{"name":"w","input_schema":{"type":"object","properties":{
+                  "city":{"type":"string"},"unit":{"type":"string","default":"c"}},"required":["city"]},
+                  "x-plangate":{"deterministic":true,"verified":true}}]"#,
+        )
+        .unwrap(),
+    )
+    .unwrap()
+}
