@@ -138,7 +138,7 @@ fn manifest_of(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<EpochManife
 
 /// A finished run: the first epoch (the lines that were not tasks in their place),
 /// and what the defer path retried, when it ran.
-struct Ran {
+struct EvalDone {
     finished: Finished,
     retries: Retries,
 }
@@ -151,7 +151,7 @@ fn run_watched(
     world: &World,
     input: Input,
     max: u64,
-) -> PyResult<Ran> {
+) -> PyResult<EvalDone> {
     let stop = AtomicBool::new(false);
     let run = run.clone().stop_when(&stop);
     let mut interrupt = None;
@@ -183,7 +183,7 @@ fn run_batch(
     mut input: Input,
     max: u64,
     stop: &AtomicBool,
-) -> PyResult<Ran> {
+) -> PyResult<EvalDone> {
     let mut kept: BTreeMap<usize, Vec<u8>> = BTreeMap::new();
     let eval = run.start(world, None);
     let fed: PyResult<()> = eval.execute(&|_, _| None, |feeder| {
@@ -236,7 +236,7 @@ fn run_batch(
         HarnessError::Interrupted => interrupted(),
         e => PlangateError::new_err(format!("the defer path failed: {}", chain(&e))),
     })?;
-    Ok(Ran { finished, retries })
+    Ok(EvalDone { finished, retries })
 }
 
 fn interrupted() -> PyErr {
@@ -245,7 +245,7 @@ fn interrupted() -> PyErr {
 
 /// The run as Python objects: decisions with the bad lines in their input place, and
 /// the run's tool health, epoch and counts.
-fn result(py: Python<'_>, world: &World, ran: &Ran) -> PyResult<Py<PyAny>> {
+fn result(py: Python<'_>, world: &World, ran: &EvalDone) -> PyResult<Py<PyAny>> {
     let finished = &ran.finished;
     let mut records = Vec::new();
     for line in finished.lines() {

@@ -11,7 +11,7 @@ use plangate_gate::catalog::Catalog;
 use plangate_gate::decide::Options;
 use plangate_gate::score::{DecidedLine, LineScorer, Scored, bad_line_record};
 use plangate_gate::seed::{self, SeedOptions};
-use plangate_harness::pipeline::{self, Feed, InOrder, Waiting};
+use plangate_harness::pipeline::{self, Feed, InOrder, NotReady};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyModule};
@@ -236,8 +236,8 @@ impl State {
                     self.scored.recycle(chunk);
                     return Ok(records);
                 }
-                Err(Waiting::NotYet) => py.check_signals()?,
-                Ok(None) | Err(Waiting::Lost(_)) => return Err(stopped()),
+                Err(NotReady::NotYet) => py.check_signals()?,
+                Ok(None) | Err(NotReady::Lost(_)) => return Err(stopped()),
             }
         }
     }

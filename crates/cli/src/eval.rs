@@ -14,8 +14,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use plangate_gate::baseline::naive;
 use plangate_gate::task::{Task, parse_task_line};
 use plangate_harness::{
-    Earlier, Eval, EvalOptions, EvalRun, Finished, Header, Journal, Retries, RetryReport, World,
-    WorldOptions, read_quarantine,
+    Earlier, Eval, EvalOptions, EvalRun, Finished, Journal, JournalHeader, Retries, RetryReport,
+    World, WorldOptions, read_quarantine,
 };
 
 use crate::args::{Baseline, IoArgs, LimitArgs, ReportArgs, ThresholdArgs, compares_baseline};
@@ -28,7 +28,7 @@ use crate::outputs::{Outputs, Ran, Timings, write_reports};
 use crate::resume::{check_header, fingerprint, journal_path, journal_to_resume};
 use crate::tally::Tally;
 use plangate_harness::shard::{
-    Header as ShardHeader, Inputs, Learned, SamplesDigest, Shard, evidence_path, file_digest,
+    EvidenceHeader, Inputs, Learned, SamplesDigest, Shard, evidence_path, file_digest,
 };
 
 #[derive(Debug, Args)]
@@ -161,7 +161,7 @@ fn set_up<'a>(
     if let Some(file) = &args.write_epoch {
         write_json(file, world.epoch().manifest())?;
     }
-    let header = Header::new(
+    let header = JournalHeader::new(
         "eval",
         fingerprint("eval", &args.io.catalog, &flags)?,
         Some(world.epoch().manifest().clone()),
@@ -297,7 +297,7 @@ fn write_evidence(
     let (Some(shard), Some(out)) = (args.shard, args.io.out.as_deref()) else {
         return Ok(());
     };
-    let header = ShardHeader::new(
+    let header = EvidenceHeader::new(
         "eval",
         shard,
         Learned::of_run(ran.finished, ran.epoch),
@@ -409,7 +409,7 @@ fn epoch_to_replay(
 /// interrupted run's, continued (`--resume`), or a new one.
 fn open_journal(
     args: &EvalArgs,
-    header: &Header,
+    header: &JournalHeader,
     earlier: Option<(PathBuf, Earlier)>,
 ) -> Result<Option<Journal>> {
     if let Some((path, earlier)) = earlier {

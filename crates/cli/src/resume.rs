@@ -7,7 +7,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use plangate_harness::Header;
+use plangate_harness::JournalHeader;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -96,7 +96,11 @@ pub(crate) fn busy(e: &anyhow::Error) -> bool {
 }
 
 /// Refuses an earlier run's journal that this run cannot continue, saying why.
-pub(crate) fn check_header(path: &Path, earlier: &Header, this: &Header) -> Result<()> {
+pub(crate) fn check_header(
+    path: &Path,
+    earlier: &JournalHeader,
+    this: &JournalHeader,
+) -> Result<()> {
     match earlier.mismatch(this) {
         Some(why) => bail!(
             "cannot resume from {}: {why}; run the command it was written by, or remove the journal to start over",
@@ -157,7 +161,7 @@ pub(crate) struct ScoreJournal {
 
 impl ScoreJournal {
     /// Starts a journal at `path`.
-    pub(crate) fn create(path: &Path, header: &Header) -> Result<Self> {
+    pub(crate) fn create(path: &Path, header: &JournalHeader) -> Result<Self> {
         let mut file = plangate_harness::open_locked(path)?;
         file.set_len(0)
             .with_context(|| format!("cannot create journal {}", path.display()))?;
@@ -173,7 +177,7 @@ impl ScoreJournal {
 
     /// Reads an interrupted run's journal: its header and its last whole checkpoint
     /// (none when it stopped before its first chunk), then continues it.
-    pub(crate) fn resume(path: &Path) -> Result<(Self, Header, Checkpoint)> {
+    pub(crate) fn resume(path: &Path) -> Result<(Self, JournalHeader, Checkpoint)> {
         let earlier = plangate_harness::Earlier::<Checkpoint>::read(path)?;
         // Locked before anything is written, and cut after its last whole line.
         let file = earlier.reopen(path)?;

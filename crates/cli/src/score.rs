@@ -9,7 +9,7 @@ use clap::{Args, ValueEnum};
 use plangate_gate::catalog::Catalog;
 use plangate_gate::score::{self, Scored};
 use plangate_gate::seed;
-use plangate_harness::Entry;
+use plangate_harness::SpilledLine;
 use plangate_harness::pipeline::{self, Feed, InOrder};
 
 use crate::args::{Baseline, IoArgs, ThresholdArgs};
@@ -19,7 +19,7 @@ use crate::lines::{TaskIds, for_each_line, open_samples, skip_line, source_name,
 use crate::resume::{Checkpoint, Prefix, ScoreJournal};
 use crate::tally::Tally;
 use plangate_harness::shard::{
-    Header as ShardHeader, Inputs, Learned, SamplesDigest, Shard, evidence_path,
+    EvidenceHeader, Inputs, Learned, SamplesDigest, Shard, evidence_path,
 };
 
 /// Which of the seed's two entry points `--seed-compat` reproduces.
@@ -73,7 +73,7 @@ pub(crate) struct ScoreArgs {
 /// with one call, where a string per record would cost an allocation in the worker
 /// and a free in the writer.
 #[derive(Default)]
-struct Chunk {
+struct ScoreChunk {
     lines: pipeline::Chunk<u64>,
     records: String,
     /// The input through the chunk's last line, hashed for the journal when the run
@@ -87,15 +87,15 @@ type ChunkScores = Vec<(usize, Scored, usize)>;
 
 /// Everything a line is decided against (the gate's [`score::LineScorer`]) and the flags
 /// the pipeline reads; shared read-only by the workers.
-struct Scorer<'a> {
+struct ChunkScorer<'a> {
     gate: score::LineScorer<'a>,
     args: &'a ScoreArgs,
 }
 
-impl Scorer<'_> {
+impl ChunkScorer<'_> {
     /// Decides every line of `chunk`, appending the records to its buffer.
-    fn score_chunk(&self, chunk: &mut Chunk) -> ChunkScores {
-        let Chunk { lines, records, .. } = chunk;
+    fn score_chunk(&self, chunk: &mut ScoreChunk) -> ChunkScores {
+        let ScoreChunk { lines, records, .. } = chunk;
         let pipeline::Chunk { data, lines } = lines;
         lines
             .iter()
@@ -119,7 +119,7 @@ impl Scorer<'_> {
 
 /// Writes decided chunks in input order as they come back from the workers, and
 /// counts what they hold.
-struct Writer<'a> {
+struct RecordWriter<'a> {
     out: Output,
     source: &'a str,
     tally: Tally,
@@ -132,10 +132,10 @@ struct Writer<'a> {
     evidence: Option<std::io::BufWriter<std::fs::File>>,
 }
 
-impl Writer<'_> {
+impl RecordWriter<'_> {
     /// Records that every line of `chunk` is written: its decisions are flushed first,
     /// so a checkpoint never counts bytes a kill could lose.
-    fn checkpoint(&mut self, chunk: &Chunk) -> Result<()> {
+    fn checkpoint(&mut self, chunk: &ScoreChunk) -> Result<()> {
         let Some((number, _)) = chunk.lines.lines.last() else {
             return Ok(());
         };
@@ -156,7 +156,7 @@ impl Writer<'_> {
 
     /// Writes a decided chunk's records in order, each line not a task's in its place
     /// among them.
-    fn write(&mut self, chunk: &Chunk, scored: ChunkScores) -> Result<()> {
+    fn write(&mut self, chunk: &ScoreChunk, scored: ChunkScores) -> Result<()> {
         let tally = &mut self.tally;
         // The chunk's records not written yet start at `from`.
         let mut from = 0;
@@ -177,7 +177,7 @@ impl Writer<'_> {
                     write_records(&mut self.out, &chunk.records[from..end])?;
                     from = end;
                     if let Some(ev) = self.evidence.as_mut() {
-                        let entry = Entry::Bad {
+                        let entry = SpilledLine::Bad {
                             line: number,
                             error: e.clone(),
                         };
@@ -193,7 +193,7 @@ impl Writer<'_> {
                     if let Some((naive, label)) = compared {
                         tally.baseline.count(d.decision, naive, label);
                     }
-                    let entry = Entry::Task {
+                    let entry = SpilledLine::Task {
                         line: number,
                         prepared,
                         live: Vec::new(),
@@ -219,15 +219,15 @@ fn write_records(out: &mut Output, records: &str) -> Result<()> {
 /// the chunks' buffers go round (a fresh half-megabyte buffer per chunk would cost
 /// page faults).
 fn run_pipeline(
-    scorer: &Scorer<'_>,
+    scorer: &ChunkScorer<'_>,
     input: Box<dyn BufRead>,
-    writer: &mut Writer<'_>,
+    writer: &mut RecordWriter<'_>,
     jobs: usize,
     done: &Checkpoint,
     digest: Option<&mut SamplesDigest>,
 ) -> Result<Tally> {
     let hash_lines = writer.journal.is_some();
-    let worker = || |chunk: &mut Chunk| scorer.score_chunk(chunk);
+    let worker = || |chunk: &mut ScoreChunk| scorer.score_chunk(chunk);
     std::thread::scope(|s| {
         let (feed, in_order) = pipeline::start_scoped(s, jobs, &worker);
         let written = s.spawn(move || write_in_order(writer, in_order));
@@ -252,8 +252,8 @@ fn run_pipeline(
 /// The writer: puts decided chunks back in input order and writes them, handing each
 /// emptied buffer back as a spare for the reader.
 fn write_in_order(
-    writer: &mut Writer<'_>,
-    mut in_order: InOrder<Chunk, ChunkScores>,
+    writer: &mut RecordWriter<'_>,
+    mut in_order: InOrder<ScoreChunk, ChunkScores>,
 ) -> Result<()> {
     loop {
         match in_order.wait_next() {
@@ -279,15 +279,15 @@ fn write_in_order(
 /// chunk carries the journal's hash of the input through its last line.
 fn read_chunks(
     input: Box<dyn BufRead>,
-    mut feed: Feed<Chunk>,
+    mut feed: Feed<ScoreChunk>,
     done: &Checkpoint,
     max: u64,
     mut digest: Option<&mut SamplesDigest>,
     hash_lines: bool,
 ) -> Result<Tally> {
     let mut tally = Tally::default();
-    let mut chunk = Chunk::default();
-    let mut send = |chunk: &mut Chunk| -> Result<()> {
+    let mut chunk = ScoreChunk::default();
+    let mut send = |chunk: &mut ScoreChunk| -> Result<()> {
         if chunk.lines.lines.is_empty() {
             return Ok(());
         }
@@ -393,7 +393,7 @@ pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
     let input = open_samples(&args.io.samples)?;
     let source = source_name(&args.io.samples);
     let (out, journal, done) = open_resumable(&args)?;
-    let mut writer = Writer {
+    let mut writer = RecordWriter {
         out,
         source: &source,
         tally: done.tally,
@@ -414,7 +414,7 @@ pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
         ..done
     };
     let owns = |id: &str| args.shard.is_some_and(|s| s.owns_task(id));
-    let scorer = Scorer {
+    let scorer = ChunkScorer {
         gate: score::LineScorer {
             seed_compat: args
                 .seed_compat
@@ -489,7 +489,7 @@ fn write_evidence(
         .map_err(|e| e.into_error())
         .and_then(|mut f| f.rewind().map(|()| f))
         .context("failed to keep evidence")?;
-    let header = ShardHeader::new(
+    let header = EvidenceHeader::new(
         "score",
         shard,
         Learned::of_catalog(catalog),
@@ -526,7 +526,7 @@ fn open_resumable(args: &ScoreArgs) -> Result<(Output, Option<ScoreJournal>, Che
         "{:?} {:?} {:?} {}",
         args.thresholds, args.baseline, args.seed_compat, args.io.max_line_bytes
     );
-    let header = plangate_harness::Header::new(
+    let header = plangate_harness::JournalHeader::new(
         "score",
         crate::resume::fingerprint("score", &args.io.catalog, &flags)?,
         None,
@@ -560,7 +560,7 @@ fn open_resumable(args: &ScoreArgs) -> Result<(Output, Option<ScoreJournal>, Che
 
 /// An interrupt stopped the run: what is decided is written (and journalled), and the
 /// message says where it is and how to go on.
-fn interrupted(mut writer: Writer<'_>) -> Result<u8> {
+fn interrupted(mut writer: RecordWriter<'_>) -> Result<u8> {
     if writer.evidence.is_some() {
         eprintln!("plangate: interrupted: nothing was written; run the shard again");
         return Ok(crate::exit::INTERRUPTED);

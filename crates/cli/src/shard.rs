@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
-use plangate_harness::shard::{Header, Shard, evidence_path};
+use plangate_harness::shard::{EvidenceHeader, Shard, evidence_path};
 
 use crate::files::open_out;
 
@@ -24,7 +24,7 @@ pub(crate) fn check_out(shard: Shard, out: Option<&Path>) -> Result<()> {
 /// Writes a shard's evidence beside its `--out` ([`plangate_harness::shard::write_evidence`]).
 pub(crate) fn write_evidence(
     out: &Path,
-    header: &Header,
+    header: &EvidenceHeader,
     body: impl FnOnce(&mut dyn Write) -> std::io::Result<u64>,
 ) -> Result<()> {
     let path = evidence_path(out);

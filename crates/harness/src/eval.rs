@@ -24,7 +24,7 @@ use crate::probe::{ProbeRun, probe_arguments};
 use crate::refs::substitute;
 use crate::repeats::{Repeats, Take};
 use crate::resolver::{SandboxResolver, TaskResolver};
-use crate::spill::{Entry, Spill, Spilled};
+use crate::spill::{Spill, Spilled, SpilledLine};
 use crate::world::World;
 
 /// Witness evidence kept per tool: the first few make the case; the rest are counted.
@@ -364,7 +364,7 @@ impl<'w> Eval<'w> {
             .iter()
             .flat_map(|t| self.world.live_mounts(t))
             .collect();
-        let entry = Entry::Task {
+        let entry = SpilledLine::Task {
             line,
             prepared,
             live: live.into_iter().cloned().collect(),
@@ -628,7 +628,7 @@ impl Feeder<'_, '_> {
     /// Records input line `line` as not a task, to be reported in its place.
     pub fn skip(&mut self, line: usize, error: TaskError) {
         let index = self.eval.pushed.fetch_add(1, Ordering::Relaxed);
-        let text = Entry::Bad { line, error }.to_line();
+        let text = SpilledLine::Bad { line, error }.to_line();
         lock(&self.eval.spill).put(index, text);
     }
 
@@ -803,13 +803,13 @@ impl Finished {
 /// Phase two for one line: a task is classified, its epoch not fixed if a live mount
 /// it read changed.
 fn classify_entry(
-    entry: Entry,
+    entry: SpilledLine,
     changed: &BTreeSet<String>,
     states: &BTreeMap<String, ToolState>,
     options: &decide::Options,
 ) -> LineOutcome {
     match entry {
-        Entry::Task {
+        SpilledLine::Task {
             line,
             mut prepared,
             live,
@@ -822,7 +822,7 @@ fn classify_entry(
                 naive,
             }))
         }
-        Entry::Bad { line, error } => LineOutcome::Bad(line, error),
+        SpilledLine::Bad { line, error } => LineOutcome::Bad(line, error),
     }
 }
 

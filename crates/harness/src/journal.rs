@@ -3,8 +3,8 @@
 //! replayed from the journal instead of executed again, in the same epoch, and the
 //! resumed run decides exactly as an uninterrupted one would.
 //!
-//! The file is JSON lines: a [`Header`] (what run wrote it: its command fingerprint and
-//! epoch manifest), then one [`Entry`] per executed call, appended as calls finish. A
+//! The file is JSON lines: a [`JournalHeader`] (what run wrote it: its command fingerprint and
+//! epoch manifest), then one [`CallEntry`] per executed call, appended as calls finish. A
 //! line cut by a kill is dropped on reading; the calls it would have held run again.
 //! Each line is sealed ([`Chain`]): a digest of it and of every line before it follows
 //! its JSON, so an edited, reordered or spliced journal is refused, never replayed.
@@ -87,7 +87,7 @@ pub struct CallAt {
 
 /// The journal's first line: which run it belongs to.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Header {
+pub struct JournalHeader {
     /// Always [`VERSION`].
     pub plangate_journal: u32,
     /// The command that wrote it (`eval`, `score`).
@@ -100,10 +100,10 @@ pub struct Header {
     pub epoch: Option<EpochManifest>,
 }
 
-impl Header {
+impl JournalHeader {
     /// A header for a run of `command` with this fingerprint.
     pub fn new(command: &str, fingerprint: String, epoch: Option<EpochManifest>) -> Self {
-        Header {
+        JournalHeader {
             plangate_journal: VERSION,
             command: command.into(),
             fingerprint,
@@ -112,7 +112,7 @@ impl Header {
     }
 
     /// Why an earlier run's journal cannot be resumed by this run, if it cannot.
-    pub fn mismatch(&self, this: &Header) -> Option<String> {
+    pub fn mismatch(&self, this: &JournalHeader) -> Option<String> {
         if self.plangate_journal != this.plangate_journal {
             return Some(format!(
                 "it is journal version {}, this plangate writes {}",
@@ -134,7 +134,7 @@ impl Header {
 
 /// One executed call, as the journal keeps it.
 #[derive(Debug, Serialize, Deserialize)]
-pub struct Entry {
+pub struct CallEntry {
     line: usize,
     sample: usize,
     call: usize,
@@ -161,7 +161,7 @@ fn stdin_digest(stdin: &[u8]) -> String {
         .collect()
 }
 
-impl Entry {
+impl CallEntry {
     fn record(&self) -> Option<CallRecord> {
         Some(CallRecord {
             outcome: self.outcome,
@@ -178,8 +178,8 @@ impl Entry {
 
 /// A journal as an earlier run left it: its header, its complete lines after it (read
 /// as `T`: `eval`'s calls, `score`'s checkpoints), and how many bytes they take.
-pub struct Earlier<T = Entry> {
-    header: Header,
+pub struct Earlier<T = CallEntry> {
+    header: JournalHeader,
     entries: Vec<T>,
     /// Bytes of the file up to the end of its last complete line.
     complete: u64,
@@ -200,7 +200,7 @@ impl<T: serde::de::DeserializeOwned> Earlier<T> {
         let mut lines = BufReader::new(file);
         let mut buf = Vec::new();
         let mut complete = 0u64;
-        let mut header: Option<Header> = None;
+        let mut header: Option<JournalHeader> = None;
         let mut entries = Vec::new();
         let mut chain = Chain::default();
         for number in 1.. {
@@ -244,7 +244,7 @@ impl<T: serde::de::DeserializeOwned> Earlier<T> {
     }
 
     /// The run that wrote it.
-    pub fn header(&self) -> &Header {
+    pub fn header(&self) -> &JournalHeader {
         &self.header
     }
 
@@ -299,7 +299,7 @@ pub fn open_locked(path: &Path) -> Result<File, HarnessError> {
 /// The calls of a run as they execute, and an earlier run's calls to replay.
 pub struct Journal {
     path: PathBuf,
-    earlier: HashMap<CallAt, Entry>,
+    earlier: HashMap<CallAt, CallEntry>,
     out: Mutex<Option<(BufWriter<File>, Chain)>>,
     replayed: AtomicUsize,
     recorded: AtomicUsize,
@@ -317,7 +317,7 @@ impl std::fmt::Debug for Journal {
 
 impl Journal {
     /// Starts a new journal at `path` (replacing any file there) with `header`.
-    pub fn create(path: &Path, header: &Header) -> Result<Journal, HarnessError> {
+    pub fn create(path: &Path, header: &JournalHeader) -> Result<Journal, HarnessError> {
         let mut file = open_locked(path)?;
         file.set_len(0).map_err(|e| HarnessError::Journal {
             path: path.to_path_buf(),
@@ -352,7 +352,7 @@ impl Journal {
         Ok(Self::with(path, file, chain, entries))
     }
 
-    fn with(path: &Path, file: File, chain: Chain, earlier: HashMap<CallAt, Entry>) -> Journal {
+    fn with(path: &Path, file: File, chain: Chain, earlier: HashMap<CallAt, CallEntry>) -> Journal {
         Journal {
             path: path.to_path_buf(),
             earlier,
@@ -378,7 +378,7 @@ impl Journal {
 
     /// Appends an executed call.
     pub(crate) fn record(&self, at: CallAt, tool: &str, stdin: &[u8], r: &CallRecord) {
-        let entry = Entry {
+        let entry = CallEntry {
             line: at.line,
             sample: at.sample,
             call: at.call,
@@ -485,7 +485,7 @@ mod tests {
     fn a_cut_last_line_is_dropped_and_the_rest_replays() {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("j");
-        let header = Header::new("eval", "f".into(), None);
+        let header = JournalHeader::new("eval", "f".into(), None);
         let j = Journal::create(&path, &header).expect("create");
         j.record(at(1), "echo", b"{}", &rec(b"\x00\xffbytes"));
         j.record(at(2), "echo", b"{}", &rec(b"two"));
@@ -496,7 +496,7 @@ mod tests {
         let f = OpenOptions::new().write(true).open(&path).expect("open");
         f.set_len(len - 5).expect("cut");
 
-        let earlier = Earlier::<Entry>::read(&path).expect("read");
+        let earlier = Earlier::<CallEntry>::read(&path).expect("read");
         assert_eq!(earlier.header(), &header);
         assert_eq!(earlier.entries.len(), 1);
         let j = Journal::resume(&path, earlier).expect("resume");
@@ -513,7 +513,7 @@ mod tests {
         j.flush().expect("flush");
         drop(j);
         // The cut line is gone; the earlier call is kept once, the new one follows it.
-        let again = Earlier::<Entry>::read(&path).expect("read again");
+        let again = Earlier::<CallEntry>::read(&path).expect("read again");
         assert_eq!(again.entries.len(), 2);
         assert_eq!(
             again.complete,
@@ -525,7 +525,8 @@ mod tests {
     fn an_edited_or_spliced_journal_is_refused_naming_the_line() {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("j");
-        let j = Journal::create(&path, &Header::new("eval", "f".into(), None)).expect("create");
+        let j =
+            Journal::create(&path, &JournalHeader::new("eval", "f".into(), None)).expect("create");
         j.record(at(1), "echo", b"{}", &rec(b"one"));
         j.record(at(2), "echo", b"{}", &rec(b"two"));
         j.flush().expect("flush");
@@ -534,7 +535,7 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         let refused = |text: String, line: usize| {
             std::fs::write(&path, text).expect("write");
-            let e = Earlier::<Entry>::read(&path)
+            let e = Earlier::<CallEntry>::read(&path)
                 .err()
                 .expect("refused")
                 .to_string();
@@ -554,11 +555,11 @@ mod tests {
 
     #[test]
     fn headers_say_why_they_do_not_match() {
-        let a = Header::new("eval", "f1".into(), None);
+        let a = JournalHeader::new("eval", "f1".into(), None);
         assert_eq!(a.mismatch(&a.clone()), None);
-        let b = Header::new("score", "f1".into(), None);
+        let b = JournalHeader::new("score", "f1".into(), None);
         assert!(a.mismatch(&b).expect("differs").contains("plangate eval"));
-        let c = Header::new("eval", "f2".into(), None);
+        let c = JournalHeader::new("eval", "f2".into(), None);
         assert!(a.mismatch(&c).expect("differs").contains("flag"));
     }
 }

@@ -50,7 +50,7 @@ pub use eval::{
 pub use health::{
     Evidence, FirstDifference, HealthReport, Output, ToolBook, ToolHealth, first_difference,
 };
-pub use journal::{CallAt, Chain, Earlier, Header, Journal, open_locked};
+pub use journal::{CallAt, Chain, Earlier, Journal, JournalHeader, open_locked};
 pub use limits::{JobsOutOfRange, LimitTooLow, LimitsGiven, MAX_JOBS, default_jobs, jobs};
 pub use lines::{Line, LineReader, is_blank, too_long};
 pub use observe::observed;
@@ -60,5 +60,5 @@ pub use refs::{pointer, substitute};
 pub use resolver::{SandboxResolver, resolver_answer};
 pub use retry::{Attempt, Retried, RetryPlan, RetryReport, RetryRound, TasksAt};
 pub use run::{EvalRun, Retries};
-pub use spill::{Entry, Spilled};
+pub use spill::{Spilled, SpilledLine};
 pub use world::{World, WorldOptions};

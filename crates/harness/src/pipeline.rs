@@ -108,7 +108,7 @@ pub type Done<T, R> = (T, R);
 
 /// Why [`InOrder::next_within`] returned without an item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Waiting {
+pub enum NotReady {
     /// The next item is not done yet.
     NotYet,
     /// Every worker stopped before item `0` came back: its lines would be missing.
@@ -145,7 +145,7 @@ impl<T, R> InOrder<T, R> {
 
     /// The next item in input order if it comes within `timeout`, so that a caller
     /// can look for an interrupt while it waits. `Ok(None)`: nothing more will come.
-    pub fn next_within(&mut self, timeout: Duration) -> Result<Option<Done<T, R>>, Waiting> {
+    pub fn next_within(&mut self, timeout: Duration) -> Result<Option<Done<T, R>>, NotReady> {
         loop {
             if let Some(done) = self.waiting.remove(&self.next) {
                 self.next += 1;
@@ -155,11 +155,11 @@ impl<T, R> InOrder<T, R> {
                 Ok((seq, item, result)) => {
                     self.waiting.insert(seq, (item, result));
                 }
-                Err(RecvTimeoutError::Timeout) => return Err(Waiting::NotYet),
+                Err(RecvTimeoutError::Timeout) => return Err(NotReady::NotYet),
                 Err(RecvTimeoutError::Disconnected) if self.waiting.is_empty() => {
                     return Ok(None);
                 }
-                Err(RecvTimeoutError::Disconnected) => return Err(Waiting::Lost(self.next)),
+                Err(RecvTimeoutError::Disconnected) => return Err(NotReady::Lost(self.next)),
             }
         }
     }

@@ -210,7 +210,7 @@ impl Learned {
 
 /// The evidence file's first line.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Header {
+pub struct EvidenceHeader {
     /// [`FORMAT`].
     pub format: String,
     /// [`VERSION`].
@@ -257,7 +257,7 @@ pub struct Header {
     pub entries_sha256: String,
 }
 
-impl Header {
+impl EvidenceHeader {
     /// A shard's header.
     pub fn new(
         command: &str,
@@ -267,8 +267,8 @@ impl Header {
         thresholds: &Options,
         lines: usize,
         blank: usize,
-    ) -> Header {
-        Header {
+    ) -> EvidenceHeader {
+        EvidenceHeader {
             format: FORMAT.into(),
             version: VERSION,
             plangate: env!("CARGO_PKG_VERSION").into(),
@@ -364,7 +364,7 @@ impl<W: Write> Write for Hashing<W> {
 /// entry (`body` copies them, one line each, in input order). The entries go to a
 /// temporary file first, since the header that counts them comes before them.
 pub fn write_evidence(
-    header: &Header,
+    header: &EvidenceHeader,
     body: impl FnOnce(&mut dyn Write) -> std::io::Result<u64>,
     file: &mut dyn Write,
 ) -> std::io::Result<()> {
@@ -376,7 +376,7 @@ pub fn write_evidence(
     };
     body(&mut entries)?;
     entries.flush()?;
-    let header = Header {
+    let header = EvidenceHeader {
         entries_bytes: entries.bytes,
         entries_sha256: hex(&entries.sha.finalize()),
         ..header.clone()
@@ -391,7 +391,7 @@ pub fn write_evidence(
 
 /// Refuses a shard's evidence whose entries are not the ones its header counts (a cut
 /// or edited file), reading them all before merge writes anything.
-pub fn check_entries(path: &Path, header: &Header, start: u64) -> Result<(), HarnessError> {
+pub fn check_entries(path: &Path, header: &EvidenceHeader, start: u64) -> Result<(), HarnessError> {
     use std::io::Seek as _;
     let mut file =
         std::fs::File::open(path).context(|| format!("cannot read {}", path.display()))?;
@@ -425,7 +425,7 @@ pub fn check_entries(path: &Path, header: &Header, start: u64) -> Result<(), Har
 
 /// Reads a shard's header from the evidence beside `out`; returns it and where the
 /// entries start.
-pub fn read_header(out: &Path) -> Result<(PathBuf, Header, u64), HarnessError> {
+pub fn read_header(out: &Path) -> Result<(PathBuf, EvidenceHeader, u64), HarnessError> {
     let path = evidence_path(out);
     let file = std::fs::File::open(&path).context(|| {
         format!(
@@ -483,7 +483,7 @@ pub fn read_header(out: &Path) -> Result<(PathBuf, Header, u64), HarnessError> {
             path.display()
         ));
     }
-    let header: Header = serde_json::from_value(v)
+    let header: EvidenceHeader = serde_json::from_value(v)
         .context(|| format!("{}: line 1: not a shard header", path.display()))?;
     let Shard { k, m } = header.shard;
     if k == 0 || k > m {
@@ -497,8 +497,10 @@ pub fn read_header(out: &Path) -> Result<(PathBuf, Header, u64), HarnessError> {
 
 /// Every shard's evidence header, once the shards are found to be the M parts of one
 /// batch and every shard's entries whole: nothing is written before this.
-pub fn read_shards(shards: &[PathBuf]) -> Result<Vec<(PathBuf, Header, u64)>, HarnessError> {
-    let shards: Vec<(PathBuf, Header, u64)> = (shards.iter())
+pub fn read_shards(
+    shards: &[PathBuf],
+) -> Result<Vec<(PathBuf, EvidenceHeader, u64)>, HarnessError> {
+    let shards: Vec<(PathBuf, EvidenceHeader, u64)> = (shards.iter())
         .map(|p| read_header(p))
         .collect::<Result<_, _>>()?;
     check_one_batch(&shards)?;
@@ -510,7 +512,7 @@ pub fn read_shards(shards: &[PathBuf]) -> Result<Vec<(PathBuf, Header, u64)>, Ha
 
 /// Refuses shards that are not the M parts of one batch under one epoch, catalog,
 /// samples file and thresholds, each once.
-fn check_one_batch(shards: &[(PathBuf, Header, u64)]) -> Result<(), HarnessError> {
+fn check_one_batch(shards: &[(PathBuf, EvidenceHeader, u64)]) -> Result<(), HarnessError> {
     let (p0, h0, _) = &shards[0];
     for (p, h, _) in &shards[1..] {
         let differs = |what: &str, a: &str, b: &str| -> Result<(), HarnessError> {
@@ -545,10 +547,10 @@ fn check_one_batch(shards: &[(PathBuf, Header, u64)]) -> Result<(), HarnessError
             &h0.shard.m.to_string(),
             &h.shard.m.to_string(),
         )?;
-        let names = |h: &Header| h.books.iter().map(|b| b.name.clone()).collect::<Vec<_>>();
+        let names = |h: &EvidenceHeader| h.books.iter().map(|b| b.name.clone()).collect::<Vec<_>>();
         differs("tools", &names(h0).join(", "), &names(h).join(", "))?;
         differs("limits per call", &h0.limits, &h.limits)?;
-        let probe_runs = |h: &Header| h.probe_runs.map_or("none".into(), |n| n.to_string());
+        let probe_runs = |h: &EvidenceHeader| h.probe_runs.map_or("none".into(), |n| n.to_string());
         differs("--probe-runs", &probe_runs(h0), &probe_runs(h))?;
     }
     let m = h0.shard.m;
@@ -586,7 +588,9 @@ fn check_one_batch(shards: &[(PathBuf, Header, u64)]) -> Result<(), HarnessError
 
 /// What the shards of one batch learned, united as one run would have learned it:
 /// every tool's book added up, the counts summed, and the live mounts.
-pub fn unite(shards: &[(PathBuf, Header, u64)]) -> (Vec<ToolBook>, EvalStats, Vec<LiveCheck>) {
+pub fn unite(
+    shards: &[(PathBuf, EvidenceHeader, u64)],
+) -> (Vec<ToolBook>, EvalStats, Vec<LiveCheck>) {
     let mut books: Vec<ToolBook> = shards[0].1.books.clone();
     let mut stats = EvalStats::default();
     for (_, h, _) in shards {
@@ -600,7 +604,7 @@ pub fn unite(shards: &[(PathBuf, Header, u64)]) -> (Vec<ToolBook>, EvalStats, Ve
 
 /// Every live mount, changed if it changed in any shard or if two shards started from
 /// different contents: one run would have seen a change either way.
-fn union_live(shards: &[(PathBuf, Header, u64)]) -> Vec<LiveCheck> {
+fn union_live(shards: &[(PathBuf, EvidenceHeader, u64)]) -> Vec<LiveCheck> {
     let mut live = shards[0].1.live.clone();
     for (_, h, _) in &shards[1..] {
         for (mine, theirs) in live.iter_mut().zip(h.live.iter().cloned()) {

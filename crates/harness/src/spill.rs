@@ -19,7 +19,7 @@ use crate::error::HarnessError;
 
 /// One input line's outcome of phase one.
 #[derive(Debug)]
-pub enum Entry {
+pub enum SpilledLine {
     /// A task, executed and prepared.
     Task {
         /// The input line.
@@ -41,30 +41,30 @@ pub enum Entry {
     },
 }
 
-impl Entry {
+impl SpilledLine {
     /// The input line.
     pub fn line(&self) -> usize {
         match self {
-            Entry::Task { line, .. } | Entry::Bad { line, .. } => *line,
+            SpilledLine::Task { line, .. } | SpilledLine::Bad { line, .. } => *line,
         }
     }
 
-    /// As one line of JSON (no newline), for [`Entry::from_line`].
+    /// As one line of JSON (no newline), for [`SpilledLine::from_line`].
     pub fn to_line(&self) -> String {
         let wire = match self {
-            Entry::Task {
+            SpilledLine::Task {
                 line,
                 prepared,
                 live,
                 naive,
-            } => WireEntry {
+            } => SpilledLineJson {
                 line: *line,
                 live: live.clone(),
                 naive: *naive,
                 task: RawValue::from_string(prepared.to_line()).ok(),
                 error: None,
             },
-            Entry::Bad { line, error } => WireEntry {
+            SpilledLine::Bad { line, error } => SpilledLineJson {
                 line: *line,
                 live: Vec::new(),
                 naive: None,
@@ -79,17 +79,17 @@ impl Entry {
         serde_json::to_string(&wire).expect("an entry serializes")
     }
 
-    /// Reads back a line [`Entry::to_line`] wrote.
-    pub fn from_line(text: &str) -> Result<Entry, String> {
-        let w: WireEntry = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    /// Reads back a line [`SpilledLine::to_line`] wrote.
+    pub fn from_line(text: &str) -> Result<SpilledLine, String> {
+        let w: SpilledLineJson = serde_json::from_str(text).map_err(|e| e.to_string())?;
         match (w.task, w.error) {
-            (Some(task), None) => Ok(Entry::Task {
+            (Some(task), None) => Ok(SpilledLine::Task {
                 line: w.line,
                 prepared: Prepared::from_line(task.get()).map_err(|e| e.to_string())?,
                 live: w.live,
                 naive: w.naive,
             }),
-            (None, Some(e)) => Ok(Entry::Bad {
+            (None, Some(e)) => Ok(SpilledLine::Bad {
                 line: w.line,
                 error: TaskError {
                     field: e.field,
@@ -110,7 +110,7 @@ fn line_of(text: &str) -> Option<usize> {
 }
 
 #[derive(Serialize, Deserialize)]
-struct WireEntry {
+struct SpilledLineJson {
     line: usize,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     live: Vec<String>,
@@ -159,7 +159,7 @@ impl Spill {
     }
 
     /// Puts the entry pushed `index`-th (counting from 0), written as a line
-    /// ([`Entry::to_line`], done by the caller before it takes the spill's lock, so
+    /// ([`SpilledLine::to_line`], done by the caller before it takes the spill's lock, so
     /// workers serialize their tasks in parallel), in its place.
     pub(crate) fn put(&mut self, index: usize, text: String) {
         self.waiting.insert(index, text);
@@ -268,7 +268,7 @@ impl Spilled {
 
     /// Reads the entries from the first, in input order; each call reads afresh, and
     /// several readers may go at once.
-    pub fn entries(&self) -> impl Iterator<Item = Result<Entry, HarnessError>> + '_ {
+    pub fn entries(&self) -> impl Iterator<Item = Result<SpilledLine, HarnessError>> + '_ {
         let mut readers: Vec<_> = self
             .parts
             .iter()
@@ -289,7 +289,7 @@ impl Spilled {
 /// The entry with the lowest input line among the parts' next ones, read.
 fn next_in_order<I: Iterator<Item = Result<Raw, HarnessError>>>(
     readers: &mut [(&Part, std::iter::Peekable<I>)],
-) -> Option<Result<Entry, HarnessError>> {
+) -> Option<Result<SpilledLine, HarnessError>> {
     let mut best: Option<(usize, usize)> = None;
     for i in 0..readers.len() {
         let line = match readers[i].1.peek() {
@@ -315,7 +315,7 @@ fn next_in_order<I: Iterator<Item = Result<Raw, HarnessError>>>(
     let (part, reader) = &mut readers[i];
     let (entry, _, text) = reader.next()?.ok()?;
     Some(
-        Entry::from_line(&text).map_err(|message| HarnessError::Evidence {
+        SpilledLine::from_line(&text).map_err(|message| HarnessError::Evidence {
             path: part.name(),
             entry,
             message,
@@ -388,8 +388,8 @@ impl Read for At<'_> {
 mod tests {
     use super::*;
 
-    fn bad(line: usize) -> Entry {
-        Entry::Bad {
+    fn bad(line: usize) -> SpilledLine {
+        SpilledLine::Bad {
             line,
             error: TaskError {
                 field: "samples".into(),
