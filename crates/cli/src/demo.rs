@@ -25,7 +25,9 @@ use plangate_harness::{
 
 use crate::args::ThresholdArgs;
 use crate::files::{print_stdout, write_file};
-use crate::report::{self, TaskPoint};
+use plangate_report::plot::TaskPoint;
+
+use crate::report;
 use crate::results::{COLUMNS, Column, DemoReport, RetryPrice, table_rows};
 use crate::scenario::{self, Config, Generated};
 
@@ -311,7 +313,7 @@ struct GateResults {
 fn judge_gate(
     batch: &[Generated],
     decisions: impl Iterator<Item = Result<(usize, Decision), HarnessError>>,
-) -> Result<(GateResults, Vec<TaskPoint>)> {
+) -> Result<(GateResults, Vec<TaskPoint<'static>>)> {
     let mut gate = GateResults {
         column: Column::default(),
         reasons: BTreeMap::new(),
