@@ -7,7 +7,6 @@ mod call;
 mod catalog;
 mod demo;
 mod eval;
-mod exit;
 mod files;
 mod instant;
 mod interrupt;
@@ -24,6 +23,7 @@ mod tally;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use plangate::exit;
 
 /// `score` allocates a small tree per JSON value and frees it a line later; glibc's
 /// malloc spent about a third of its time there, mimalloc a fraction of that
