@@ -6,6 +6,7 @@ mod args;
 mod call;
 mod catalog;
 mod demo;
+mod epoch;
 mod eval;
 mod files;
 mod instant;
@@ -13,7 +14,6 @@ mod interrupt;
 mod lines;
 mod merge;
 mod outputs;
-mod pin;
 mod probe;
 mod resume;
 mod score;
@@ -55,7 +55,7 @@ enum Command {
     /// Reproduce the seed's experiment: a naive scorer and the gate on one batch.
     Demo(demo::DemoArgs),
     /// Pin an epoch for a catalog and write its manifest, for shards to replay.
-    Epoch(pin::EpochArgs),
+    Epoch(epoch::EpochArgs),
     /// Combine the shards of one batch (`eval --shard K/M`) as one run would decide it.
     Merge(merge::MergeArgs),
     /// Write a catalog for a WebAssembly component: one tool per exported function.
@@ -127,7 +127,7 @@ fn main() -> ExitCode {
         Command::Eval(args) => eval::run(args),
         Command::Probe(args) => probe::run(args),
         Command::Demo(args) => demo::run(args),
-        Command::Epoch(args) => pin::run(args),
+        Command::Epoch(args) => epoch::run(args),
         Command::Merge(args) => merge::run(args),
         Command::Catalog(args) => catalog::run(args),
     };

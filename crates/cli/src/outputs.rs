@@ -30,7 +30,7 @@ pub(crate) struct Timings {
 }
 
 /// What the run found, for the reports: its first epoch and the defer path's rounds.
-pub(crate) struct Ran<'a> {
+pub(crate) struct Findings<'a> {
     /// The epoch's manifest (None: results recorded in the input, from `score`).
     pub(crate) epoch: Option<&'a plangate_sandbox::EpochManifest>,
     pub(crate) finished: &'a Finished,
@@ -123,7 +123,7 @@ impl<'a> Outputs<'a> {
 /// leaves the earlier decisions file as it was.
 pub(crate) fn write_reports(
     args: &ReportArgs,
-    ran: &Ran<'_>,
+    ran: &Findings<'_>,
     outputs: Outputs<'_>,
     tally: &Tally,
     timings: &Timings,
@@ -156,7 +156,7 @@ pub(crate) fn write_reports(
 /// The `--summary-json` document: counts, tool health, the epoch, and how long each
 /// phase took (the total up to now).
 fn summary(
-    ran: &Ran<'_>,
+    ran: &Findings<'_>,
     tally: &Tally,
     labels: &BTreeMap<String, [usize; 3]>,
     t: &Timings,
