@@ -9,6 +9,7 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+use crate::exit;
 use crate::tools::{build_tools, repo};
 
 /// A test guest from sandbox-tools/test-guests (scripts/build-tools builds them too).
@@ -44,7 +45,7 @@ fn call_echo(xdg: Option<&Path>, home: Option<&Path>) -> Output {
     ];
     let out = plangate(&args, xdg, home);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(out.status.code(), Some(exit::OK), "{stderr}");
     let report: Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
     assert_eq!(report["outcome"], "exit", "{report}");
     assert_eq!(report["exit_code"], 0, "{report}");
@@ -130,7 +131,7 @@ fn a_refused_module_cache_is_one_warning_per_run_and_the_run_goes_on() {
     let args = ["probe", "--catalog", catalog.to_str().expect("utf-8 path")];
     let out = plangate(&args, Some(tmp.path()), None);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(out.status.code(), Some(exit::OK), "{stderr}");
     assert_eq!(stderr.matches(&warning).count(), 1, "{stderr}");
     assert_eq!(stderr.matches("module cache").count(), 1, "{stderr}");
     assert_eq!(

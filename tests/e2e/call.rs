@@ -11,6 +11,8 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use serde_json::Value;
 
+use crate::exit;
+
 #[path = "../../crates/sandbox/tests/it/guests.rs"]
 mod guests;
 
@@ -89,7 +91,7 @@ fn a_written_epoch_replays_byte_identically_on_another_copy() {
         "--write-epoch",
         s(&manifest),
     ]);
-    assert_eq!(code, 0, "{err}");
+    assert_eq!(code, exit::OK, "{err}");
     assert_eq!(first["outcome"], "exit");
     assert_eq!(first["exit_code"], 0);
 
@@ -102,7 +104,7 @@ fn a_written_epoch_replays_byte_identically_on_another_copy() {
         "--epoch",
         s(&manifest),
     ]);
-    assert_eq!(code, 0, "{err}");
+    assert_eq!(code, exit::OK, "{err}");
     assert_eq!(first["stdout"], second["stdout"]);
     assert_eq!(first["epoch_id"], second["epoch_id"]);
     assert_eq!(first["fuel_used"], second["fuel_used"]);
@@ -143,7 +145,7 @@ fn a_written_epoch_replays_byte_identically_on_another_copy() {
         "--epoch",
         s(&manifest),
     ]);
-    assert_eq!(code, 2);
+    assert_eq!(code, exit::USAGE);
     assert_eq!(report, Value::Null);
     assert!(err.contains("digest"), "{err}");
 }
@@ -167,7 +169,7 @@ fn each_misbehaviour_is_its_own_outcome() {
         let mut args = vec!["call", s(&module)];
         args.extend_from_slice(extra);
         let (code, report, err) = plangate(&args);
-        assert_eq!(code, 0, "{name}: {err}");
+        assert_eq!(code, exit::OK, "{name}: {err}");
         assert_eq!(report["outcome"], want, "{name}: {report}");
         assert_eq!(report["exit_code"], Value::Null, "{name}");
     }
@@ -192,7 +194,7 @@ fn no_escape_through_the_cli() {
     let mount = format!("{}:/world", s(&world));
     for m in [mount.clone(), format!("{mount}:live")] {
         let (code, report, err) = plangate(&["call", s(&guest("escape")), "--mount", &m]);
-        assert_eq!(code, 0, "{err}");
+        assert_eq!(code, exit::OK, "{err}");
         let text = report["stdout"].as_str().unwrap();
         assert_eq!(text.lines().count(), 13, "{text}");
         assert!(text.lines().all(|l| l.contains(": denied")), "{m}: {text}");
@@ -204,7 +206,7 @@ fn no_escape_through_the_cli() {
 #[test]
 fn a_bad_mount_is_a_usage_error() {
     let (code, _, err) = plangate(&["call", s(&guest("echo")), "--mount", "no-guest-path"]);
-    assert_eq!(code, 2, "{err}");
+    assert_eq!(code, exit::USAGE, "{err}");
 }
 
 #[test]
@@ -219,7 +221,7 @@ fn a_bad_mount_mode_is_named() {
         ("docs:docs", "the guest path `docs` is not absolute"),
     ] {
         let (code, report, err) = plangate(&["call", s(&echo), "--mount", mount]);
-        assert_eq!((code, report), (2, Value::Null), "{mount}: {err}");
+        assert_eq!((code, report), (exit::USAGE, Value::Null), "{mount}: {err}");
         assert!(err.contains(want), "{mount}: {err}");
     }
 }
@@ -250,7 +252,7 @@ fn a_catalog_entry_runs_as_its_module_with_the_same_mounts_from_any_directory() 
         args,
     ];
     let (code, from_root, err) = plangate_in(&repo(), &by_entry);
-    assert_eq!(code, 0, "{err}");
+    assert_eq!(code, exit::OK, "{err}");
     assert_eq!(from_root["abi"], "ok", "{from_root}");
     assert_eq!(from_root["result"]["id"], "u_0001", "{from_root}");
 
@@ -268,7 +270,7 @@ fn a_catalog_entry_runs_as_its_module_with_the_same_mounts_from_any_directory() 
             args,
         ],
     );
-    assert_eq!(code, 0, "{err}");
+    assert_eq!(code, exit::OK, "{err}");
 
     let module = seed_module("get_user");
     let mount = format!("{}:/world", s(&world().join("data")));
@@ -276,7 +278,7 @@ fn a_catalog_entry_runs_as_its_module_with_the_same_mounts_from_any_directory() 
         elsewhere.path(),
         &["call", s(&module), "--mount", &mount, "--args", args],
     );
-    assert_eq!(code, 0, "{err}");
+    assert_eq!(code, exit::OK, "{err}");
     for key in ["stdout", "result", "fuel_used", "epoch_id", "abi"] {
         assert_eq!(from_root[key], from_elsewhere[key], "{key}");
         assert_eq!(from_root[key], by_module[key], "{key}");
@@ -305,7 +307,7 @@ fn the_catalog_form_refuses_what_does_not_fit() {
     let catalog = seed_catalog();
     let cat = s(&catalog);
     let (code, _, err) = plangate(&["call", "--catalog", cat, "--tool", "get_usr"]);
-    assert_eq!(code, 2, "{err}");
+    assert_eq!(code, exit::USAGE, "{err}");
     assert!(err.contains("has no tool `get_usr`"), "{err}");
     assert!(
         err.contains("get_user, get_order"),
@@ -335,7 +337,11 @@ fn the_catalog_form_refuses_what_does_not_fit() {
     ];
     for (args, want) in refused {
         let (code, report, err) = plangate(args);
-        assert_eq!((code, report), (2, Value::Null), "{args:?}: {err}");
+        assert_eq!(
+            (code, report),
+            (exit::USAGE, Value::Null),
+            "{args:?}: {err}"
+        );
         assert!(err.contains(want), "{args:?}: {err}");
     }
 }
@@ -357,7 +363,7 @@ fn instant_sets_the_clock_a_tool_reads() {
     };
     let pinned: &[&str] = &["--clock", "pinned"];
     let (code, first, err) = at("2026-11-05T09:30:00Z", pinned);
-    assert_eq!(code, 0, "{err}");
+    assert_eq!(code, exit::OK, "{err}");
     assert_eq!(
         first["result"]["rfc3339"], "2026-11-05T09:30:00Z",
         "{first}"
@@ -374,10 +380,10 @@ fn instant_sets_the_clock_a_tool_reads() {
 
     // The catalog declares this tool's clock live: an instant alone would be ignored.
     let (code, _, err) = at("2026-11-05T09:30:00Z", &[]);
-    assert_eq!(code, 2);
+    assert_eq!(code, exit::USAGE);
     assert!(err.contains("add --clock pinned"), "{err}");
     let (code, _, err) = at("yesterday", pinned);
-    assert_eq!(code, 2);
+    assert_eq!(code, exit::USAGE);
     assert!(err.contains("RFC 3339"), "{err}");
 }
 

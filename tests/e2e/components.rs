@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use serde_json::{Value, json};
 
 use crate::eval::{Run, plangate};
+use crate::exit;
 use crate::tools::{build_tools, repo};
 
 fn rust(name: &str) -> PathBuf {
@@ -47,7 +48,7 @@ fn call(module: &Path, export: &str, args: Value, extra: &[&str]) -> Value {
     let mut all = vec!["call", s(module), "--export", export, "--args", &args];
     all.extend_from_slice(extra);
     let run = plangate(&all);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.code, exit::OK, "{}", run.stderr);
     serde_json::from_str(run.stdout.trim()).expect("a JSON report")
 }
 
@@ -144,7 +145,7 @@ fn typed_exports_are_called_with_json_and_answer_as_the_tool_abi_does() {
     assert_eq!(echo["result"], json!({"a": [1, 2]}), "{echo}");
     // A function that takes a resource has no JSON form: refused when it loads.
     let run = plangate(&["call", s(&kinds), "--export", "values.peek"]);
-    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(run.code, exit::USAGE, "{}", run.stderr);
     assert!(
         run.stderr.contains("parameter c is a resource handle"),
         "{}",
@@ -400,7 +401,11 @@ fn the_network_is_denied_live_or_pinned_and_a_pinned_answer_replays_offline() {
     };
     for (path, status) in [("price", "epoch_sensitive"), ("counter", "drift")] {
         let (code, t, _) = probed(path, &live);
-        assert_eq!((code, t["status"].as_str().unwrap()), (1, status), "{t}");
+        assert_eq!(
+            (code, t["status"].as_str().unwrap()),
+            (exit::REJECT, status),
+            "{t}"
+        );
         assert!(names_network(&t), "{t}");
     }
     // Pinned: each distinct request recorded on first use in an epoch and replayed, so
@@ -408,13 +413,13 @@ fn the_network_is_denied_live_or_pinned_and_a_pinned_answer_replays_offline() {
     let (code, t, pinned) = probed("price", &pinned_net);
     assert_eq!(
         (code, t["status"].as_str().unwrap()),
-        (0, "verified"),
+        (exit::OK, "verified"),
         "{t}"
     );
     let (code, t, _) = probed("counter", &pinned_net);
     assert_eq!(
         (code, t["status"].as_str().unwrap()),
-        (1, "epoch_sensitive"),
+        (exit::REJECT, "epoch_sensitive"),
         "{t}"
     );
     assert!(names_network(&t), "{t}");
@@ -480,7 +485,7 @@ fn declared(dir: &Path, component: &Path, policy: Option<&Path>, probes: Value) 
         args.extend(["--policy", s(p)]);
     }
     let run = plangate(&args);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.code, exit::OK, "{}", run.stderr);
     assert!(
         run.stderr.contains("declare no `deterministic`"),
         "{}",
@@ -537,7 +542,12 @@ fn a_catalogued_component_is_probed_and_evaluated() {
         (run, tools)
     };
     let (run, tools) = probe();
-    assert_eq!(run.code, 1, "`now` reads the clock: {}", run.stderr);
+    assert_eq!(
+        run.code,
+        exit::REJECT,
+        "`now` reads the clock: {}",
+        run.stderr
+    );
     for t in &tools {
         let want = if t["name"] == "now" {
             "epoch_sensitive"
@@ -581,7 +591,7 @@ fn a_catalogued_component_is_probed_and_evaluated() {
     )
     .unwrap();
     let run = plangate(&["eval", "--catalog", s(&catalog), "--samples", s(&samples)]);
-    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(run.code, exit::REJECT, "{}", run.stderr);
     let d = run.lines();
     assert_eq!(d[0]["decision"], "accept", "{}", d[0]);
     assert_eq!(d[1]["decision"], "reject", "{}", d[1]);
@@ -598,7 +608,7 @@ fn call_info(catalog: &Path) -> String {
         "--args",
         r#"{"path":"/data/a.md"}"#,
     ]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.code, exit::OK, "{}", run.stderr);
     report(&run)["stdout"].as_str().unwrap().to_string()
 }
 
@@ -637,7 +647,7 @@ fn the_python_component_is_catalogued_and_verified() {
         "--out",
         s(&described),
     ]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.code, exit::OK, "{}", run.stderr);
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(&described).unwrap()).unwrap();
     assert_eq!(
         doc["tools"][0]["description"],
@@ -655,7 +665,7 @@ fn the_python_component_is_catalogued_and_verified() {
         "word-count",
         "--strict",
     ]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.code, exit::OK, "{}", run.stderr);
     assert_eq!(report(&run)["tools"][0]["status"], "verified");
 }
 
@@ -723,7 +733,7 @@ fn the_defer_path_and_shards_take_components_unchanged() {
     std::fs::write(&batch, lines).unwrap();
     let epoch = dir.path().join("epoch.json");
     let run = plangate(&["epoch", "--catalog", s(&catalog), "--out", s(&epoch)]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.code, exit::OK, "{}", run.stderr);
     let whole = dir.path().join("whole.jsonl");
     let run = plangate(&[
         "eval",
@@ -736,7 +746,7 @@ fn the_defer_path_and_shards_take_components_unchanged() {
         "--out",
         s(&whole),
     ]);
-    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(run.code, exit::REJECT, "{}", run.stderr);
     let mut shards = Vec::new();
     for k in 1..=2 {
         let out = dir.path().join(format!("shard-{k}.jsonl"));
@@ -754,12 +764,16 @@ fn the_defer_path_and_shards_take_components_unchanged() {
             "--out",
             s(&out),
         ]);
-        assert!(run.code <= 1, "{}", run.stderr);
+        assert!(
+            matches!(run.code, exit::OK | exit::REJECT),
+            "{}",
+            run.stderr
+        );
         shards.push(out);
     }
     let merged = dir.path().join("merged.jsonl");
     let run = plangate(&["merge", "--out", s(&merged), s(&shards[0]), s(&shards[1])]);
-    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(run.code, exit::REJECT, "{}", run.stderr);
     assert_eq!(
         std::fs::read_to_string(&merged).unwrap(),
         std::fs::read_to_string(&whole).unwrap()

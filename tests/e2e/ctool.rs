@@ -5,6 +5,7 @@
 use serde_json::Value;
 
 use crate::eval::plangate;
+use crate::exit;
 use crate::tools::{build_tools, repo};
 
 /// The built C tool, or None (with a note) where clang cannot target WASI; in CI, where
@@ -29,7 +30,7 @@ fn a_c_tool_answers_through_the_abi() {
     let Some(module) = c_tool() else { return };
     let module = module.to_str().expect("utf-8 path");
     let ok = plangate(&["call", module, "--args", r#"{"text":"hello"}"#]);
-    assert_eq!(ok.code, 0, "{}", ok.stderr);
+    assert_eq!(ok.code, exit::OK, "{}", ok.stderr);
     let report: Value = serde_json::from_str(&ok.stdout).expect("a JSON report");
     assert_eq!(report["outcome"], "exit");
     assert_eq!(report["exit_code"], 0);
@@ -67,7 +68,7 @@ fn a_c_tool_passes_a_strict_probe() {
         "--epochs",
         "3",
     ]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.code, exit::OK, "{}", run.stderr);
     let report: Value = serde_json::from_str(&run.stdout).expect("a JSON report");
     assert_eq!(report["tools"][0]["name"], "checksum");
     assert_eq!(report["tools"][0]["status"], "verified", "{report}");

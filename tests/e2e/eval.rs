@@ -11,6 +11,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
+use crate::exit;
 use crate::tools::{build_tools, live_copy, repo, world, writer};
 
 pub(crate) fn cases() -> PathBuf {
@@ -136,7 +137,12 @@ fn expect_decisions(run: &Run, expect_file: &str) {
 #[test]
 fn every_input_format_decides_like_the_native_one() {
     let native = eval(&seed_catalog(), "plans.jsonl", &[]);
-    assert_eq!(native.code, 1, "rejects exit 1: {}", native.stderr);
+    assert_eq!(
+        native.code,
+        exit::REJECT,
+        "rejects exit 1: {}",
+        native.stderr
+    );
     expect_decisions(&native, "plans.expect.json");
     for n in native.lines() {
         assert_eq!(n["epoch_id"].as_str().map(str::len), Some(64), "{n}");
@@ -154,7 +160,7 @@ fn every_input_format_decides_like_the_native_one() {
 #[test]
 fn the_naive_baseline_is_compared_on_executed_tasks() {
     let (run, summary) = eval_summary("plans.jsonl", &[]);
-    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(run.code, exit::REJECT, "{}", run.stderr);
     let b = &summary["baseline"];
     assert_eq!((&b["tasks"], &b["labelled"]), (&8.into(), &8.into()), "{b}");
     assert_eq!(
@@ -212,7 +218,7 @@ fn openai_arguments_that_are_not_json_spoil_one_sample_not_the_task() {
         "--samples".as_ref(),
         samples.as_os_str(),
     ]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.code, exit::OK, "{}", run.stderr);
     let d = &run.lines()[0];
     assert_eq!(d["decision"], "accept", "4 of 5 agree: {d}");
     assert_eq!(d["arg_agreement"]["count"], 4);
@@ -244,7 +250,7 @@ fn an_earlier_quarantine_turns_fabrications_on_those_tools_into_defers() {
     }
     // A fabricated tool name is a hallucination whatever the tools' health.
     assert_eq!(d["unknown-tool"]["decision"], "reject");
-    assert_eq!(run.code, 1);
+    assert_eq!(run.code, exit::REJECT);
     let h = read_json(&health);
     let get_user = h["tools"]
         .as_array()
@@ -284,7 +290,7 @@ fn a_quarantine_never_turns_a_consistent_fabrication_into_an_accept() {
     let d = &quarantined.by_task()["user-invented-consistently"];
     assert_eq!(d["decision"], "defer", "{d}");
     assert_eq!(d["reasons"], serde_json::json!(["tool_quarantined"]), "{d}");
-    assert_eq!(quarantined.code, 0, "{}", quarantined.stderr);
+    assert_eq!(quarantined.code, exit::OK, "{}", quarantined.stderr);
 }
 
 fn misdeclared_catalog(dir: &Path) -> PathBuf {
@@ -313,7 +319,7 @@ fn a_false_declaration_is_quarantined_by_the_probe_and_its_tasks_defer() {
         "misdeclared.jsonl",
         &["--tool-health".as_ref(), health.as_os_str()],
     );
-    assert_eq!(run.code, 0, "nothing rejected: {}", run.stdout);
+    assert_eq!(run.code, exit::OK, "nothing rejected: {}", run.stdout);
     let h = read_json(&health);
     let r = tool(&h, "random_sample");
     assert_eq!(
@@ -364,7 +370,7 @@ fn without_a_probe_a_witness_in_the_batch_quarantines_the_tool() {
             health.as_os_str(),
         ],
     );
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.code, exit::OK, "{}", run.stderr);
     let h = read_json(&health);
     let r = tool(&h, "random_sample");
     assert_eq!(
@@ -389,7 +395,7 @@ fn from_chains_run_and_id_forms_agree_after_resolution() {
     let (run, s) = eval_summary("chains.jsonl", &[]);
     // The one reject: every sample asks for order o_9999, which get_order (verified,
     // `order_id` declared must_exist) says does not exist: a consistent fabrication.
-    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(run.code, exit::REJECT, "{}", run.stderr);
     // chain-resolved 10 calls; the broken pointer and the failed step run step 0 only
     // (5 + 5) and record step 1 as unresolved (5 + 5 not executed); two single-step
     // tasks of 5 calls each.
@@ -459,7 +465,7 @@ fn junit_parses_and_exit_codes_follow_the_contract() {
         "plans.jsonl",
         &["--junit".as_ref(), junit.as_os_str()],
     );
-    assert_eq!(run.code, 1, "any reject exits 1");
+    assert_eq!(run.code, exit::REJECT, "any reject exits 1");
     let xml = std::fs::read_to_string(&junit).expect("junit written");
     let decisions = run.lines();
     let of = |v: &str| decisions.iter().filter(|d| d["decision"] == v).count();
@@ -478,7 +484,7 @@ fn junit_parses_and_exit_codes_follow_the_contract() {
         "defers.jsonl",
         &["--junit".as_ref(), junit2.as_os_str()],
     );
-    assert_eq!(ok.code, 0, "{}", ok.stderr);
+    assert_eq!(ok.code, exit::OK, "{}", ok.stderr);
     let xml2 = std::fs::read_to_string(&junit2).expect("junit written");
     let defers = ok
         .lines()
@@ -491,7 +497,7 @@ fn junit_parses_and_exit_codes_follow_the_contract() {
 
     // A line that does not parse: reported and skipped, the rest decided, exit 2.
     let bad = eval(&seed_catalog(), "bad-line.jsonl", &[]);
-    assert_eq!(bad.code, 2, "{}", bad.stderr);
+    assert_eq!(bad.code, exit::USAGE, "{}", bad.stderr);
     let lines = bad.lines();
     assert_eq!(lines[0]["decision"], "accept");
     assert_eq!(lines[1]["line"], 2);
@@ -506,8 +512,8 @@ fn junit_parses_and_exit_codes_follow_the_contract() {
         "--samples",
         "-",
     ]);
-    assert_eq!(missing.code, 2, "{}", missing.stderr);
-    assert_eq!(plangate(&["eval", "--no-such-flag"]).code, 2);
+    assert_eq!(missing.code, exit::USAGE, "{}", missing.stderr);
+    assert_eq!(plangate(&["eval", "--no-such-flag"]).code, exit::USAGE);
 }
 
 #[test]
@@ -525,7 +531,7 @@ fn one_epoch_replays_to_identical_decisions() {
             out("a.jsonl").as_os_str(),
         ],
     );
-    assert_eq!(first.code, 1, "{}", first.stderr);
+    assert_eq!(first.code, exit::REJECT, "{}", first.stderr);
     for (name, jobs) in [("b.jsonl", "1"), ("c.jsonl", "7")] {
         let again = eval(
             &seed_catalog(),
@@ -539,7 +545,7 @@ fn one_epoch_replays_to_identical_decisions() {
                 out(name).as_os_str(),
             ],
         );
-        assert_eq!(again.code, 1, "{}", again.stderr);
+        assert_eq!(again.code, exit::REJECT, "{}", again.stderr);
         let a = std::fs::read(out("a.jsonl")).expect("a");
         let b = std::fs::read(out(name)).expect("replay");
         assert!(!a.is_empty());
@@ -619,7 +625,7 @@ fn a_tool_without_probe_arguments_is_probed_with_the_batchs_first_call() {
         "misdeclared.jsonl",
         &["--tool-health".as_ref(), health.as_os_str()],
     );
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.code, exit::OK, "{}", run.stderr);
     let r = tool(&read_json(&health), "random_sample").clone();
     assert_eq!(r["probed"], true, "{r}");
     let e = &r["evidence"][0];
@@ -634,7 +640,11 @@ fn a_tool_without_probe_arguments_is_probed_with_the_batchs_first_call() {
 #[test]
 fn every_declared_tool_is_probed_with_the_batchs_arguments_too() {
     let (run, s) = eval_summary("plans.jsonl", &[]);
-    assert!(run.code <= 1, "{}", run.stderr);
+    assert!(
+        matches!(run.code, exit::OK | exit::REJECT),
+        "{}",
+        run.stderr
+    );
     let catalog = read_json(&seed_catalog());
     let declared: BTreeMap<&str, usize> = catalog["tools"]
         .as_array()

@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::eval::{Run, cases, plangate, seed_catalog};
+use crate::exit;
 use crate::tools::{build_tools, repo};
 
 fn s(p: &Path) -> &str {
@@ -99,7 +100,13 @@ fn no_output_lands_on_a_module_or_inside_a_mount() {
         ),
     ] {
         let run = w.eval(&[flag, s(target)]);
-        assert_eq!(run.code, 2, "{flag} {}: {}", target.display(), run.stderr);
+        assert_eq!(
+            run.code,
+            exit::USAGE,
+            "{flag} {}: {}",
+            target.display(),
+            run.stderr
+        );
         assert!(run.stderr.contains(says), "{flag}: {}", run.stderr);
         assert!(run.stdout.is_empty(), "no work done: {}", run.stdout);
         kept();
@@ -108,7 +115,7 @@ fn no_output_lands_on_a_module_or_inside_a_mount() {
 
     let catalog = w.path("catalog.json");
     let run = plangate(&["epoch", "--catalog", s(&catalog), "--out", s(&module)]);
-    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(run.code, exit::USAGE, "{}", run.stderr);
     assert!(
         run.stderr
             .contains("would overwrite an input (tool \"get_user\"'s module"),
@@ -122,7 +129,7 @@ fn no_output_lands_on_a_module_or_inside_a_mount() {
         "--out",
         s(&w.path("data/epoch.json")),
     ]);
-    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(run.code, exit::USAGE, "{}", run.stderr);
     assert!(run.stderr.contains("lies inside"), "{}", run.stderr);
     let samples = cases().join("consistent.jsonl");
     let run = plangate(&[
@@ -134,7 +141,7 @@ fn no_output_lands_on_a_module_or_inside_a_mount() {
         "--out",
         s(&module),
     ]);
-    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(run.code, exit::USAGE, "{}", run.stderr);
     assert!(
         run.stderr.contains("would overwrite an input"),
         "{}",
@@ -144,7 +151,7 @@ fn no_output_lands_on_a_module_or_inside_a_mount() {
 
     // The world still runs: nothing above touched it.
     let run = w.eval(&[]);
-    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(run.code, exit::REJECT, "{}", run.stderr);
     assert_eq!(
         run.lines()[0]["reasons"],
         serde_json::json!(["referential_miss"])
@@ -164,7 +171,7 @@ fn demo_outputs_stay_out_of_the_world_folder() {
         "--json",
         s(&inside),
     ]);
-    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(run.code, exit::USAGE, "{}", run.stderr);
     assert!(run.stderr.contains("lies inside --world"), "{}", run.stderr);
     assert!(!inside.exists());
 }
@@ -179,7 +186,7 @@ fn an_unwritable_output_is_found_before_the_first_call() {
     let journal = w.path("decisions.jsonl.journal");
     for flag in ["--junit", "--tool-health", "--summary-json"] {
         let run = w.eval(&[flag, UNWRITABLE, "--out", s(&out)]);
-        assert_eq!(run.code, 2, "{flag}: {}", run.stderr);
+        assert_eq!(run.code, exit::USAGE, "{flag}: {}", run.stderr);
         assert!(
             run.stderr.contains(&format!(
                 "cannot write {UNWRITABLE}: failed to create a file in /sys"
@@ -194,7 +201,7 @@ fn an_unwritable_output_is_found_before_the_first_call() {
         );
     }
     let run = w.eval(&["--out", UNWRITABLE]);
-    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(run.code, exit::USAGE, "{}", run.stderr);
     assert!(
         run.stderr.contains(&format!("cannot write {UNWRITABLE}")),
         "{}",
@@ -213,7 +220,7 @@ fn an_output_that_fails_after_the_work_says_how_to_resume() {
     let out = w.path("decisions.jsonl");
     // /dev/full is a device, written in place: it refuses only when written.
     let run = w.eval(&["--out", s(&out), "--junit", "/dev/full"]);
-    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(run.code, exit::USAGE, "{}", run.stderr);
     assert!(
         run.stderr.contains("No space left on device"),
         "{}",
@@ -226,7 +233,7 @@ fn an_output_that_fails_after_the_work_says_how_to_resume() {
     );
     let junit = w.path("junit.xml");
     let run = w.eval(&["--out", s(&out), "--junit", s(&junit), "--resume"]);
-    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(run.code, exit::REJECT, "{}", run.stderr);
     assert!(run.stderr.contains("calls replayed"), "{}", run.stderr);
     assert!(
         std::fs::read_to_string(&junit)
@@ -285,7 +292,11 @@ fn a_closed_or_full_stdout_is_an_error_not_a_panic() {
     for args in &commands {
         for closed_pipe in [false, true] {
             let (code, stderr) = with_stdout(args, closed_pipe);
-            assert_eq!(code, 2, "{args:?} closed pipe {closed_pipe}: {stderr}");
+            assert_eq!(
+                code,
+                exit::USAGE,
+                "{args:?} closed pipe {closed_pipe}: {stderr}"
+            );
             assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
             assert!(
                 stderr.contains("failed to write to standard output"),
@@ -314,7 +325,7 @@ fn thresholds_out_of_order_are_a_usage_error_naming_both_flags() {
         let mut args = vec![cmd, "--catalog", s(&catalog), "--samples", s(&samples)];
         args.extend_from_slice(&flags);
         let run = plangate(&args);
-        assert_eq!(run.code, 2, "{cmd}: {}", run.stderr);
+        assert_eq!(run.code, exit::USAGE, "{cmd}: {}", run.stderr);
         assert!(run.stderr.contains(says), "{cmd}: {}", run.stderr);
         assert!(run.stdout.is_empty());
     }
@@ -322,7 +333,12 @@ fn thresholds_out_of_order_are_a_usage_error_naming_both_flags() {
     for share in ["1.5", "nan", "inf", "-0.1"] {
         let flag = format!("--hallucinated={share}");
         let run = plangate(&["demo", "--world", s(&world), "--tasks", "10", &flag]);
-        assert_eq!(run.code, 2, "--hallucinated {share}: {}", run.stderr);
+        assert_eq!(
+            run.code,
+            exit::USAGE,
+            "--hallucinated {share}: {}",
+            run.stderr
+        );
         assert!(
             run.stderr.contains("expected a share from 0 to 1"),
             "{}",
@@ -338,5 +354,5 @@ fn thresholds_out_of_order_are_a_usage_error_naming_both_flags() {
         "--consistent",
         "2",
     ]);
-    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(run.code, exit::USAGE, "{}", run.stderr);
 }

@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::exit;
 use crate::tools::{build_tools, repo};
 
 /// What one bounded run of the binary left behind.
@@ -195,7 +196,8 @@ fn a_batch_of_hostile_tools_finishes_records_every_ending_and_leaks_nothing() {
     );
     let took = started.elapsed();
     assert_eq!(
-        run.code, 0,
+        run.code,
+        exit::OK,
         "nothing rejected, no bad line:\n{}",
         run.stderr
     );
@@ -415,7 +417,7 @@ fn a_tool_hoarding_open_files_does_not_fail_the_others() {
         &[],
         Duration::from_secs(120),
     );
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.code, exit::OK, "{}", run.stderr);
     let stats = &read_json(&summary)["stats"];
     assert_eq!(
         stats["outcomes"],
@@ -456,7 +458,7 @@ fn call_ends_on_a_fifo_and_on_a_forged_poll() {
         &[],
         Duration::from_secs(60),
     );
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.code, exit::OK, "{}", run.stderr);
     let report: Value = serde_json::from_slice(&run.stdout).expect("a JSON report");
     assert_eq!(
         (&report["outcome"], &report["exit_code"]),
@@ -478,7 +480,7 @@ fn call_ends_on_a_fifo_and_on_a_forged_poll() {
         &[],
         Duration::from_secs(60),
     );
-    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(run.code, exit::USAGE, "{}", run.stderr);
     let fifo = live.canonicalize().expect("live dir").join("pipe");
     assert!(
         run.stderr.contains(&format!("`{}`", fifo.display())) && run.stderr.contains("a FIFO"),
@@ -492,7 +494,7 @@ fn call_ends_on_a_fifo_and_on_a_forged_poll() {
         &[],
         Duration::from_secs(60),
     );
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.code, exit::OK, "{}", run.stderr);
     let report: Value = serde_json::from_slice(&run.stdout).expect("a JSON report");
     assert_eq!(report["outcome"], "exit", "{report}");
     assert!(

@@ -6,6 +6,7 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::eval::{plangate, seed_catalog};
+use crate::exit;
 
 const CATALOG: &str = r#"{"tools":[{"name":"echo","deterministic":true,"verified":true}]}"#;
 
@@ -47,7 +48,7 @@ fn a_line_without_end_is_skipped_in_bounded_memory() {
         .output()
         .expect("sh runs");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(out.status.code(), Some(exit::USAGE), "{stderr}");
     assert!(
         stderr.contains("samples.jsonl:2: the line is longer than 67108864 bytes"),
         "{stderr}"
@@ -79,7 +80,7 @@ fn eval_skips_a_line_over_the_limit_and_decides_the_rest() {
         "--max-line-bytes",
         "300",
     ]);
-    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(run.code, exit::USAGE, "{}", run.stderr);
     assert!(
         run.stderr
             .contains("samples.jsonl:2: the line is longer than 300 bytes"),
@@ -106,14 +107,14 @@ fn eval_skips_a_line_over_the_limit_and_decides_the_rest() {
         "--max-line-bytes",
         "0",
     ]);
-    assert_eq!(zero.code, 2, "{}", zero.stderr);
+    assert_eq!(zero.code, exit::USAGE, "{}", zero.stderr);
     assert!(zero.stderr.contains("--max-line-bytes"), "{}", zero.stderr);
 }
 
 #[test]
 fn a_catalog_without_end_is_refused_by_size() {
     let run = plangate(&["score", "--catalog", "/dev/zero", "--samples", "/dev/null"]);
-    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(run.code, exit::USAGE, "{}", run.stderr);
     assert!(
         run.stderr
             .contains("failed to read catalog /dev/zero: it is larger than 256 MiB"),
@@ -131,7 +132,7 @@ fn repeated_task_ids_are_warned_about_and_counted_past_twenty() {
     let text: String = (0..30).map(|_| good("same") + "\n").collect();
     std::fs::write(&samples, text).expect("samples");
     let run = plangate(&["score", "--catalog", s(&catalog), "--samples", s(&samples)]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.code, exit::OK, "{}", run.stderr);
     assert_eq!(run.lines().len(), 30, "every line is decided");
     let warned = run
         .stderr

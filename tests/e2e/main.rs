@@ -1,6 +1,17 @@
 //! plangate's end-to-end tests: one test binary (the cli crate's `e2e` target) that runs
 //! the built `plangate` binary against real WASM tools and fixtures.
 
+/// plangate's exit codes, the binary's own (`plangate::exit`), as `ExitStatus::code`
+/// reports them: a test names the code it expects and can match several in a pattern.
+mod exit {
+    use plangate::exit as code;
+
+    pub(crate) const OK: i32 = code::OK as i32;
+    pub(crate) const REJECT: i32 = code::REJECT as i32;
+    pub(crate) const USAGE: i32 = code::USAGE as i32;
+    pub(crate) const INTERRUPTED: i32 = code::INTERRUPTED as i32;
+}
+
 // The seed world's twelve tools through `plangate call`, driven by the catalog and
 // tests/e2e/cases/tools/.
 mod tools;

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::exit;
 use crate::hostile::{Run, bounded};
 use crate::tools::repo;
 
@@ -104,11 +105,11 @@ fn every_n_file_as_a_samples_file_is_refused_line_by_line() {
         let src = samples.display().to_string();
         if bad.is_empty() {
             // Empty or whitespace only: no task, nothing to refuse, every line blank.
-            assert_eq!(run.code, 0, "{name}: {}", run.stderr);
+            assert_eq!(run.code, exit::OK, "{name}: {}", run.stderr);
             empty.push(name);
             continue;
         }
-        assert_eq!(run.code, 2, "{name}: {}", run.stderr);
+        assert_eq!(run.code, exit::USAGE, "{name}: {}", run.stderr);
         for n in &bad {
             assert!(
                 run.stderr.contains(&format!("plangate: {src}:{n}: ")),
@@ -173,7 +174,7 @@ fn a_file_of_raw_n_and_y_arguments_between_good_lines_decides_all_but_the_n_line
     let samples = dir.path().join("mixed.jsonl");
     std::fs::write(&samples, &body).expect("write samples");
     let run = score(&catalog, &samples, &[]);
-    assert_eq!(run.code, 2, "bad lines exit 2:\n{}", run.stderr);
+    assert_eq!(run.code, exit::USAGE, "bad lines exit 2:\n{}", run.stderr);
     let src = samples.display().to_string();
     let records = stdout_records(&run);
     assert_eq!(records.len(), expect.len(), "one record per line");
@@ -253,7 +254,8 @@ fn openai_argument_strings_from_the_suite_spoil_samples_never_the_run() {
     ];
     let run = bounded(&args, &[], LIMIT);
     assert_eq!(
-        run.code, 0,
+        run.code,
+        exit::OK,
         "no line is bad, nothing rejected:\n{}",
         run.stderr
     );
@@ -342,7 +344,7 @@ fn broken_catalogs_and_manifests_exit_2_naming_the_file_and_the_field() {
                 samples.to_str().expect("utf-8 path"),
             ];
             let run = bounded(&args, &[], LIMIT);
-            assert_eq!(run.code, 2, "{cmd} {name}: {}", run.stderr);
+            assert_eq!(run.code, exit::USAGE, "{cmd} {name}: {}", run.stderr);
             assert!(run.stderr.contains(name), "{cmd} {name}: {}", run.stderr);
             for w in want {
                 assert!(
@@ -370,7 +372,7 @@ fn broken_catalogs_and_manifests_exit_2_naming_the_file_and_the_field() {
         &[],
         LIMIT,
     );
-    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(run.code, exit::USAGE, "{}", run.stderr);
     for w in [
         "missing-module.json",
         "tools[0].module",
@@ -380,7 +382,8 @@ fn broken_catalogs_and_manifests_exit_2_naming_the_file_and_the_field() {
     }
     let run = score(&missing, &samples, &[]);
     assert_eq!(
-        run.code, 0,
+        run.code,
+        exit::OK,
         "score decides recorded results: {}",
         run.stderr
     );
@@ -400,7 +403,7 @@ fn broken_catalogs_and_manifests_exit_2_naming_the_file_and_the_field() {
         &[],
         LIMIT,
     );
-    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(run.code, exit::USAGE, "{}", run.stderr);
     assert!(
         run.stderr.contains("epoch manifest") && run.stderr.contains("epoch.json"),
         "{}",
@@ -414,7 +417,7 @@ fn exit_codes() -> Vec<(String, u8)> {
     let codes: Vec<(String, u8)> = src
         .lines()
         .filter_map(|l| {
-            let rest = l.trim().strip_prefix("pub(crate) const ")?;
+            let rest = l.trim().strip_prefix("pub const ")?;
             let (name, value) = rest.split_once(": u8 = ")?;
             Some((name.to_string(), value.trim_end_matches(';').parse().ok()?))
         })
@@ -426,10 +429,21 @@ fn exit_codes() -> Vec<(String, u8)> {
 #[test]
 fn docs_errors_md_lists_every_exit_code_and_each_comes_out_where_documented() {
     let doc = std::fs::read_to_string(repo().join("docs/errors.md")).expect("docs/errors.md");
+    let named = [
+        ("OK", exit::OK),
+        ("REJECT", exit::REJECT),
+        ("USAGE", exit::USAGE),
+        ("INTERRUPTED", exit::INTERRUPTED),
+    ];
     for (name, value) in exit_codes() {
         assert!(
             doc.contains(&format!("| {value} | `{name}` |")),
             "docs/errors.md has no row for exit code {value} ({name})"
+        );
+        // The tests name every code exit.rs has, with its value.
+        assert!(
+            named.contains(&(name.as_str(), i32::from(value))),
+            "tests/e2e/main.rs's `exit` lacks {name} = {value}"
         );
     }
     // 130 (INTERRUPTED) needs a signal mid-run: tests/e2e/resume.rs sends it.
@@ -443,7 +457,7 @@ fn docs_errors_md_lists_every_exit_code_and_each_comes_out_where_documented() {
         &(good_line("a") + "\n" + &good_line("b") + "\n"),
     );
     let run = score(&catalog, &ok, &[]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.code, exit::OK, "{}", run.stderr);
     // 1: a task rejected (five different arguments on a verified deterministic tool;
     // arg_reject raised, since with N = 5 nothing is below the default 0.20).
     let calls: Vec<Value> = (0..5)
@@ -452,7 +466,7 @@ fn docs_errors_md_lists_every_exit_code_and_each_comes_out_where_documented() {
     let fabricated = json!({"task_id": "f", "samples": calls}).to_string();
     let reject = file(d, "reject.jsonl", &(fabricated + "\n"));
     let run = score(&catalog, &reject, &["--arg-reject", "0.30"]);
-    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(run.code, exit::REJECT, "{}", run.stderr);
     // 2: a bad line (even beside a reject: input errors win), a missing samples file,
     // an unknown flag, a missing required flag.
     let both = file(
@@ -461,19 +475,19 @@ fn docs_errors_md_lists_every_exit_code_and_each_comes_out_where_documented() {
         &(std::fs::read_to_string(&reject).unwrap() + "{\n"),
     );
     let run = score(&catalog, &both, &["--arg-reject", "0.30"]);
-    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(run.code, exit::USAGE, "{}", run.stderr);
     assert!(run.stderr.contains("both.jsonl:2: "), "{}", run.stderr);
     let run = score(&catalog, &d.join("absent.jsonl"), &[]);
-    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(run.code, exit::USAGE, "{}", run.stderr);
     assert!(run.stderr.contains("absent.jsonl"), "{}", run.stderr);
     let run = bounded(&["score", "--no-such-flag"], &[], LIMIT);
-    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(run.code, exit::USAGE, "{}", run.stderr);
     let run = bounded(&["score", "--samples", "x"], &[], LIMIT);
-    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(run.code, exit::USAGE, "{}", run.stderr);
     assert!(run.stderr.contains("--catalog"), "{}", run.stderr);
     // --help and --version print to stdout and succeed.
     let run = bounded(&["--help"], &[], LIMIT);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.code, exit::OK, "{}", run.stderr);
     assert!(String::from_utf8_lossy(&run.stdout).contains("Usage"));
 }
 
@@ -498,7 +512,12 @@ fn nonsense_flags_are_usage_errors() {
         args.extend(base);
         args.extend([flag, value]);
         let run = crate::eval::plangate(&args);
-        assert_eq!(run.code, 2, "{cmd} {flag} {value}: {}", run.stderr);
+        assert_eq!(
+            run.code,
+            exit::USAGE,
+            "{cmd} {flag} {value}: {}",
+            run.stderr
+        );
         assert!(
             run.stderr.contains(says) && run.stderr.contains("invalid value"),
             "{cmd} {flag} {value}: {}",

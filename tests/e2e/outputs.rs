@@ -7,6 +7,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use crate::eval::plangate;
+use crate::exit;
 
 const CATALOG: &str = r#"{"tools":[{"name":"echo","deterministic":true,"verified":true}]}"#;
 
@@ -56,7 +57,7 @@ fn an_output_that_names_an_input_is_refused_and_the_input_kept() {
     let dotted = dir.path().join(".").join("samples.jsonl");
     for out in [&samples, &link, &hard, &dotted] {
         let run = score_to(&catalog, &samples, s(out), &[]);
-        assert_eq!(run.code, 2, "{}: {}", out.display(), run.stderr);
+        assert_eq!(run.code, exit::USAGE, "{}: {}", out.display(), run.stderr);
         assert!(
             run.stderr.contains("would overwrite an input (--samples"),
             "{}",
@@ -84,7 +85,7 @@ fn two_outputs_naming_one_file_are_refused_before_any_work() {
         "--summary-json",
         s(&dir.path().join(".").join("out.json")),
     ]);
-    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(run.code, exit::USAGE, "{}", run.stderr);
     assert!(run.stderr.contains("name the same file"), "{}", run.stderr);
     assert!(!same.exists(), "nothing written");
 }
@@ -105,7 +106,7 @@ fn write_epoch_never_overwrites_the_module() {
         "--write-epoch",
         s(&module),
     ]);
-    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(run.code, exit::USAGE, "{}", run.stderr);
     assert!(
         run.stderr.contains("would overwrite an input (MODULE"),
         "{}",
@@ -121,7 +122,7 @@ fn a_killed_run_leaves_the_earlier_output_whole() {
     let (dir, catalog, samples) = setup(30_000);
     let out = dir.path().join("decisions.jsonl");
     let first = score_to(&catalog, &samples, s(&out), &["--jobs", "1"]);
-    assert_eq!(first.code, 0, "{}", first.stderr);
+    assert_eq!(first.code, exit::OK, "{}", first.stderr);
     let whole = std::fs::read(&out).unwrap();
     assert_eq!(whole.iter().filter(|b| **b == b'\n').count(), 30_000);
     for wait_ms in [10, 60, 200] {
@@ -149,7 +150,7 @@ fn devices_are_written_in_place_and_links_stay_links() {
     use std::os::unix::fs::FileTypeExt as _;
     let (dir, catalog, samples) = setup(3);
     let run = score_to(&catalog, &samples, "/dev/null", &[]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.code, exit::OK, "{}", run.stderr);
     let kind = std::fs::symlink_metadata("/dev/null").unwrap().file_type();
     assert!(kind.is_char_device(), "/dev/null is still a device");
     let real = dir.path().join("real.jsonl");
@@ -157,7 +158,7 @@ fn devices_are_written_in_place_and_links_stay_links() {
     let link = dir.path().join("link.jsonl");
     std::os::unix::fs::symlink(&real, &link).unwrap();
     let run = score_to(&catalog, &samples, s(&link), &[]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.code, exit::OK, "{}", run.stderr);
     assert!(
         std::fs::symlink_metadata(&link)
             .unwrap()

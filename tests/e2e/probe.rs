@@ -4,6 +4,7 @@
 use serde_json::Value;
 
 use crate::eval::{catalog_copy, plangate, seed_catalog};
+use crate::exit;
 
 fn statuses(stdout: &str) -> std::collections::BTreeMap<String, Value> {
     let report: Value = serde_json::from_str(stdout).expect("a JSON report");
@@ -19,7 +20,12 @@ fn statuses(stdout: &str) -> std::collections::BTreeMap<String, Value> {
 fn the_seed_worlds_honest_declarations_hold_and_its_live_clock_is_a_contradiction() {
     let catalog = seed_catalog();
     let run = plangate(&["probe".as_ref(), "--catalog".as_ref(), catalog.as_os_str()]);
-    assert_eq!(run.code, 1, "resolve_user is contradicted: {}", run.stderr);
+    assert_eq!(
+        run.code,
+        exit::REJECT,
+        "resolve_user is contradicted: {}",
+        run.stderr
+    );
     assert!(
         run.stderr
             .contains("not verified: 1 contradicted by the catalog (live clock or randomness)"),
@@ -66,7 +72,7 @@ fn live_randomness_declared_deterministic_fails_before_running() {
         "--tool".as_ref(),
         "get_user".as_ref(),
     ]);
-    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(run.code, exit::REJECT, "{}", run.stderr);
     let s = statuses(&run.stdout);
     assert_eq!(s.keys().collect::<Vec<_>>(), ["get_user", "random_sample"]);
     assert_eq!(s["get_user"]["status"], "verified");
@@ -99,7 +105,8 @@ fn pinned_randomness_is_epoch_sensitive_and_the_seed_is_named() {
         "--strict".as_ref(),
     ]);
     assert_eq!(
-        run.code, 1,
+        run.code,
+        exit::REJECT,
         "--strict fails epoch-sensitive: {}",
         run.stderr
     );
@@ -131,7 +138,7 @@ fn probe_arguments_that_break_the_schema_or_only_err_are_called_out() {
         "--tool".as_ref(),
         "get_order".as_ref(),
     ]);
-    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(run.code, exit::REJECT, "{}", run.stderr);
     let s = statuses(&run.stdout);
     let u = &s["get_user"];
     assert_eq!(u["status"], "invalid_probe_arguments", "{u}");
@@ -178,7 +185,7 @@ fn strict_probe_of(guest: &str) -> (crate::eval::Run, Value) {
 #[test]
 fn an_hour_of_day_price_shows_in_the_second_epoch() {
     let (run, r) = strict_probe_of("hourly");
-    assert_eq!(run.code, 1, "--strict fails it: {}", run.stderr);
+    assert_eq!(run.code, exit::REJECT, "--strict fails it: {}", run.stderr);
     assert_eq!(r["status"], "epoch_sensitive", "{r}");
     assert_eq!(r["differs_by"], serde_json::json!(["instant"]), "{r}");
 }
@@ -189,7 +196,7 @@ fn an_hour_of_day_price_shows_in_the_second_epoch() {
 #[test]
 fn a_working_hours_price_is_caught_by_the_calendar_classes() {
     let (run, r) = strict_probe_of("business_hours");
-    assert_eq!(run.code, 1, "--strict fails it: {}", run.stderr);
+    assert_eq!(run.code, exit::REJECT, "--strict fails it: {}", run.stderr);
     assert_eq!(r["status"], "epoch_sensitive", "{r}");
     assert_eq!(
         r["differs_by"],
@@ -225,7 +232,12 @@ fn a_tool_that_reads_the_epoch_is_epoch_sensitive_not_drifting() {
         ])
     };
     let two = probe("2");
-    assert_eq!(two.code, 0, "stable within an epoch holds: {}", two.stderr);
+    assert_eq!(
+        two.code,
+        exit::OK,
+        "stable within an epoch holds: {}",
+        two.stderr
+    );
     let t = &statuses(&two.stdout)["get_current_time"];
     assert_eq!(t["status"], "epoch_sensitive", "{t}");
     assert_eq!(t["evidence"][0]["kind"], "epoch_sensitive");
@@ -245,7 +257,7 @@ fn a_tool_that_reads_the_epoch_is_epoch_sensitive_not_drifting() {
         "get_current_time".as_ref(),
         "--strict".as_ref(),
     ]);
-    assert_eq!(strict.code, 1, "{}", strict.stderr);
+    assert_eq!(strict.code, exit::REJECT, "{}", strict.stderr);
     assert!(
         strict.stderr.contains("not verified: 1 epoch-sensitive\n")
             || strict
@@ -272,7 +284,7 @@ fn an_unknown_tool_is_a_usage_error() {
         "--tool".as_ref(),
         "no_such_tool".as_ref(),
     ]);
-    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(run.code, exit::USAGE, "{}", run.stderr);
     assert!(run.stderr.contains("no_such_tool"));
 }
 
@@ -297,11 +309,11 @@ fn a_hash_order_shows_with_two_keys_and_the_seed_is_named() {
     };
     // One key: one order, whatever the seed. The probe cannot see it.
     let one = probe_with(serde_json::json!([{"a": 1}]));
-    assert_eq!(one.code, 0, "{}", one.stderr);
+    assert_eq!(one.code, exit::OK, "{}", one.stderr);
     assert_eq!(statuses(&one.stdout)["keys"]["status"], "verified");
     // Several keys: the second epoch's seed reorders them.
     let many = probe_with(serde_json::json!([{"a": 1, "b": 2, "c": 3, "d": 4, "e": 5, "f": 6}]));
-    assert_eq!(many.code, 1, "{}", many.stderr);
+    assert_eq!(many.code, exit::REJECT, "{}", many.stderr);
     let k = &statuses(&many.stdout)["keys"];
     assert_eq!(k["status"], "epoch_sensitive", "{k}");
     assert_eq!(k["differs_by"], serde_json::json!(["seed"]), "{k}");

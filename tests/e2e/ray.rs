@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use crate::eval::seed_catalog;
+use crate::exit;
 use crate::tools::repo;
 
 fn ray_python() -> Option<PathBuf> {
@@ -52,13 +53,17 @@ fn the_ray_example_merges_shards_into_the_whole_runs_decisions() {
         .expect("run the Ray example");
     let stderr = String::from_utf8_lossy(&out.stderr);
     // merge's own exit code: 1 when a task was rejected, as the demo batch's are.
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(out.status.code(), Some(exit::REJECT), "{stderr}");
     assert!(stderr.contains("merged 3 shards"), "{stderr}");
     // The whole batch in the epoch the example pinned.
     let whole = d.join("whole.jsonl");
     let epoch = workdir.join("epoch.json");
     let run = crate::shard::whole_run(&catalog, &samples, &epoch, &whole, &[]);
-    assert!(run.code == 0 || run.code == 1, "{}", run.stderr);
+    assert!(
+        matches!(run.code, exit::OK | exit::REJECT),
+        "{}",
+        run.stderr
+    );
     let (a, b) = (
         std::fs::read(&whole).unwrap(),
         std::fs::read(&merged).unwrap(),

@@ -14,6 +14,7 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 
+use crate::exit;
 use crate::tools::repo;
 
 const DIALECTS: [&str; 4] = ["bfcl", "openai_responses", "anthropic", "anthropic_wrapped"];
@@ -109,7 +110,7 @@ fn probe(dir: &Path, name: &str, catalog: &Value) -> PathBuf {
 fn read_catalog(dir: &Path, stem: &str, path: &Path, catalog: &Value) -> Option<String> {
     let samples = probe(dir, &format!("{stem}.probe.jsonl"), catalog);
     let run = score(path, &samples);
-    if !matches!(run.code, 0 | 1) {
+    if !matches!(run.code, exit::OK | exit::REJECT) {
         return Some(format!("exit {}: {}", run.code, run.stderr.trim()));
     }
     let Some(decision) = run.decisions.get("read-catalog") else {
@@ -168,7 +169,7 @@ fn bfcl_tasks_decide_as_labelled_and_alike_in_every_shape() {
             let lines = entry["tasks"][shape].as_array().expect("tasks");
             let samples = write_lines(dir.path(), &format!("{id}.{shape}.jsonl"), lines);
             let run = score(&catalog, &samples);
-            if !matches!(run.code, 0 | 1) {
+            if !matches!(run.code, exit::OK | exit::REJECT) {
                 problems.push(format!(
                     "{id} {shape}: exit {}: {}",
                     run.code,

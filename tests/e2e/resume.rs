@@ -9,6 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use crate::eval::{Run, plangate, seed_catalog};
+use crate::exit;
 use crate::tools::{build_tools, world};
 
 /// What an earlier run left in `--out`, to be replaced only by a whole new output.
@@ -130,9 +131,15 @@ fn score_killed_at_random_points_resumes_to_identical_decisions() {
     let (catalog, samples) = score_batch(dir.path(), 20_000);
     let base = ["score", "--catalog", s(&catalog), "--samples", s(&samples)];
     // Bad lines make exit 2.
-    let (whole_run, whole) = uninterrupted(dir.path(), &base, 2);
+    let (whole_run, whole) = uninterrupted(dir.path(), &base, exit::USAGE);
 
-    let last = killed_to_whole(dir.path(), &base, &whole, &kill_points(6, 1500, 7), 2);
+    let last = killed_to_whole(
+        dir.path(),
+        &base,
+        &whole,
+        &kill_points(6, 1500, 7),
+        exit::USAGE,
+    );
     assert_eq!(
         last.stderr.lines().last(),
         whole_run.stderr.lines().last(),
@@ -155,7 +162,7 @@ fn demo_batch(dir: &Path, tasks: &str) -> PathBuf {
         "--write-samples",
         s(&samples),
     ]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.code, exit::OK, "{}", run.stderr);
     samples
 }
 
@@ -166,9 +173,15 @@ fn eval_killed_at_random_points_resumes_to_identical_decisions() {
     let catalog = seed_catalog();
     let base = ["eval", "--catalog", s(&catalog), "--samples", s(&samples)];
     // Fabrications are rejected: exit 1.
-    let (_, whole) = uninterrupted(dir.path(), &base, 1);
+    let (_, whole) = uninterrupted(dir.path(), &base, exit::REJECT);
 
-    killed_to_whole(dir.path(), &base, &whole, &kill_points(4, 2500, 11), 1);
+    killed_to_whole(
+        dir.path(),
+        &base,
+        &whole,
+        &kill_points(4, 2500, 11),
+        exit::REJECT,
+    );
     assert!(!dir.path().join("out.jsonl.journal").exists());
 }
 
@@ -233,7 +246,7 @@ fn sigint_stops_eval_cleanly_and_says_how_to_resume() {
     interrupt(&child);
     let done = child.wait_with_output().expect("plangate ends");
     let stderr = String::from_utf8_lossy(&done.stderr);
-    assert_eq!(done.status.code(), Some(130), "{stderr}");
+    assert_eq!(done.status.code(), Some(exit::INTERRUPTED), "{stderr}");
     assert!(
         stderr.contains("calls are kept in") && stderr.contains("--resume"),
         "{stderr}"
@@ -247,7 +260,7 @@ fn sigint_stops_eval_cleanly_and_says_how_to_resume() {
     );
 
     let resumed = plangate(&[&args[..], &["--resume"]].concat());
-    assert_eq!(resumed.code, 1, "{}", resumed.stderr);
+    assert_eq!(resumed.code, exit::REJECT, "{}", resumed.stderr);
     assert!(
         resumed.stderr.contains("calls replayed from"),
         "{}",
@@ -312,10 +325,10 @@ fn a_journal_is_resumed_only_by_the_command_that_wrote_it() {
     let mut child = score_on_stdin(&catalog, &out, &[]);
     wait_for(&journal, &mut child);
     let (code, said) = stop_on_stdin(child);
-    assert_eq!(code, Some(130), "{said}");
+    assert_eq!(code, Some(exit::INTERRUPTED), "{said}");
 
     let other = plangate(&[&args[..], &["--resume", "--arg-accept", "0.9"]].concat());
-    assert_eq!(other.code, 2, "{}", other.stderr);
+    assert_eq!(other.code, exit::USAGE, "{}", other.stderr);
     assert!(
         other.stderr.contains("cannot resume from") && other.stderr.contains("flag"),
         "{}",
@@ -331,7 +344,7 @@ fn a_journal_is_resumed_only_by_the_command_that_wrote_it() {
         s(&out),
         "--resume",
     ]);
-    assert_eq!(eval.code, 2, "{}", eval.stderr);
+    assert_eq!(eval.code, exit::USAGE, "{}", eval.stderr);
     assert!(
         eval.stderr.contains("cannot resume from"),
         "{}",
@@ -339,12 +352,12 @@ fn a_journal_is_resumed_only_by_the_command_that_wrote_it() {
     );
     // The interrupted run decided nothing; resumed, it decides everything.
     let resumed = plangate(&[&args[..], &["--resume"]].concat());
-    assert_eq!(resumed.code, 2, "{}", resumed.stderr);
+    assert_eq!(resumed.code, exit::USAGE, "{}", resumed.stderr);
     assert!(!journal.exists());
     // Without --resume a journal left behind is announced and the run starts over.
     std::fs::write(&journal, "{}\n").expect("a stale journal");
     let fresh = plangate(&args);
-    assert_eq!(fresh.code, 2, "{}", fresh.stderr);
+    assert_eq!(fresh.code, exit::USAGE, "{}", fresh.stderr);
     assert!(
         fresh.stderr.contains("holds an interrupted run"),
         "{}",
@@ -353,7 +366,7 @@ fn a_journal_is_resumed_only_by_the_command_that_wrote_it() {
     assert!(!journal.exists());
     // --resume with nothing to resume starts from the beginning, and says so.
     let again = plangate(&[&args[..], &["--resume"]].concat());
-    assert_eq!(again.code, 2, "{}", again.stderr);
+    assert_eq!(again.code, exit::USAGE, "{}", again.stderr);
     assert!(again.stderr.contains("no journal at"), "{}", again.stderr);
     // --resume needs a file to keep the journal beside.
     let stdout = plangate(&[
@@ -364,7 +377,7 @@ fn a_journal_is_resumed_only_by_the_command_that_wrote_it() {
         s(&samples),
         "--resume",
     ]);
-    assert_eq!(stdout.code, 2);
+    assert_eq!(stdout.code, exit::USAGE);
     assert!(
         stdout.stderr.contains("--resume needs --out"),
         "{}",
@@ -392,7 +405,7 @@ fn a_second_run_on_the_same_out_is_refused() {
         "--out",
         s(&out),
     ]);
-    assert_eq!(second.code, 2, "{}", second.stderr);
+    assert_eq!(second.code, exit::USAGE, "{}", second.stderr);
     assert!(
         second
             .stderr
@@ -407,7 +420,7 @@ fn a_second_run_on_the_same_out_is_refused() {
     );
     drop(first.stdin.take());
     let done = first.wait().expect("the first run ends");
-    assert_eq!(done.code(), Some(0));
+    assert_eq!(done.code(), Some(exit::OK));
 }
 
 /// A journal whose checkpoint is past line 512, made by a run reading standard input:
@@ -427,7 +440,7 @@ fn interrupted_at_512(catalog: &Path, text: &str, out: &Path) {
         std::thread::sleep(Duration::from_millis(10));
     }
     let (code, said) = stop_on_stdin(child);
-    assert_eq!(code, Some(130), "{said}");
+    assert_eq!(code, Some(exit::INTERRUPTED), "{said}");
 }
 
 /// `score --resume` checks every line before its checkpoint, not only the last: an
@@ -438,7 +451,7 @@ fn score_resumes_only_the_same_lines() {
     let (catalog, samples) = score_batch(dir.path(), 1_000);
     let text = std::fs::read_to_string(&samples).expect("samples");
     let base = ["score", "--catalog", s(&catalog), "--samples", s(&samples)];
-    let (_, whole) = uninterrupted(dir.path(), &base, 2);
+    let (_, whole) = uninterrupted(dir.path(), &base, exit::USAGE);
     let out = dir.path().join("out.jsonl");
     interrupted_at_512(&catalog, &text, &out);
 
@@ -458,7 +471,7 @@ fn score_resumes_only_the_same_lines() {
             s(&out),
             "--resume",
         ]);
-        assert_eq!(run.code, 2, "{}", run.stderr);
+        assert_eq!(run.code, exit::USAGE, "{}", run.stderr);
         assert!(
             run.stderr
                 .contains("cannot resume: the samples through line"),
@@ -471,11 +484,11 @@ fn score_resumes_only_the_same_lines() {
     let kept = std::fs::read(&partial).expect("partial");
     std::fs::write(&partial, &kept[..kept.len() / 2]).expect("cut");
     let cut = plangate(&[&base[..], &["--out", s(&out), "--resume"]].concat());
-    assert_eq!(cut.code, 2, "{}", cut.stderr);
+    assert_eq!(cut.code, exit::USAGE, "{}", cut.stderr);
     assert!(cut.stderr.contains("fewer than the"), "{}", cut.stderr);
     std::fs::write(&partial, &kept).expect("restore");
     let same = plangate(&[&base[..], &["--out", s(&out), "--resume"]].concat());
-    assert_eq!(same.code, 2, "{}", same.stderr);
+    assert_eq!(same.code, exit::USAGE, "{}", same.stderr);
     assert_eq!(std::fs::read(&out).expect("out"), whole, "resumed = whole");
 }
 
@@ -488,7 +501,7 @@ fn score_resumes_only_the_bytes_it_wrote() {
     let (catalog, samples) = score_batch(dir.path(), 1_000);
     let text = std::fs::read_to_string(&samples).expect("samples");
     let base = ["score", "--catalog", s(&catalog), "--samples", s(&samples)];
-    let (_, whole) = uninterrupted(dir.path(), &base, 2);
+    let (_, whole) = uninterrupted(dir.path(), &base, exit::USAGE);
     let out = dir.path().join("out.jsonl");
     interrupted_at_512(&catalog, &text, &out);
     let (journal, partial) = (
@@ -514,7 +527,7 @@ fn score_resumes_only_the_bytes_it_wrote() {
     assert_ne!(edited, kept_journal);
     std::fs::write(&journal, edited).expect("edit");
     let run = resume();
-    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(run.code, exit::USAGE, "{}", run.stderr);
     assert!(run.stderr.contains("is damaged"), "{}", run.stderr);
     std::fs::write(&journal, &kept_journal).expect("restore");
 
@@ -524,7 +537,7 @@ fn score_resumes_only_the_bytes_it_wrote() {
     changed[at] = b' ';
     std::fs::write(&partial, &changed).expect("change");
     let run = resume();
-    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(run.code, exit::USAGE, "{}", run.stderr);
     assert!(
         run.stderr.contains("are not the bytes that run wrote"),
         "{}",
@@ -541,12 +554,12 @@ fn score_resumes_only_the_bytes_it_wrote() {
     torn.extend_from_slice(&[b'x'; 100]);
     std::fs::write(&partial, &torn).expect("tear");
     let run = resume();
-    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(run.code, exit::USAGE, "{}", run.stderr);
     assert!(run.stderr.contains("does not end a line"), "{}", run.stderr);
 
     std::fs::write(&partial, &kept).expect("restore");
     let same = resume();
-    assert_eq!(same.code, 2, "{}", same.stderr);
+    assert_eq!(same.code, exit::USAGE, "{}", same.stderr);
     assert!(!same.stderr.contains("cannot resume"), "{}", same.stderr);
     assert_eq!(std::fs::read(&out).expect("out"), whole, "resumed = whole");
 }
@@ -558,18 +571,18 @@ fn a_journal_that_kept_nothing_resumes_without_its_partial_file() {
     let dir = tempfile::tempdir().expect("temp dir");
     let (catalog, samples) = score_batch(dir.path(), 1_000);
     let base = ["score", "--catalog", s(&catalog), "--samples", s(&samples)];
-    let (_, whole) = uninterrupted(dir.path(), &base, 2);
+    let (_, whole) = uninterrupted(dir.path(), &base, exit::USAGE);
     let out = dir.path().join("out.jsonl");
     let journal = dir.path().join("out.jsonl.journal");
     // Interrupted before any line came: a journal without a checkpoint.
     let mut child = score_on_stdin(&catalog, &out, &[]);
     wait_for(&journal, &mut child);
     let (code, said) = stop_on_stdin(child);
-    assert_eq!(code, Some(130), "{said}");
+    assert_eq!(code, Some(exit::INTERRUPTED), "{said}");
     std::fs::remove_file(dir.path().join("out.jsonl.partial")).expect("the partial file");
     let resumed = plangate(&[&base[..], &["--out", s(&out), "--resume"]].concat());
     // Exit 2 for the batch's bad lines; a refusal would exit 2 too, and say so.
-    assert_eq!(resumed.code, 2, "{}", resumed.stderr);
+    assert_eq!(resumed.code, exit::USAGE, "{}", resumed.stderr);
     assert!(
         !resumed.stderr.contains("cannot resume"),
         "{}",
@@ -598,7 +611,7 @@ fn the_journal_and_partial_files_are_outputs() {
         "--out",
         s(&out),
     ]);
-    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(run.code, exit::USAGE, "{}", run.stderr);
     assert!(
         run.stderr.contains("would overwrite an input"),
         "{}",
@@ -620,7 +633,7 @@ fn the_journal_and_partial_files_are_outputs() {
         "--summary-json",
         s(&dir.path().join("res.jsonl.journal")),
     ]);
-    assert_eq!(eval.code, 2, "{}", eval.stderr);
+    assert_eq!(eval.code, exit::USAGE, "{}", eval.stderr);
     assert!(
         eval.stderr.contains("name the same file"),
         "{}",

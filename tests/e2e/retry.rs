@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use crate::eval::plangate;
+use crate::exit;
 use crate::tools::{live_copy, world, writer};
 
 fn s(p: &Path) -> &str {
@@ -89,7 +90,11 @@ fn a_changed_live_source_is_retried_in_a_pinned_epoch_and_decided_there() {
         "--tool-health",
         s(&health),
     ]);
-    assert!(first.code <= 1, "{}", first.stderr);
+    assert!(
+        matches!(first.code, exit::OK | exit::REJECT),
+        "{}",
+        first.stderr
+    );
     writer(live.path(), &["append-segment"]);
     // An earlier run's quarantine of get_user: the one quarantine a retry cannot lift
     // (in a fully pinned epoch nothing drifts, so nothing is newly quarantined).
@@ -124,7 +129,12 @@ fn a_changed_live_source_is_retried_in_a_pinned_epoch_and_decided_there() {
         "--junit",
         s(&junit),
     ]);
-    assert_eq!(run.code, 1, "the fabrication is rejected: {}", run.stderr);
+    assert_eq!(
+        run.code,
+        exit::REJECT,
+        "the fabrication is rejected: {}",
+        run.stderr
+    );
     assert!(
         run.stderr.contains("defer path: 3 deferred tasks"),
         "{}",
@@ -195,7 +205,7 @@ fn a_changed_live_source_is_retried_in_a_pinned_epoch_and_decided_there() {
         "--quarantine",
         s(&quarantine),
     ]);
-    assert_eq!(plain.code, 0, "{}", plain.stderr);
+    assert_eq!(plain.code, exit::OK, "{}", plain.stderr);
     for r in plain.lines() {
         assert_eq!(r["decision"], "defer", "{r}");
         assert!(r.get("history").is_none(), "{r}");
@@ -230,7 +240,7 @@ fn samples_that_cannot_be_read_twice_skip_the_retry() {
         "--retry-deferred",
     ]);
     writer.join().expect("writer");
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.code, exit::OK, "{}", run.stderr);
     assert!(
         run.stderr
             .contains("--retry-deferred needs --samples to be a regular file"),
@@ -265,7 +275,7 @@ fn reused_repeats_decide_as_executing_every_call() {
         "--write-samples",
         s(&samples),
     ]);
-    assert_eq!(demo.code, 0, "{}", demo.stderr);
+    assert_eq!(demo.code, exit::OK, "{}", demo.stderr);
 
     // The first epoch as it was; then every live source changes, so every task that read
     // one is deferred and retried.
@@ -279,7 +289,11 @@ fn reused_repeats_decide_as_executing_every_call() {
         "--write-epoch",
         s(&manifest),
     ]);
-    assert!(first.code <= 1, "{}", first.stderr);
+    assert!(
+        matches!(first.code, exit::OK | exit::REJECT),
+        "{}",
+        first.stderr
+    );
     writer(live.path(), &["append-segment"]);
     writer(live.path(), &["reload-config"]);
     writer(live.path(), &["refresh-cache", "50"]);
@@ -296,7 +310,11 @@ fn reused_repeats_decide_as_executing_every_call() {
         "--summary-json",
         s(&summary),
     ]);
-    assert!(retried.code <= 1, "{}", retried.stderr);
+    assert!(
+        matches!(retried.code, exit::OK | exit::REJECT),
+        "{}",
+        retried.stderr
+    );
 
     // The same state with every source pinned and the retry epoch's seed (the first
     // epoch's plus one), every call executed.
@@ -320,7 +338,11 @@ fn reused_repeats_decide_as_executing_every_call() {
         "--seed",
         "1",
     ]);
-    assert!(pinned.code <= 1, "{}", pinned.stderr);
+    assert!(
+        matches!(pinned.code, exit::OK | exit::REJECT),
+        "{}",
+        pinned.stderr
+    );
 
     let sum: Value =
         serde_json::from_slice(&std::fs::read(&summary).expect("summary")).expect("JSON");

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::process::Command;
 
+use crate::exit;
 use crate::tools::repo;
 
 /// `plangate score` over the README example's catalog, run from the checkout.
@@ -39,7 +40,7 @@ fn score(extra: &[&str], samples: &str) -> (i32, Vec<serde_json::Value>, String)
 #[test]
 fn the_readme_example_decides_as_documented() {
     let (code, lines, stderr) = score(&[], "examples/score/samples.jsonl");
-    assert_eq!(code, 1, "a reject exits 1: {stderr}");
+    assert_eq!(code, exit::REJECT, "a reject exits 1: {stderr}");
     let got: BTreeMap<&str, (&str, &str)> = lines
         .iter()
         .map(|d| {
@@ -132,7 +133,7 @@ fn many_workers_write_what_one_writes_in_input_order() {
     };
     let (code1, out1, err1) = run("1");
     let (code3, out3, err3) = run("3");
-    assert_eq!(code1, Some(2), "bad lines exit 2: {err1}");
+    assert_eq!(code1, Some(exit::USAGE), "bad lines exit 2: {err1}");
     assert_eq!((code1, &out1), (code3, &out3), "same decisions, same order");
     let summary = |e: &str| {
         e.lines()
@@ -184,7 +185,7 @@ fn a_failed_write_stops_the_run_with_an_error() {
     let (samples, _) = many_lines(dir.path());
     let out = score_output(&samples, &["--out", "/dev/full", "--jobs", "2"]);
     let err = String::from_utf8(out.stderr).unwrap();
-    assert_ne!(out.status.code(), Some(0), "{err}");
-    assert_ne!(out.status.code(), Some(1), "{err}");
+    assert_ne!(out.status.code(), Some(exit::OK), "{err}");
+    assert_ne!(out.status.code(), Some(exit::REJECT), "{err}");
     assert!(err.contains("failed to write decisions"), "{err}");
 }

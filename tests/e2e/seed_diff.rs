@@ -8,6 +8,8 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
+use crate::exit;
+
 const CASES: usize = 10_000;
 
 /// One `plangate` run per (entry point, thresholds, min_samples): they are flags.
@@ -280,7 +282,7 @@ fn seed_compat_matches_the_seed_code() {
         }
         let out = cmd.output().unwrap();
         assert!(
-            matches!(out.status.code(), Some(0 | 1)),
+            matches!(out.status.code(), Some(exit::OK | exit::REJECT)),
             "plangate failed: {}",
             String::from_utf8_lossy(&out.stderr)
         );

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::eval::{Run, catalog_copy, plangate, seed_catalog};
+use crate::exit;
 
 /// `plangate eval` with `args` after the catalog and samples.
 fn eval(catalog: &Path, samples: &Path, args: &[&OsStr]) -> Run {
@@ -32,7 +33,7 @@ fn pin(dir: &Path, catalog: &Path) -> PathBuf {
         "--out".as_ref(),
         epoch.as_os_str(),
     ]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.code, exit::OK, "{}", run.stderr);
     epoch
 }
 
@@ -53,7 +54,7 @@ fn shard(dir: &Path, catalog: &Path, samples: &Path, epoch: &Path, k: usize, m: 
         ],
     );
     assert!(
-        run.code == 0 || run.code == 1 || run.code == 2,
+        matches!(run.code, exit::OK | exit::REJECT | exit::USAGE),
         "{}",
         run.stderr
     );
@@ -78,7 +79,7 @@ pub(crate) fn demo_batch(dir: &Path, tasks: usize) -> PathBuf {
         "--write-samples".as_ref(),
         samples.as_os_str(),
     ]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.code, exit::OK, "{}", run.stderr);
     samples
 }
 
@@ -147,7 +148,7 @@ fn three_shards_merged_decide_byte_for_byte_as_the_whole_run() {
             whole_junit.as_os_str(),
         ],
     );
-    assert_eq!(run.code, 2, "bad lines: {}", run.stderr);
+    assert_eq!(run.code, exit::USAGE, "bad lines: {}", run.stderr);
     let shards: Vec<PathBuf> = (1..=3)
         .map(|k| shard(d, &catalog, &samples, &epoch, k, 3))
         .collect();
@@ -163,7 +164,7 @@ fn three_shards_merged_decide_byte_for_byte_as_the_whole_run() {
             merged_junit.as_os_str(),
         ],
     );
-    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(run.code, exit::USAGE, "{}", run.stderr);
     assert!(run.stderr.contains("cannot be seen"), "{}", run.stderr);
     for (a, b) in [
         (&whole, &merged),
@@ -264,7 +265,12 @@ fn a_tool_quarantined_in_one_shard_turns_another_shards_reject_into_a_defer() {
             health.as_os_str(),
         ],
     );
-    assert_eq!(run.code, 0, "nothing rejected once merged: {}", run.stderr);
+    assert_eq!(
+        run.code,
+        exit::OK,
+        "nothing rejected once merged: {}",
+        run.stderr
+    );
     let after = decision(&merged, &fabricated);
     assert_eq!(after["decision"], "defer", "{after}");
     assert_eq!(after["reasons"], json!(["tool_quarantined"]), "{after}");
@@ -279,7 +285,7 @@ fn a_tool_quarantined_in_one_shard_turns_another_shards_reject_into_a_defer() {
     // The whole batch run at once decides the same.
     let whole = d.join("whole.jsonl");
     let run = whole_run(&catalog, &samples, &epoch, &whole, &[]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.code, exit::OK, "{}", run.stderr);
     assert_eq!(
         std::fs::read(&whole).unwrap(),
         std::fs::read(&merged).unwrap()
@@ -297,7 +303,7 @@ fn shards_that_are_not_one_batch_are_refused() {
     let two = shard(d, &catalog, &samples, &epoch, 2, 2);
     let refused = |shards: &[PathBuf], words: &[&str]| {
         let run = merge(shards, &[]);
-        assert_eq!(run.code, 2, "{}", run.stderr);
+        assert_eq!(run.code, exit::USAGE, "{}", run.stderr);
         for w in words {
             assert!(run.stderr.contains(w), "{w:?} not in: {}", run.stderr);
         }
@@ -317,7 +323,7 @@ fn shards_that_are_not_one_batch_are_refused() {
         "--out".as_ref(),
         other_epoch.as_os_str(),
     ]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.code, exit::OK, "{}", run.stderr);
     let two_elsewhere = shard(&other_dir, &catalog, &samples, &other_epoch, 2, 2);
     refused(&[one.clone(), two_elsewhere], &["epochs differ"]);
     // Other limits per call, and thresholds spelled otherwise but equal.
@@ -334,14 +340,22 @@ fn shards_that_are_not_one_batch_are_refused() {
         ];
         args.extend(extra.iter().map(OsStr::new));
         let run = eval(&catalog, &samples, &args);
-        assert!(run.code <= 2, "{}", run.stderr);
+        assert!(
+            matches!(run.code, exit::OK | exit::REJECT | exit::USAGE),
+            "{}",
+            run.stderr
+        );
         out
     };
     let two_fuel = run_two(&d.join("fuel"), &["--fuel", "1000000"]);
     refused(&[one.clone(), two_fuel], &["limits per call differ"]);
     let two_spelled = run_two(&d.join("spelled"), &["--arg-accept", "0.8"]);
     let run = merge(&[one.clone(), two_spelled], &[]);
-    assert!(run.code < 2, "0.8 is 0.80: {}", run.stderr);
+    assert!(
+        matches!(run.code, exit::OK | exit::REJECT),
+        "0.8 is 0.80: {}",
+        run.stderr
+    );
     // Entries out of input order are refused, naming the file and the entry, and a
     // failed merge leaves an earlier --out as it was.
     let kept = d.join("kept.jsonl");
@@ -356,7 +370,7 @@ fn shards_that_are_not_one_batch_are_refused() {
         &[one.clone(), two.clone()],
         &["--out".as_ref(), kept.as_os_str()],
     );
-    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(run.code, exit::USAGE, "{}", run.stderr);
     assert!(
         run.stderr
             .contains("shard-1.jsonl.evidence: its entries are damaged"),
@@ -367,7 +381,7 @@ fn shards_that_are_not_one_batch_are_refused() {
     // Cut short: refused before merge prints a single record to stdout.
     std::fs::write(&evidence_one, &text[..text.len() - text.len() / 3]).unwrap();
     let run = merge(&[one.clone(), two.clone()], &[]);
-    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(run.code, exit::USAGE, "{}", run.stderr);
     assert!(
         run.stderr.contains("the file was cut or grown"),
         "{}",
@@ -412,7 +426,7 @@ fn shards_that_are_not_one_batch_are_refused() {
             d.join("x.jsonl").as_os_str(),
         ],
     );
-    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(run.code, exit::USAGE, "{}", run.stderr);
     assert!(run.stderr.contains("--epoch"), "{}", run.stderr);
 }
 
@@ -443,7 +457,10 @@ fn score_shards_merged_write_the_whole_scores_decisions() {
         plangate(&args)
     };
     let whole = d.join("whole.jsonl");
-    assert_eq!(score(&["--out".as_ref(), whole.as_os_str()]).code, 2);
+    assert_eq!(
+        score(&["--out".as_ref(), whole.as_os_str()]).code,
+        exit::USAGE
+    );
     let shards: Vec<PathBuf> = (1..=3)
         .map(|k| {
             let out = d.join(format!("s{k}.jsonl"));
@@ -460,7 +477,7 @@ fn score_shards_merged_write_the_whole_scores_decisions() {
         .collect();
     let merged = d.join("merged.jsonl");
     let run = merge(&shards, &["--out".as_ref(), merged.as_os_str()]);
-    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(run.code, exit::USAGE, "{}", run.stderr);
     assert_eq!(
         std::fs::read(&whole).unwrap(),
         std::fs::read(&merged).unwrap()
@@ -474,6 +491,6 @@ fn score_shards_merged_write_the_whole_scores_decisions() {
         "--out".as_ref(),
         x.as_os_str(),
     ]);
-    assert_eq!(run.code, 2);
+    assert_eq!(run.code, exit::USAGE);
     assert!(run.stderr.contains("--seed-compat"), "{}", run.stderr);
 }

@@ -24,7 +24,7 @@ use crate::interrupt::{Interrupted, stopping};
 use crate::lines::{
     TaskIds, for_each_line, line_hash, open_samples, source_name, tasks_at, too_long,
 };
-use crate::outputs::{Outputs, Ran, Timings, write_reports};
+use crate::outputs::{Findings, Outputs, Timings, write_reports};
 use crate::resume::{check_header, fingerprint, journal_path, journal_to_resume};
 use crate::tally::Tally;
 use plangate_harness::shard::{
@@ -226,7 +226,7 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
         retried: retry_done,
         decided,
     };
-    let ran = Ran {
+    let ran = Findings {
         epoch: Some(world.epoch().manifest()),
         finished: &finished,
         retry: retry.as_ref(),
@@ -290,7 +290,7 @@ fn after_the_work(e: anyhow::Error, journal: Option<&Journal>) -> anyhow::Error 
 /// A shard's evidence for `plangate merge`, beside its `--out`.
 fn write_evidence(
     args: &EvalArgs,
-    ran: &Ran<'_>,
+    ran: &Findings<'_>,
     samples: SamplesDigest,
     tally: &Tally,
 ) -> Result<()> {

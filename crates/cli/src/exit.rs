@@ -2,11 +2,11 @@
 //! scripts and CI suites can rely on them and tests can name them.
 
 /// Every task was accepted or deferred; or a command that decides nothing succeeded.
-pub(crate) const OK: u8 = 0;
+pub const OK: u8 = 0;
 /// At least one task was rejected as hallucinated (or, for `probe`, a declaration failed).
-pub(crate) const REJECT: u8 = 1;
+pub const REJECT: u8 = 1;
 /// The command line or an input file could not be used at all.
-pub(crate) const USAGE: u8 = 2;
+pub const USAGE: u8 = 2;
 /// Interrupted (SIGINT or SIGTERM): the run stopped early and kept what it decided, to be
 /// resumed with `--resume` (128 + SIGINT, the shell's convention).
-pub(crate) const INTERRUPTED: u8 = 130;
+pub const INTERRUPTED: u8 = 130;

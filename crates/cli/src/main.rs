@@ -6,20 +6,16 @@ mod args;
 mod call;
 mod catalog;
 mod demo;
+mod epoch;
 mod eval;
-mod exit;
 mod files;
 mod instant;
 mod interrupt;
 mod lines;
 mod merge;
 mod outputs;
-mod pin;
 mod probe;
-mod report;
-mod results;
 mod resume;
-mod scenario;
 mod score;
 mod shard;
 mod tally;
@@ -27,6 +23,7 @@ mod tally;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use plangate::exit;
 
 /// `score` allocates a small tree per JSON value and frees it a line later: a lot of
 /// small, short-lived blocks, which mimalloc serves faster than glibc's malloc.
@@ -57,7 +54,7 @@ enum Command {
     /// Reproduce the seed's experiment: a naive scorer and the gate on one batch.
     Demo(demo::DemoArgs),
     /// Pin an epoch for a catalog and write its manifest, for shards to replay.
-    Epoch(pin::EpochArgs),
+    Epoch(epoch::EpochArgs),
     /// Combine the shards of one batch (`eval --shard K/M`) as one run would decide it.
     Merge(merge::MergeArgs),
     /// Write a catalog for a WebAssembly component: one tool per exported function.
@@ -129,7 +126,7 @@ fn main() -> ExitCode {
         Command::Eval(args) => eval::run(args),
         Command::Probe(args) => probe::run(args),
         Command::Demo(args) => demo::run(args),
-        Command::Epoch(args) => pin::run(args),
+        Command::Epoch(args) => epoch::run(args),
         Command::Merge(args) => merge::run(args),
         Command::Catalog(args) => catalog::run(args),
     };

@@ -14,7 +14,7 @@ use plangate_harness::{Finished, Spilled};
 use serde_json::json;
 
 use crate::args::ReportArgs;
-use crate::outputs::{Outputs, Ran, Timings, write_reports};
+use crate::outputs::{Findings, Outputs, Timings, write_reports};
 use crate::tally::Tally;
 
 #[derive(Debug, Args)]
@@ -77,7 +77,7 @@ pub(crate) fn run(args: MergeArgs) -> Result<u8> {
         );
     }
     let decided = started.elapsed();
-    let ran = Ran {
+    let ran = Findings {
         epoch: first.epoch.as_ref(),
         finished: &finished,
         retry: None,

@@ -8,10 +8,10 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use plangate_gate::decide::{Decision, Verdict};
+use plangate_gate::decide::Verdict;
 use plangate_gate::task::TaskError;
-use plangate_harness::{Attempt, Finished, LineOutcome, Record, Retried, RetryReport};
-use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
+use plangate_harness::{Finished, LineOutcome, Record, Retried, RetryReport};
+use plangate_report::junit::Junit;
 use serde_json::json;
 
 use crate::args::ReportArgs;
@@ -30,7 +30,7 @@ pub(crate) struct Timings {
 }
 
 /// What the run found, for the reports: its first epoch and the defer path's rounds.
-pub(crate) struct Ran<'a> {
+pub(crate) struct Findings<'a> {
     /// The epoch's manifest (None: results recorded in the input, from `score`).
     pub(crate) epoch: Option<&'a plangate_sandbox::EpochManifest>,
     pub(crate) finished: &'a Finished,
@@ -44,7 +44,7 @@ pub(crate) struct Ran<'a> {
 pub(crate) struct Outputs<'a> {
     out: Output,
     source: &'a str,
-    junit: Option<TestSuite>,
+    junit: Option<Junit>,
     /// Verdict counts per label, indexed by `Verdict as usize`.
     labels: BTreeMap<String, [usize; 3]>,
 }
@@ -54,7 +54,7 @@ impl<'a> Outputs<'a> {
         Ok(Outputs {
             out: open_out(out)?,
             source,
-            junit: junit.then(|| TestSuite::new("plangate eval")),
+            junit: junit.then(Junit::new),
             labels: BTreeMap::new(),
         })
     }
@@ -103,16 +103,16 @@ impl<'a> Outputs<'a> {
         }
         serde_json::to_writer(&mut self.out, record).context("failed to write decisions")?;
         writeln!(self.out).context("failed to write decisions")?;
-        if let Some(s) = self.junit.as_mut() {
-            s.add_test_case(task_case(dec, record.history));
+        if let Some(j) = self.junit.as_mut() {
+            j.decided(dec, record.history);
         }
         Ok(())
     }
 
     fn skipped(&mut self, line: usize, e: &TaskError, tally: &mut Tally) -> Result<()> {
         skip_line(&mut self.out, self.source, line, e, tally)?;
-        if let Some(s) = self.junit.as_mut() {
-            s.add_test_case(input_case(line, e));
+        if let Some(j) = self.junit.as_mut() {
+            j.bad_line(line, e);
         }
         Ok(())
     }
@@ -123,7 +123,7 @@ impl<'a> Outputs<'a> {
 /// leaves the earlier decisions file as it was.
 pub(crate) fn write_reports(
     args: &ReportArgs,
-    ran: &Ran<'_>,
+    ran: &Findings<'_>,
     outputs: Outputs<'_>,
     tally: &Tally,
     timings: &Timings,
@@ -137,28 +137,12 @@ pub(crate) fn write_reports(
     if let Some(file) = &args.tool_health {
         write_json(file, &ran.finished.health)?;
     }
-    if let (Some(file), Some(mut suite)) = (&args.junit, junit) {
+    if let (Some(file), Some(mut junit)) = (&args.junit, junit) {
         if let Some(r) = ran.retry {
-            for (name, n) in [
-                ("plangate.retry.tasks_retried", r.tasks_retried),
-                ("plangate.retry.rounds", r.rounds.len()),
-                ("plangate.retry.calls", r.calls),
-                ("plangate.retry.reused", r.reused),
-            ] {
-                suite.add_property((name, n.to_string().as_str()));
-            }
-            for (reason, verdicts) in &r.resolved {
-                for (verdict, n) in verdicts {
-                    let name = format!("plangate.retry.resolved.{reason}.{verdict}");
-                    suite.add_property((name.as_str(), n.to_string().as_str()));
-                }
-            }
+            junit.retry(r);
         }
-        let mut report = Report::new("plangate");
-        report.add_test_suite(suite);
-        let mut xml = Vec::new();
-        report
-            .serialize(&mut xml)
+        let xml = junit
+            .to_xml()
             .with_context(|| format!("failed to write {}", file.display()))?;
         write_file(file, &xml)?;
     }
@@ -172,7 +156,7 @@ pub(crate) fn write_reports(
 /// The `--summary-json` document: counts, tool health, the epoch, and how long each
 /// phase took (the total up to now).
 fn summary(
-    ran: &Ran<'_>,
+    ran: &Findings<'_>,
     tally: &Tally,
     labels: &BTreeMap<String, [usize; 3]>,
     t: &Timings,
@@ -213,62 +197,4 @@ fn summary(
         summary["merge"] = merged.clone();
     }
     summary
-}
-
-fn task_case(d: &Decision, history: Option<&[Attempt]>) -> TestCase {
-    let reasons: Vec<String> = d
-        .reasons
-        .iter()
-        .map(|r| {
-            serde_json::to_value(r)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default()
-        })
-        .collect();
-    let message = d.explanation.join("; ");
-    let mut status = match d.decision {
-        Verdict::Accept => TestCaseStatus::success(),
-        Verdict::Reject => {
-            let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
-            s.set_type(reasons.join(","));
-            s
-        }
-        Verdict::Defer => TestCaseStatus::skipped(),
-    };
-    if d.decision != Verdict::Accept {
-        status.set_message(message.clone());
-        status.set_description(format!("reasons: {}\n{message}", reasons.join(", ")));
-    }
-    let mut tc = TestCase::new(d.task_id.clone(), status);
-    for (i, a) in history.unwrap_or_default().iter().enumerate() {
-        let reasons: Vec<String> = a
-            .reasons
-            .iter()
-            .filter_map(|r| serde_json::to_value(r).ok()?.as_str().map(str::to_string))
-            .collect();
-        let name = format!("plangate.history.{i}");
-        let value = format!(
-            "{} in epoch {} ({})",
-            a.decision.as_str(),
-            a.epoch_id,
-            reasons.join(", ")
-        );
-        tc.add_property((name.as_str(), value.as_str()));
-    }
-    tc.set_classname("plangate.eval");
-    tc
-}
-
-fn input_case(line: usize, e: &TaskError) -> TestCase {
-    let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
-    status.set_type("input");
-    status.set_message(e.to_string());
-    let name = match &e.task_id {
-        Some(id) => id.clone(),
-        None => format!("line {line}"),
-    };
-    let mut tc = TestCase::new(name, status);
-    tc.set_classname("plangate.eval");
-    tc
 }

@@ -8,8 +8,9 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use anyhow::{Context, Result};
 use serde_json::Value;
+
+use crate::error::DemoError;
 
 /// splitmix64: tiny, and its output for a seed never changes with a dependency upgrade,
 /// so `--seed S` names the same batch forever.
@@ -52,12 +53,14 @@ pub(crate) struct World {
 
 impl World {
     /// Reads `data/` of a seed-world folder.
-    pub(crate) fn load(dir: &Path) -> Result<World> {
-        let read = |name: &str| -> Result<Value> {
-            let p = dir.join("data").join(name);
-            let text = std::fs::read_to_string(&p)
-                .with_context(|| format!("failed to read {}", p.display()))?;
-            serde_json::from_str(&text).with_context(|| format!("failed to parse {}", p.display()))
+    pub(crate) fn load(dir: &Path) -> Result<World, DemoError> {
+        let read = |name: &str| -> Result<Value, DemoError> {
+            let path = dir.join("data").join(name);
+            let text = match std::fs::read_to_string(&path) {
+                Ok(text) => text,
+                Err(source) => return Err(DemoError::Read { path, source }),
+            };
+            serde_json::from_str(&text).map_err(|source| DemoError::Data { path, source })
         };
         let list =
             |v: &Value, key: &str| -> Vec<Value> { v[key].as_array().cloned().unwrap_or_default() };
@@ -98,21 +101,24 @@ impl World {
             files,
             currencies,
         };
-        anyhow::ensure!(
-            !w.users.is_empty()
-                && !w.orders.is_empty()
-                && !w.skus.is_empty()
-                && !w.files.is_empty()
-                && w.currencies.len() > 1,
-            "{} does not look like the seed world (users, orders, products, rates, files)",
-            dir.display()
-        );
+        let whole = !w.users.is_empty()
+            && !w.orders.is_empty()
+            && !w.skus.is_empty()
+            && !w.files.is_empty()
+            && w.currencies.len() > 1;
+        if !whole {
+            return Err(DemoError::NotTheSeedWorld(dir.to_path_buf()));
+        }
         Ok(w)
     }
 }
 
-fn collect_files(root: &Path, dir: &Path, out: &mut Vec<String>) -> Result<()> {
-    for e in std::fs::read_dir(dir).with_context(|| format!("failed to list {}", dir.display()))? {
+fn collect_files(root: &Path, dir: &Path, out: &mut Vec<String>) -> Result<(), DemoError> {
+    let entries = std::fs::read_dir(dir).map_err(|source| DemoError::List {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    for e in entries {
         let e = e?;
         let p = e.path();
         if e.file_type()?.is_dir() {

@@ -1,6 +1,6 @@
 //! What the demo measured: one column of counts per scorer, the `--json` report, and
-//! the rows of its table. The terminal table (`demo`) and the HTML page (`report`)
-//! both print these rows, so they live apart from either.
+//! the rows of its table. The terminal table (`table`) and the HTML page (`page`) both
+//! print these rows, so they live apart from either.
 
 use std::collections::BTreeMap;
 
@@ -78,9 +78,10 @@ impl Column {
     }
 }
 
-/// What `--json` writes.
-#[derive(Debug, Serialize)]
-pub(crate) struct DemoReport {
+/// What `--json` writes: the batch, each judge's column, the defer path and its price,
+/// what the run found (quarantined tools, changed live sources) and what it cost.
+#[derive(Debug, Clone, Serialize)]
+pub struct DemoReport {
     pub(crate) tasks: usize,
     pub(crate) samples: usize,
     pub(crate) seed: u64,
@@ -116,7 +117,7 @@ pub(crate) struct DemoReport {
 /// The defer path's price beside the run without it, both sides measured in one run:
 /// the calls it added (executed or reused) and the wall time it took, each as a share of
 /// what the run spent without it.
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub(crate) struct RetryPrice {
     /// The first epoch's calls: executed and probes.
     pub(crate) first_epoch_calls: usize,

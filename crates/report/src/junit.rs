@@ -1,0 +1,128 @@
+//! JUnit XML, the format CI systems read test results in: one test case per task, so a
+//! CI suite shows a reject as a failure (with its reasons), a deferral as skipped, and a
+//! line that was not a task as an error.
+
+use plangate_gate::decide::{Decision, Reason, Verdict};
+use plangate_gate::task::TaskError;
+use plangate_harness::{Attempt, RetryReport};
+use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
+
+/// JUnit that could not be written.
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct JunitError(#[from] quick_junit::SerializeError);
+
+/// A run's test suite, filled in input order as its lines are decided.
+#[derive(Debug, Clone)]
+pub struct Junit {
+    suite: TestSuite,
+}
+
+impl Default for Junit {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Junit {
+    /// An empty suite, `plangate eval`: the one name CI dashboards group a run under,
+    /// whichever command decided it.
+    pub fn new() -> Junit {
+        Junit {
+            suite: TestSuite::new("plangate eval"),
+        }
+    }
+
+    /// A decided task: passed (accept), failed (reject, its reason codes as the failure's
+    /// type) or skipped (defer), with the epochs it was deferred in before, if any.
+    pub fn decided(&mut self, d: &Decision, history: Option<&[Attempt]>) {
+        self.suite.add_test_case(task_case(d, history));
+    }
+
+    /// A line that was not a task: an error of type `input`.
+    pub fn bad_line(&mut self, line: usize, e: &TaskError) {
+        self.suite.add_test_case(input_case(line, e));
+    }
+
+    /// The defer path's figures as the suite's properties (`plangate.retry.*`).
+    pub fn retry(&mut self, r: &RetryReport) {
+        for (name, n) in [
+            ("plangate.retry.tasks_retried", r.tasks_retried),
+            ("plangate.retry.rounds", r.rounds.len()),
+            ("plangate.retry.calls", r.calls),
+            ("plangate.retry.reused", r.reused),
+        ] {
+            self.suite.add_property((name, n.to_string().as_str()));
+        }
+        for (reason, verdicts) in &r.resolved {
+            for (verdict, n) in verdicts {
+                let name = format!("plangate.retry.resolved.{reason}.{verdict}");
+                self.suite
+                    .add_property((name.as_str(), n.to_string().as_str()));
+            }
+        }
+    }
+
+    /// The document: one `plangate` report holding the suite.
+    pub fn to_xml(self) -> Result<Vec<u8>, JunitError> {
+        let mut report = Report::new("plangate");
+        report.add_test_suite(self.suite);
+        let mut xml = Vec::new();
+        report.serialize(&mut xml)?;
+        Ok(xml)
+    }
+}
+
+/// A reason's code as the decision record writes it.
+fn code(r: &Reason) -> Option<String> {
+    serde_json::to_value(r).ok()?.as_str().map(str::to_string)
+}
+
+fn task_case(d: &Decision, history: Option<&[Attempt]>) -> TestCase {
+    let reasons: Vec<String> = d
+        .reasons
+        .iter()
+        .map(|r| code(r).unwrap_or_default())
+        .collect();
+    let message = d.explanation.join("; ");
+    let mut status = match d.decision {
+        Verdict::Accept => TestCaseStatus::success(),
+        Verdict::Reject => {
+            let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            s.set_type(reasons.join(","));
+            s
+        }
+        Verdict::Defer => TestCaseStatus::skipped(),
+    };
+    if d.decision != Verdict::Accept {
+        status.set_message(message.clone());
+        status.set_description(format!("reasons: {}\n{message}", reasons.join(", ")));
+    }
+    let mut tc = TestCase::new(d.task_id.clone(), status);
+    for (i, a) in history.unwrap_or_default().iter().enumerate() {
+        let reasons: Vec<String> = a.reasons.iter().filter_map(code).collect();
+        let name = format!("plangate.history.{i}");
+        let value = format!(
+            "{} in epoch {} ({})",
+            a.decision.as_str(),
+            a.epoch_id,
+            reasons.join(", ")
+        );
+        tc.add_property((name.as_str(), value.as_str()));
+    }
+    tc.set_classname("plangate.eval");
+    tc
+}
+
+fn input_case(line: usize, e: &TaskError) -> TestCase {
+    let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
+    status.set_type("input");
+    status.set_message(e.to_string());
+    let name = match &e.task_id {
+        Some(id) => id.clone(),
+        None => format!("line {line}"),
+    };
+    let mut tc = TestCase::new(name, status);
+    tc.set_classname("plangate.eval");
+    tc
+}
