@@ -13,8 +13,7 @@ use plangate_gate::baseline::naive;
 use plangate_gate::decide::{Decision, Options, Rule};
 use plangate_gate::task::{Label, Task, parse_task_line};
 use plangate_harness::{
-    Decided, Eval, EvalOptions, Finished, HarnessError, Retried, RetryPlan, RetryReport, World,
-    WorldOptions,
+    Decided, Eval, EvalOptions, EvalRun, Finished, HarnessError, Retried, RetryReport, WorldOptions,
 };
 use plangate_report::plot::TaskPoint;
 
@@ -75,15 +74,6 @@ fn run_batch(batch: &Batch, opts: &RunOptions) -> Result<BatchRun, DemoError> {
     let live = scratch.path().join("live");
     copy_tree(&dir.join("live"), &live)?;
     let catalog = private_catalog(dir, &live)?;
-    let world = World::build(
-        &catalog,
-        dir,
-        WorldOptions {
-            seed,
-            ..WorldOptions::default()
-        },
-    )
-    .map_err(DemoError::Pin)?;
     let mut eval_opts = EvalOptions {
         decide: opts.decide,
         ..EvalOptions::default()
@@ -91,22 +81,17 @@ fn run_batch(batch: &Batch, opts: &RunOptions) -> Result<BatchRun, DemoError> {
     if let Some(j) = opts.jobs {
         eval_opts.jobs = j;
     }
-    let eval = Eval::start(&world, &catalog, eval_opts.clone());
+    let world_opts = WorldOptions {
+        seed,
+        ..WorldOptions::default()
+    };
+    let run = EvalRun::new(&catalog, dir, world_opts, eval_opts, opts.retry_rounds);
+    let world = run.pin(None).map_err(DemoError::Pin)?;
+    let eval = run.start(&world, None);
     let (naive, driver_actions) = execute_with_driver(&eval, batch, opts, &live);
     // Finished before the scratch folder goes: the end of the batch rechecks live/.
-    let finished = eval.finish()?;
     // The retry epoch snapshots the live state as the driver left it.
-    let plan = RetryPlan {
-        catalog: &catalog,
-        base_dir: dir,
-        world: WorldOptions {
-            seed,
-            ..WorldOptions::default()
-        },
-        eval: eval_opts,
-        rounds: opts.retry_rounds,
-        stop: None,
-    };
+    let finished = eval.finish()?;
     let tasks = &batch.tasks;
     let mut tasks_at = |lines: &BTreeSet<usize>| {
         lines
@@ -122,7 +107,7 @@ fn run_batch(batch: &Batch, opts: &RunOptions) -> Result<BatchRun, DemoError> {
     // first epoch's, not the retry's.
     let first: Vec<Decided> = finished.decisions().collect::<Result<_, _>>()?;
     let retry_started = Instant::now();
-    let (retried, retry) = plan.run_from(
+    let (retried, retry) = run.retry_from(
         &finished.epoch_id,
         first.iter().cloned().map(Ok),
         &mut tasks_at,
