@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use super::transcript::{Transcript, check_role, content_value, parse_transcript, text_of};
-use super::{Arguments, Call, Label, Observed, Payload, Sample, Task, TaskError, err};
+use super::{Arguments, Call, IdMatching, Label, Observed, Payload, Sample, Task, TaskError, err};
 use crate::json::{Duplicates, Object, Value, parse_with};
 
 /// [`parse_task_line`] without its one-pass reader for native lines: every line through
@@ -56,6 +56,7 @@ pub fn task_from_value(doc: &Value) -> Result<Task, TaskError> {
         samples,
         label: label_of(o.get("label"))?,
         epoch_fixed: epoch_fixed_of(o.get("epoch_fixed"))?,
+        id_matching: notes.id_matching,
         warnings: notes.into_warnings(),
     })
 }
@@ -279,6 +280,8 @@ pub(super) fn observed_result(v: Value, field: &str, notes: &mut Notes) -> Obser
 pub(super) struct Notes {
     /// Results that were whole JSON-RPC responses, by place.
     envelopes: Vec<String>,
+    /// Transcript results placed by the reading rule rather than by a unique id.
+    pub(super) id_matching: IdMatching,
 }
 
 impl Notes {

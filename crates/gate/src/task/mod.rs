@@ -57,6 +57,34 @@ pub struct Task {
     /// What reading the line changed or assumed (a JSON-RPC envelope unwrapped), said in
     /// the decision.
     pub warnings: Vec<String>,
+    /// How a transcript's results found calls whose ids do not tell them apart, so a
+    /// run can say so once; never part of a decision.
+    pub id_matching: IdMatching,
+}
+
+/// Results of provider messages matched to their calls otherwise than by a unique id
+/// (docs/inputs.md, "Transcript"). Ids that repeat or are missing are read, but a run
+/// should say how many results were placed by the reading rule rather than by the log.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IdMatching {
+    /// Results matched by an id that more than one call of their conversation carries.
+    pub reused: u32,
+    /// Results with no id, matched to the oldest call still waiting.
+    pub positional: u32,
+}
+
+impl IdMatching {
+    /// Whether every result found its call by an id no other call carries.
+    pub fn is_exact(self) -> bool {
+        self == IdMatching::default()
+    }
+}
+
+impl std::ops::AddAssign for IdMatching {
+    fn add_assign(&mut self, other: IdMatching) {
+        self.reused = self.reused.saturating_add(other.reused);
+        self.positional = self.positional.saturating_add(other.positional);
+    }
 }
 
 /// One sampled plan.

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use super::general::{call_of, epoch_fixed_of, label_of, task_id_of};
-use super::{Call, Observed, Payload, Sample, Task};
+use super::{Call, IdMatching, Observed, Payload, Sample, Task};
 use crate::jcs::Fingerprint;
 use crate::json::{Cursor, Duplicates};
 
@@ -42,6 +42,7 @@ pub(super) fn read_native(line: &[u8]) -> Option<Task> {
         label: label_of(label.as_ref()).ok()?,
         epoch_fixed: epoch_fixed_of(epoch.as_ref()).ok()?,
         warnings: Vec::new(),
+        id_matching: IdMatching::default(),
     })
 }
 

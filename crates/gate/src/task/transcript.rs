@@ -3,22 +3,40 @@
 //! provider's call id. Kept apart because these shapes grow fields often and are read
 //! leniently, unlike the native ones.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 use super::general::{
     Notes, foreign_call, json_arguments, no_duplicates, observed_result, tool_name,
 };
-use super::{Arguments, Observed, Sample, TaskError, err};
+use super::{Arguments, IdMatching, Observed, Sample, TaskError, err};
 use crate::json::{Duplicates, Object, Value, parse_with};
 
 /// A sample read from provider messages: each assistant message's calls are a turn, and
-/// a result finds its call by the provider's call id.
+/// a result finds its call by the provider's call id, or by position when it has none.
+/// Logs reuse ids (a server numbering every call `call_0`, an agent log restarting its
+/// count) or leave them out, so ids are read as they come rather than trusted to be
+/// unique.
 #[derive(Default)]
 pub(super) struct Transcript {
     pub(super) sample: Sample,
-    /// Call id -> index of the call, for the results that name it.
-    ids: BTreeMap<String, usize>,
+    /// Call id -> the calls that carry it.
+    ids: BTreeMap<String, IdCalls>,
+    /// The calls still waiting for a result, by index, with the id each carries.
+    waiting: BTreeMap<usize, Option<String>>,
+    /// Results with no id, placed on the oldest waiting call.
+    positional: u32,
+}
+
+/// The calls of one transcript that carry one id.
+#[derive(Default)]
+struct IdCalls {
+    /// How many calls carry it.
+    calls: u32,
+    /// Those still waiting, in order, each with its turn.
+    waiting: VecDeque<(usize, usize)>,
+    /// How many results named it.
+    matched: u32,
 }
 
 impl Transcript {
@@ -38,18 +56,36 @@ impl Transcript {
         Ok(())
     }
 
+    /// Notes the call about to be pushed as waiting, under its id when it has one; an
+    /// empty or null id is no id.
     fn register(&mut self, id: Option<&Value>, at: &str) -> Result<(), TaskError> {
         let index = self.sample.calls.len();
-        match id {
-            None => Ok(()),
-            Some(Value::String(id)) => match self.ids.insert(id.clone(), index) {
-                None => Ok(()),
-                Some(_) => Err(err(
-                    at,
-                    format!("call id {id:?} is used by an earlier call too"),
-                )),
-            },
-            Some(_) => Err(err(at, "expected a string")),
+        let id = match id {
+            None | Some(Value::Null) => None,
+            Some(Value::String(id)) if id.is_empty() => None,
+            Some(Value::String(id)) => Some(id),
+            Some(_) => return Err(err(at, "expected a string")),
+        };
+        if let Some(id) = id {
+            let calls = self.ids.entry(id.clone()).or_default();
+            calls.calls += 1;
+            // The turn being read is pushed once its calls are.
+            calls.waiting.push_back((index, self.sample.turns.len()));
+        }
+        self.waiting.insert(index, id.cloned());
+        Ok(())
+    }
+
+    /// How results were matched, once every message is read: a result counts as
+    /// reused when its id is carried by more than one call of the conversation.
+    pub(super) fn id_matching(&self) -> IdMatching {
+        let reused = (self.ids.values())
+            .filter(|c| c.calls > 1)
+            .map(|c| c.matched)
+            .fold(0u32, u32::saturating_add);
+        IdMatching {
+            reused,
+            positional: self.positional,
         }
     }
 
@@ -129,31 +165,76 @@ impl Transcript {
         Ok(())
     }
 
-    /// Records what the call with `id` returned.
+    /// Records what a result returned, on the call it answers: with an id, the first
+    /// waiting call with that id in the latest turn that has one (the result right
+    /// after a call answers it, even when an earlier call with its id never got a
+    /// result; calls made together are answered in order); with none, the oldest call
+    /// still waiting.
     fn result(
         &mut self,
         id: Option<&Value>,
         at: &str,
         observed: Observed,
     ) -> Result<(), TaskError> {
-        let Some(Value::String(id)) = id else {
-            return Err(err(at, "expected the id of the call this result answers"));
+        let index = match id {
+            None | Some(Value::Null) => self.by_position(at)?,
+            Some(Value::String(id)) if id.is_empty() => self.by_position(at)?,
+            Some(Value::String(id)) => self.by_id(id, at)?,
+            Some(_) => return Err(err(at, "expected the id of the call this result answers")),
         };
-        let Some(&index) = self.ids.get(id) else {
+        self.sample.calls[index].observed = observed;
+        Ok(())
+    }
+
+    fn by_id(&mut self, id: &str, at: &str) -> Result<usize, TaskError> {
+        let Some(calls) = self.ids.get_mut(id) else {
             return Err(err(at, format!("no earlier tool call has the id {id:?}")));
         };
-        let call = &mut self.sample.calls[index];
-        if !matches!(call.observed, Observed::Missing) {
-            return Err(err(at, format!("a second result for call {id:?}")));
+        let Some(&(_, turn)) = calls.waiting.back() else {
+            return Err(err(
+                at,
+                match calls.calls {
+                    1 => format!("a second result for call {id:?}"),
+                    n => format!(
+                        "a result for {id:?}, but each of the {n} earlier calls with that id \
+                         already has one"
+                    ),
+                },
+            ));
+        };
+        let first = calls.waiting.partition_point(|&(_, t)| t < turn);
+        let (index, _) = calls
+            .waiting
+            .remove(first)
+            .expect("a waiting call of that turn");
+        calls.matched += 1;
+        self.waiting.remove(&index);
+        Ok(index)
+    }
+
+    fn by_position(&mut self, at: &str) -> Result<usize, TaskError> {
+        let Some((index, id)) = self.waiting.pop_first() else {
+            return Err(err(
+                at,
+                "a result with no call id, but no earlier call is waiting for one",
+            ));
+        };
+        if let Some(id) = id
+            && let Some(calls) = self.ids.get_mut(&id)
+        {
+            // The oldest waiting call is the oldest waiting one of its id too.
+            let front = calls.waiting.pop_front();
+            debug_assert_eq!(front.map(|(i, _)| i), Some(index));
         }
-        call.observed = observed;
-        Ok(())
+        self.positional = self.positional.saturating_add(1);
+        Ok(index)
     }
 }
 
 /// `{"messages": [...]}`: a logged conversation in OpenAI or Anthropic shape. System,
 /// user and plain text messages are context; assistant messages give the turns; OpenAI
-/// `tool` messages and Anthropic `tool_result` blocks give the results, by call id.
+/// `tool` messages and Anthropic `tool_result` blocks give the results, by call id or,
+/// without one, by position.
 pub(super) fn parse_transcript(
     messages: &[Value],
     field: &str,
@@ -220,6 +301,7 @@ pub(super) fn parse_transcript(
             }
         }
     }
+    notes.id_matching += t.id_matching();
     Ok(t.sample)
 }
 
@@ -412,8 +494,8 @@ mod tests {
                 "samples[0].messages[0].role",
             ),
             (
-                r#"{"task_id":"t","samples":[{"messages":[{"role":"assistant","tool_calls":[{"id":"a","function":{"name":"w","arguments":"{}"}},{"id":"a","function":{"name":"w","arguments":"{}"}}]}]}]}"#,
-                "samples[0].messages[0].tool_calls[1].id",
+                r#"{"task_id":"t","samples":[{"messages":[{"role":"assistant","tool_calls":[{"id":7,"function":{"name":"w","arguments":"{}"}}]}]}]}"#,
+                "samples[0].messages[0].tool_calls[0].id",
             ),
             (
                 r#"{"task_id":"t","samples":[{"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"a","name":"w","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":"1"},{"type":"tool_result","tool_use_id":"a","content":"2"}]}]}]}"#,
