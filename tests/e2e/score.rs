@@ -189,3 +189,80 @@ fn a_failed_write_stops_the_run_with_an_error() {
     assert_ne!(out.status.code(), Some(exit::REJECT), "{err}");
     assert!(err.contains("failed to write decisions"), "{err}");
 }
+
+/// One OpenAI conversation per sample: two `get_user` calls in one turn, each answered
+/// by its tool message in order, with call ids spelled by `id` (None: no id at all).
+fn conversations(id: impl Fn(usize) -> Option<String>) -> String {
+    let samples: Vec<serde_json::Value> = (0..6)
+        .map(|s| {
+            let user = if s == 5 { "u_7" } else { "u_42" };
+            let call = |k: usize, who: &str| {
+                let mut c = serde_json::json!({"type": "function", "function": {
+                    "name": "get_user", "arguments": format!("{{\"user_id\":\"{who}\"}}")}});
+                if let Some(i) = id(k) {
+                    c["id"] = i.into();
+                }
+                c
+            };
+            let answer = |k: usize, name: &str| {
+                let mut m = serde_json::json!({"role": "tool", "content": format!("{{\"name\":\"{name}\"}}")});
+                if let Some(i) = id(k) {
+                    m["tool_call_id"] = i.into();
+                }
+                m
+            };
+            serde_json::json!({"messages": [
+                {"role": "user", "content": "Who are u_42 and u_1?"},
+                {"role": "assistant", "content": null,
+                 "tool_calls": [call(0, user), call(1, "u_1")]},
+                answer(0, "Ada"),
+                answer(1, "Bo"),
+            ]})
+        })
+        .collect();
+    serde_json::json!({"task_id": "ids", "samples": samples}).to_string() + "\n"
+}
+
+#[test]
+fn reused_and_missing_call_ids_decide_as_unique_ones_and_are_said_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut runs = Vec::new();
+    for (name, id) in [
+        (
+            "unique",
+            (|k: usize| Some(format!("call_{k}"))) as fn(usize) -> Option<String>,
+        ),
+        ("same", |_| Some("call_0".to_string())),
+        ("none", |_| None),
+    ] {
+        let path = dir.path().join(format!("{name}.jsonl"));
+        std::fs::write(&path, conversations(id).repeat(3)).unwrap();
+        let out = score_output(&path, &[]);
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        runs.push((name, out.stdout, stderr));
+    }
+    let (_, unique, quiet) = &runs[0];
+    assert!(!quiet.contains("call id"), "{quiet}");
+    let decided: Vec<serde_json::Value> = String::from_utf8(unique.clone())
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(decided.len(), 3);
+    assert_eq!(decided[0]["decision"], "accept", "{decided:?}");
+    for (name, stdout, stderr) in &runs[1..] {
+        assert_eq!(stdout, unique, "{name}: decisions differ from unique ids");
+        // One warning for the run, with its counts: 3 tasks of 6 samples of 2 results.
+        let warnings: Vec<&str> = stderr.lines().filter(|l| l.contains("call id")).collect();
+        assert_eq!(warnings.len(), 1, "{name}: {stderr}");
+        let want = match *name {
+            "same" => {
+                "36 tool results found their call by a call id other calls carry too and 0 by position"
+            }
+            _ => {
+                "0 tool results found their call by a call id other calls carry too and 36 by position"
+            }
+        };
+        assert!(warnings[0].contains(want), "{name}: {stderr}");
+    }
+}

@@ -162,8 +162,9 @@ impl RecordWriter<'_> {
         let mut from = 0;
         for (number, scored, end) in scored {
             match scored {
-                Scored::Record(verdict, compared, task_id) => {
+                Scored::Record(verdict, compared, task_id, id_matching) => {
                     self.ids.check(self.source, number, &task_id);
+                    tally.count_ids(id_matching);
                     match verdict {
                         Some(v) => tally.count(v),
                         None => tally.refused += 1,

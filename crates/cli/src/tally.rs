@@ -2,7 +2,7 @@
 //! shared by `score` and `eval`: one summary wording and one exit-code rule for both.
 
 use plangate_gate::decide::Verdict;
-use plangate_gate::task::Label;
+use plangate_gate::task::{IdMatching, Label};
 
 use crate::exit;
 
@@ -24,6 +24,12 @@ pub(crate) struct Tally {
     pub(crate) other_shards: usize,
     /// The naive scorer beside the gate, when asked for or when tasks carry labels.
     pub(crate) baseline: BaselineTally,
+    /// Transcript results placed by a reused call id or by position (no id): read, and
+    /// said once for the run.
+    #[serde(default)]
+    pub(crate) ids_reused: u64,
+    #[serde(default)]
+    pub(crate) ids_positional: u64,
 }
 
 /// Rejections by the gate and by the naive scorer (docs/design.md, "Naive baseline"),
@@ -120,7 +126,28 @@ impl Tally {
     }
 
     /// Says on stderr what the run did with its lines, and the baseline's comparison.
+    /// Counts how one task's transcript results found their calls.
+    pub(crate) fn count_ids(&mut self, ids: IdMatching) {
+        self.ids_reused += u64::from(ids.reused);
+        self.ids_positional += u64::from(ids.positional);
+    }
+
+    /// The run's one warning about call ids, or None when every result named its call
+    /// by an id no other call carries.
+    pub(crate) fn ids_line(&self) -> Option<String> {
+        if self.ids_reused + self.ids_positional == 0 {
+            return None;
+        }
+        Some(format!(
+            "warning: {} tool results found their call by a call id other calls carry too and {} by position (no id): each answers the latest waiting call with its id, or the oldest waiting call (docs/inputs.md, \"Matching results to calls\")",
+            self.ids_reused, self.ids_positional
+        ))
+    }
+
     pub(crate) fn report(&self, source: &str) {
+        if let Some(line) = self.ids_line() {
+            eprintln!("plangate: {source}: {line}");
+        }
         eprintln!("plangate: {}", self.summary(source));
         if let Some(line) = self.baseline.line() {
             eprintln!("plangate: {line}");

@@ -11,15 +11,20 @@ use crate::baseline::naive_verdict;
 use crate::catalog::Catalog;
 use crate::decide::{self, Options, Prepared, Verdict};
 use crate::seed::{self, SeedOptions};
-use crate::task::{Label, Observed, Task, TaskError, parse_task_line};
+use crate::task::{IdMatching, Label, Observed, Task, TaskError, parse_task_line};
 
 /// What scoring one line produced.
 #[derive(Debug)]
 pub enum Scored {
     /// A record, written to the caller's buffer: the verdict it carries (None: the
     /// seed's gate refused), the naive scorer's verdict with the task's label when they
-    /// are compared, and the task's ID.
-    Record(Option<Verdict>, Option<(Verdict, Option<Label>)>, String),
+    /// are compared, the task's ID, and how its transcript's results found their calls.
+    Record(
+        Option<Verdict>,
+        Option<(Verdict, Option<Label>)>,
+        String,
+        IdMatching,
+    ),
     /// The line is not a task.
     Bad(TaskError),
     /// A shard's scorer: another shard decides this task.
@@ -84,7 +89,7 @@ impl<'a> LineScorer<'a> {
         match self.decide_comparing(line, out, true) {
             (DecidedLine::Gate(d, task), compared) => {
                 crate::record::write_decision(&d, out);
-                Scored::Record(Some(d.decision), compared, task.task_id)
+                Scored::Record(Some(d.decision), compared, task.task_id, task.id_matching)
             }
             (DecidedLine::Scored(Scored::Kept(kept)), _) => {
                 crate::record::write_decision(&kept.0, out);
@@ -122,7 +127,7 @@ impl<'a> LineScorer<'a> {
         if let Some((entry, seed_opts)) = self.seed_compat {
             let outcome = seed::judge(&task, self.catalog, entry, &seed_opts);
             crate::record::write_seed(&task.task_id, &outcome, out);
-            let record = Scored::Record(outcome.verdict(), None, task.task_id);
+            let record = Scored::Record(outcome.verdict(), None, task.task_id, task.id_matching);
             return (DecidedLine::Scored(record), None);
         }
         if let Some(bad) = missing_result(&task) {
