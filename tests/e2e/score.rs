@@ -265,4 +265,15 @@ fn reused_and_missing_call_ids_decide_as_unique_ones_and_are_said_once() {
         };
         assert!(warnings[0].contains(want), "{name}: {stderr}");
     }
+    // A shard keeps its tasks for merge, and counts their ids all the same.
+    let out = dir.path().join("shard.jsonl");
+    let shard = score_output(
+        dir.path().join("same.jsonl"),
+        &["--shard", "1/1", "--out", out.to_str().unwrap()],
+    );
+    let stderr = String::from_utf8(shard.stderr).unwrap();
+    assert!(
+        stderr.contains("36 tool results found their call by a call id other calls carry too"),
+        "{stderr}"
+    );
 }

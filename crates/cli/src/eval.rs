@@ -566,7 +566,7 @@ fn execute(
                     }
                     Ok(task) => {
                         ids.check(&source, number, &task.task_id);
-                        tally.count_ids(task.id_matching);
+                        tally.ids += task.id_matching;
                         if args.retry_deferred > 0 {
                             line_hashes.push((number, line_hash(line)));
                         }

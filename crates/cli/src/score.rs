@@ -164,7 +164,7 @@ impl RecordWriter<'_> {
             match scored {
                 Scored::Record(verdict, compared, task_id, id_matching) => {
                     self.ids.check(self.source, number, &task_id);
-                    tally.count_ids(id_matching);
+                    tally.ids += id_matching;
                     match verdict {
                         Some(v) => tally.count(v),
                         None => tally.refused += 1,
@@ -188,8 +188,9 @@ impl RecordWriter<'_> {
                 }
                 Scored::Other => tally.other_shards += 1,
                 Scored::Kept(b) => {
-                    let (d, prepared, compared) = *b;
+                    let (d, prepared, compared, id_matching) = *b;
                     self.ids.check(self.source, number, &d.task_id);
+                    tally.ids += id_matching;
                     tally.count(d.decision);
                     if let Some((naive, label)) = compared {
                         tally.baseline.count(d.decision, naive, label);

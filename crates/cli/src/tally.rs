@@ -27,9 +27,7 @@ pub(crate) struct Tally {
     /// Transcript results placed by a reused call id or by position (no id): read, and
     /// said once for the run.
     #[serde(default)]
-    pub(crate) ids_reused: u64,
-    #[serde(default)]
-    pub(crate) ids_positional: u64,
+    pub(crate) ids: IdMatching,
 }
 
 /// Rejections by the gate and by the naive scorer (docs/design.md, "Naive baseline"),
@@ -126,21 +124,15 @@ impl Tally {
     }
 
     /// Says on stderr what the run did with its lines, and the baseline's comparison.
-    /// Counts how one task's transcript results found their calls.
-    pub(crate) fn count_ids(&mut self, ids: IdMatching) {
-        self.ids_reused += u64::from(ids.reused);
-        self.ids_positional += u64::from(ids.positional);
-    }
-
     /// The run's one warning about call ids, or None when every result named its call
     /// by an id no other call carries.
     pub(crate) fn ids_line(&self) -> Option<String> {
-        if self.ids_reused + self.ids_positional == 0 {
+        if self.ids.is_exact() {
             return None;
         }
         Some(format!(
             "warning: {} tool results found their call by a call id other calls carry too and {} by position (no id): each answers the latest waiting call with its id, or the oldest waiting call (docs/inputs.md, \"Matching results to calls\")",
-            self.ids_reused, self.ids_positional
+            self.ids.reused, self.ids.positional
         ))
     }
 

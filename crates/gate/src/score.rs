@@ -34,12 +34,14 @@ pub enum Scored {
     Kept(Box<KeptDecision>),
 }
 
-/// A shard's decision with its prepared task and the naive scorer's verdict (with the
-/// task's label) when they are compared: `merge` classifies the prepared task again.
+/// A shard's decision with its prepared task, the naive scorer's verdict (with the
+/// task's label) when they are compared, and how its transcript's results found their
+/// calls: `merge` classifies the prepared task again.
 pub type KeptDecision = (
     decide::Decision,
     decide::Prepared,
     Option<(Verdict, Option<Label>)>,
+    IdMatching,
 );
 
 /// Everything a line is decided against; shared read-only by the threads that score.
@@ -144,7 +146,7 @@ impl<'a> LineScorer<'a> {
         let d = decide::classify(&prepared, &self.states, &self.opts);
         if self.shard.is_some() {
             let compared = self.compared(&task, &prepared);
-            let kept = Scored::Kept(Box::new((d, prepared, compared)));
+            let kept = Scored::Kept(Box::new((d, prepared, compared, task.id_matching)));
             return (DecidedLine::Scored(kept), None);
         }
         let compared = if compare {

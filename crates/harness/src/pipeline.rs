@@ -128,30 +128,31 @@ impl<T, R> InOrder<T, R> {
     /// dropped and every item sent is taken; `Err(n)` when the workers stopped before
     /// item `n` came back.
     pub fn wait_next(&mut self) -> Result<Option<Done<T, R>>, usize> {
-        loop {
-            if let Some(done) = self.waiting.remove(&self.next) {
-                self.next += 1;
-                return Ok(Some(done));
-            }
-            match self.done.recv() {
-                Ok((seq, item, result)) => {
-                    self.waiting.insert(seq, (item, result));
-                }
-                Err(_) if self.waiting.is_empty() => return Ok(None),
-                Err(_) => return Err(self.next),
-            }
-        }
+        self.next_by(|done| done.recv().map_err(|_| RecvTimeoutError::Disconnected))
+            .map_err(|e| match e {
+                NotReady::Lost(n) => n,
+                // A wait without a timeout only ends in an item or a disconnection.
+                NotReady::NotYet => unreachable!("recv() does not time out"),
+            })
     }
 
     /// The next item in input order if it comes within `timeout`, so that a caller
     /// can look for an interrupt while it waits. `Ok(None)`: nothing more will come.
     pub fn next_within(&mut self, timeout: Duration) -> Result<Option<Done<T, R>>, NotReady> {
+        self.next_by(|done| done.recv_timeout(timeout))
+    }
+
+    /// The next item in input order, taking results with `recv` until it is there.
+    fn next_by(
+        &mut self,
+        mut recv: impl FnMut(&Receiver<(usize, T, R)>) -> Result<(usize, T, R), RecvTimeoutError>,
+    ) -> Result<Option<Done<T, R>>, NotReady> {
         loop {
             if let Some(done) = self.waiting.remove(&self.next) {
                 self.next += 1;
                 return Ok(Some(done));
             }
-            match self.done.recv_timeout(timeout) {
+            match recv(&self.done) {
                 Ok((seq, item, result)) => {
                     self.waiting.insert(seq, (item, result));
                 }

@@ -70,11 +70,6 @@ impl<'a> EvalRun<'a> {
         self
     }
 
-    /// The catalog the run executes.
-    pub fn catalog(&self) -> &'a Catalog {
-        self.catalog
-    }
-
     /// Whether the defer path runs after phase two.
     pub fn retries(&self) -> bool {
         self.retry_rounds > 0

@@ -65,7 +65,7 @@ pub struct Task {
 /// Results of provider messages matched to their calls otherwise than by a unique id
 /// (docs/inputs.md, "Transcript"). Ids that repeat or are missing are read, but a run
 /// should say how many results were placed by the reading rule rather than by the log.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct IdMatching {
     /// Results matched by an id that more than one call of their conversation carries.
     pub reused: u32,
