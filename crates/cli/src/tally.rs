@@ -131,7 +131,7 @@ impl Tally {
             return None;
         }
         Some(format!(
-            "warning: {} tool results found their call by a call id other calls carry too and {} by position (no id): each answers the latest waiting call with its id, or the oldest waiting call (docs/inputs.md, \"Matching results to calls\")",
+            "warning: {} tool results found their call by a call id other calls carry too and {} by position (no id): each answers the first waiting call with its id in the latest turn that has one, or the oldest waiting call (docs/inputs.md, \"Matching results to calls\")",
             self.ids.reused, self.ids.positional
         ))
     }
