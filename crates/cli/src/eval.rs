@@ -22,7 +22,7 @@ use crate::args::{Baseline, IoArgs, LimitArgs, ReportArgs, ThresholdArgs, compar
 use crate::files::{Reads, catalog_dir, load_catalog, read_manifest, write_json};
 use crate::interrupt::{Interrupted, stopping};
 use crate::lines::{
-    TaskIds, for_each_line, line_hash, open_samples, source_name, tasks_at, too_long,
+    Source, TaskIds, for_each_line, line_hash, open_samples, source_name, tasks_at, too_long,
 };
 use crate::outputs::{Findings, Outputs, Timings, write_reports};
 use crate::resume::{check_header, fingerprint, journal_path, journal_to_resume};
@@ -179,7 +179,7 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
     let catalog = load_catalog(&args.io.catalog)?;
     check_outputs(&args, &catalog)?;
     check_shard(&args)?;
-    let input = open_samples(&args.io.samples)?;
+    let (input, source) = open_samples(&args.io.samples, args.io.max_line_bytes)?;
     let base_dir = catalog_dir(&args.io.catalog);
     let (run, world, journal) = set_up(&args, &catalog, &base_dir)?;
     let setup = started.elapsed();
@@ -187,9 +187,8 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
     let eval = run.start(&world, journal.as_ref());
     let probed = started.elapsed();
 
-    let source = source_name(&args.io.samples);
     let mut tally = Tally::default();
-    let executed_batch = match execute(&eval, input, &args, &mut tally) {
+    let executed_batch = match execute(&eval, input, &source, &args, &mut tally) {
         Err(e) if e.is::<Interrupted>() => return interrupted(journal.as_ref(), &tally),
         // The interrupt came after the last line was read, while queued calls ran: the
         // workers dropped the rest, so the batch cannot be finished, only resumed.
@@ -210,7 +209,7 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
     let mut outputs = Outputs::open(
         args.io.out.as_deref(),
         args.reports.junit.is_some(),
-        &source,
+        &source.name,
     )?;
     match outputs.write_all(&finished, &retried, &mut tally) {
         Err(e) if e.is::<Interrupted>() => return interrupted(journal.as_ref(), &tally),
@@ -243,7 +242,7 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
     if let Some(j) = journal {
         close_journal(j)?;
     }
-    tally.report(&source);
+    tally.report(&source.name);
     eprintln!("plangate: {}", human(&finished, executed - probed));
     if let Some(r) = &retry {
         eprintln!("plangate: {}", human_retry(r));
@@ -518,6 +517,7 @@ fn check_outputs(args: &EvalArgs, catalog: &plangate_gate::catalog::Catalog) -> 
 fn execute(
     eval: &Eval<'_>,
     input: Box<dyn BufRead>,
+    source: &Source,
     args: &EvalArgs,
     tally: &mut Tally,
 ) -> Result<Executed> {
@@ -529,7 +529,6 @@ fn execute(
         bar.inc(1);
         compares_baseline(args.baseline, task).then(|| naive(task, threshold).decision)
     };
-    let source = source_name(&args.io.samples);
     let mut ids = TaskIds::default();
     let mut line_hashes = Vec::new();
     let mut digest = args.shard.map(|_| SamplesDigest::default());
@@ -552,7 +551,7 @@ fn execute(
                         let e = too_long(bytes, args.io.max_line_bytes);
                         match shard {
                             Some(s) if !s.owns_bad_line(number, &e) => tally.other_shards += 1,
-                            _ => feeder.skip(number, e),
+                            _ => feeder.skip(number, source.place(number, e)),
                         }
                         return Ok(());
                     }
@@ -565,7 +564,7 @@ fn execute(
                         tally.other_shards += 1;
                     }
                     Ok(task) => {
-                        ids.check(&source, number, &task.task_id);
+                        ids.check(&source.name, number, &task.task_id);
                         tally.ids += task.id_matching;
                         if args.retry_deferred > 0 {
                             line_hashes.push((number, line_hash(line)));
@@ -573,12 +572,12 @@ fn execute(
                         bar.inc_length(1);
                         feeder.push(number, task);
                     }
-                    Err(e) => feeder.skip(number, e),
+                    Err(e) => feeder.skip(number, source.place(number, e)),
                 }
                 Ok(())
             },
         )?;
-        ids.report(&source);
+        ids.report(&source.name);
         // Input that ended with an interrupt may be cut short (see `score`).
         if stopping() {
             return Err(anyhow::Error::new(Interrupted));

@@ -8,17 +8,59 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use plangate_gate::task::TaskError;
+use plangate_harness::trials::{self, Places, Samples};
 
 use crate::tally::Tally;
 
-/// Opens a samples file, or standard input for `-`.
-pub(crate) fn open_samples(path: &Path) -> Result<Box<dyn BufRead>> {
-    if path == Path::new("-") {
-        return Ok(Box::new(BufReader::new(io::stdin())));
+/// Opens a samples file, or standard input for `-`, as samples lines: a benchmark's
+/// results file (a tau-bench or tau2-bench one) is made into one line per task, and
+/// said so. `max` bounds a line, as it bounds every samples line.
+pub(crate) fn open_samples(path: &Path, max: u64) -> Result<(Box<dyn BufRead>, Source)> {
+    let input: Box<dyn BufRead> = if path == Path::new("-") {
+        Box::new(BufReader::new(io::stdin()))
+    } else {
+        let f = File::open(path)
+            .with_context(|| format!("failed to open samples {}", path.display()))?;
+        Box::new(BufReader::with_capacity(1 << 16, f))
+    };
+    let name = source_name(path);
+    let opened = trials::open(input, max).with_context(|| format!("{name}: cannot be read"))?;
+    Ok(match opened {
+        Samples::Lines(lines) => (Box::new(lines), Source { name, places: None }),
+        Samples::Trials(t) => {
+            let p = &t.places;
+            eprintln!(
+                "plangate: {name}: {}: {} trials of {} tasks, each task's trials its samples",
+                p.shape().name(),
+                p.trials(),
+                p.tasks()
+            );
+            let source = Source {
+                name,
+                places: Some(t.places),
+            };
+            (Box::new(io::Cursor::new(t.lines)), source)
+        }
+    })
+}
+
+/// A samples input as reports name it, and where a problem with one of its lines sits.
+pub(crate) struct Source {
+    /// How reports name the file ([`source_name`]).
+    pub(crate) name: String,
+    /// Where a benchmark results file's tasks came from in it.
+    places: Option<Places>,
+}
+
+impl Source {
+    /// `e`, the problem with line `number`, placed where it sits in the file as its
+    /// author wrote it (a results file's lines are made from it).
+    pub(crate) fn place(&self, number: usize, e: TaskError) -> TaskError {
+        match &self.places {
+            Some(p) => p.relocate(number, &e),
+            None => e,
+        }
     }
-    let f =
-        File::open(path).with_context(|| format!("failed to open samples {}", path.display()))?;
-    Ok(Box::new(BufReader::with_capacity(1 << 16, f)))
 }
 
 /// How reports name a samples file (`<stdin>` for `-`).
@@ -162,30 +204,35 @@ pub(crate) fn tasks_at(
 ) -> Result<Vec<(usize, plangate_gate::task::Task)>> {
     let mut tasks = Vec::with_capacity(lines.len());
     let mut tally = Tally::default();
-    for_each_line(open_samples(path)?, max, &mut tally, |number, line, _| {
-        if !lines.contains(&number) {
-            return Ok(());
-        }
-        let first = hashes
-            .binary_search_by_key(&number, |(n, _)| *n)
-            .ok()
-            .map(|i| hashes[i].1);
-        let read = line
-            .map_err(|_| anyhow::anyhow!("it is now over --max-line-bytes"))
-            .and_then(|l| match first {
-                Some(h) if h == line_hash(l) => Ok(l),
-                _ => Err(anyhow::anyhow!("it is not the line read at first")),
-            })
-            .and_then(|l| plangate_gate::task::parse_task_line(l).map_err(anyhow::Error::new));
-        match read {
-            Ok(task) => tasks.push((number, task)),
-            Err(e) => anyhow::bail!(
-                "{}:{number} no longer reads as the task decided there ({e}); the file changed during the run",
-                path.display()
-            ),
-        }
-        Ok(())
-    })?;
+    for_each_line(
+        open_samples(path, max)?.0,
+        max,
+        &mut tally,
+        |number, line, _| {
+            if !lines.contains(&number) {
+                return Ok(());
+            }
+            let first = hashes
+                .binary_search_by_key(&number, |(n, _)| *n)
+                .ok()
+                .map(|i| hashes[i].1);
+            let read = line
+                .map_err(|_| anyhow::anyhow!("it is now over --max-line-bytes"))
+                .and_then(|l| match first {
+                    Some(h) if h == line_hash(l) => Ok(l),
+                    _ => Err(anyhow::anyhow!("it is not the line read at first")),
+                })
+                .and_then(|l| plangate_gate::task::parse_task_line(l).map_err(anyhow::Error::new));
+            match read {
+                Ok(task) => tasks.push((number, task)),
+                Err(e) => anyhow::bail!(
+                    "{}:{number} no longer reads as the task decided there ({e}); the file changed during the run",
+                    path.display()
+                ),
+            }
+            Ok(())
+        },
+    )?;
     if tasks.len() != lines.len() {
         anyhow::bail!(
             "{} has fewer lines than when it was read; the file changed during the run",

@@ -91,6 +91,7 @@ impl<'a> Outputs<'a> {
     ) -> Result<()> {
         let dec = record.decision;
         tally.count(dec.decision);
+        tally.by_outcome.count(&dec.outcomes, dec.decision);
         if let Some(naive) = naive {
             tally.baseline.count(dec.decision, naive, dec.label);
         }
@@ -176,6 +177,7 @@ fn summary(
             "reject": c[Verdict::Reject as usize],
         }))).collect::<serde_json::Map<_, _>>(),
         "baseline": tally.baseline.line().map(|_| &tally.baseline),
+        "by_outcome": (!tally.by_outcome.is_empty()).then_some(&tally.by_outcome),
         "stats": finished.stats,
         "tools": finished.health.tools,
         "quarantined": finished.quarantined(),

@@ -15,7 +15,9 @@ use plangate_harness::pipeline::{self, Feed, InOrder};
 use crate::args::{Baseline, IoArgs, ThresholdArgs};
 use crate::files::{Output, Reads, check_outputs, load_catalog, open_out, replaced};
 use crate::interrupt::{Interrupted, stopping};
-use crate::lines::{TaskIds, for_each_line, open_samples, skip_line, source_name, too_long};
+use crate::lines::{
+    Source, TaskIds, for_each_line, open_samples, skip_line, source_name, too_long,
+};
 use crate::resume::{Checkpoint, Prefix, ScoreJournal};
 use crate::tally::Tally;
 use plangate_harness::shard::{
@@ -121,7 +123,7 @@ impl ChunkScorer<'_> {
 /// counts what they hold.
 struct RecordWriter<'a> {
     out: Output,
-    source: &'a str,
+    source: &'a Source,
     tally: Tally,
     /// Where each written chunk is checkpointed, when the run can be resumed.
     journal: Option<ScoreJournal>,
@@ -162,11 +164,14 @@ impl RecordWriter<'_> {
         let mut from = 0;
         for (number, scored, end) in scored {
             match scored {
-                Scored::Record(verdict, compared, task_id, id_matching) => {
-                    self.ids.check(self.source, number, &task_id);
+                Scored::Record(verdict, compared, task_id, id_matching, outcomes) => {
+                    self.ids.check(&self.source.name, number, &task_id);
                     tally.ids += id_matching;
                     match verdict {
-                        Some(v) => tally.count(v),
+                        Some(v) => {
+                            tally.count(v);
+                            tally.by_outcome.count_group(outcomes, v);
+                        }
                         None => tally.refused += 1,
                     }
                     if let (Some(gate), Some((naive, label))) = (verdict, compared) {
@@ -174,6 +179,7 @@ impl RecordWriter<'_> {
                     }
                 }
                 Scored::Bad(e) => {
+                    let e = self.source.place(number, e);
                     // The records before this line first.
                     write_records(&mut self.out, &chunk.records[from..end])?;
                     from = end;
@@ -184,14 +190,15 @@ impl RecordWriter<'_> {
                         };
                         writeln!(ev, "{}", entry.to_line()).context("failed to keep evidence")?;
                     }
-                    skip_line(&mut self.out, self.source, number, &e, tally)?
+                    skip_line(&mut self.out, &self.source.name, number, &e, tally)?
                 }
                 Scored::Other => tally.other_shards += 1,
                 Scored::Kept(b) => {
                     let (d, prepared, compared, id_matching) = *b;
-                    self.ids.check(self.source, number, &d.task_id);
+                    self.ids.check(&self.source.name, number, &d.task_id);
                     tally.ids += id_matching;
                     tally.count(d.decision);
+                    tally.by_outcome.count(&d.outcomes, d.decision);
                     if let Some((naive, label)) = compared {
                         tally.baseline.count(d.decision, naive, label);
                     }
@@ -392,8 +399,7 @@ pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
                 .file("--samples", &args.io.samples),
         )?;
     }
-    let input = open_samples(&args.io.samples)?;
-    let source = source_name(&args.io.samples);
+    let (input, source) = open_samples(&args.io.samples, args.io.max_line_bytes)?;
     let (out, journal, done) = open_resumable(&args)?;
     let mut writer = RecordWriter {
         out,
@@ -451,8 +457,8 @@ pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
     if let Some(journal) = writer.journal.take() {
         journal.remove()?;
     }
-    writer.ids.report(&source);
-    tally.report(&source);
+    writer.ids.report(&source.name);
+    tally.report(&source.name);
     Ok(tally.exit_code())
 }
 

@@ -2,6 +2,7 @@
 //! shared by `score` and `eval`: one summary wording and one exit-code rule for both.
 
 use plangate_gate::decide::Verdict;
+use plangate_gate::outcome::VerdictsByOutcome;
 use plangate_gate::task::{IdMatching, Label};
 
 use crate::exit;
@@ -28,6 +29,9 @@ pub(crate) struct Tally {
     /// said once for the run.
     #[serde(default)]
     pub(crate) ids: IdMatching,
+    /// Verdicts by how each task's samples fared where they came from (their outcomes).
+    #[serde(default)]
+    pub(crate) by_outcome: VerdictsByOutcome,
 }
 
 /// Rejections by the gate and by the naive scorer (docs/design.md, "Naive baseline"),
@@ -142,6 +146,9 @@ impl Tally {
         }
         eprintln!("plangate: {}", self.summary(source));
         if let Some(line) = self.baseline.line() {
+            eprintln!("plangate: {line}");
+        }
+        if let Some(line) = self.by_outcome.line() {
             eprintln!("plangate: {line}");
         }
     }

@@ -32,6 +32,7 @@ pub mod decide;
 pub mod hints;
 pub mod jcs;
 pub mod json;
+pub mod outcome;
 pub mod record;
 pub mod score;
 pub mod seed;

@@ -65,6 +65,10 @@ pub fn write_decision(d: &Decision, o: &mut String) {
         o.push_str(l.as_str());
         o.push('"');
     });
+    if !d.outcomes.is_empty() {
+        o.push_str(",\"outcomes\":");
+        list(o, &d.outcomes, |o, x| opt(o, *x, f64_));
+    }
     o.push('}');
 }
 

@@ -10,6 +10,7 @@ use serde_json::json;
 use crate::baseline::naive_verdict;
 use crate::catalog::Catalog;
 use crate::decide::{self, Options, Prepared, Verdict};
+use crate::outcome::TrialOutcomes;
 use crate::seed::{self, SeedOptions};
 use crate::task::{IdMatching, Label, Observed, Task, TaskError, parse_task_line};
 
@@ -18,12 +19,14 @@ use crate::task::{IdMatching, Label, Observed, Task, TaskError, parse_task_line}
 pub enum Scored {
     /// A record, written to the caller's buffer: the verdict it carries (None: the
     /// seed's gate refused), the naive scorer's verdict with the task's label when they
-    /// are compared, the task's ID, and how its transcript's results found their calls.
+    /// are compared, the task's ID, how its transcript's results found their calls, and
+    /// how its samples fared where they came from.
     Record(
         Option<Verdict>,
         Option<(Verdict, Option<Label>)>,
         String,
         IdMatching,
+        Option<TrialOutcomes>,
     ),
     /// The line is not a task.
     Bad(TaskError),
@@ -91,7 +94,14 @@ impl<'a> LineScorer<'a> {
         match self.decide_comparing(line, out, true) {
             (DecidedLine::Gate(d, task), compared) => {
                 crate::record::write_decision(&d, out);
-                Scored::Record(Some(d.decision), compared, task.task_id, task.id_matching)
+                let outcomes = TrialOutcomes::of(d.outcomes.iter().copied());
+                Scored::Record(
+                    Some(d.decision),
+                    compared,
+                    task.task_id,
+                    task.id_matching,
+                    outcomes,
+                )
             }
             (DecidedLine::Scored(Scored::Kept(kept)), _) => {
                 crate::record::write_decision(&kept.0, out);
@@ -129,7 +139,14 @@ impl<'a> LineScorer<'a> {
         if let Some((entry, seed_opts)) = self.seed_compat {
             let outcome = seed::judge(&task, self.catalog, entry, &seed_opts);
             crate::record::write_seed(&task.task_id, &outcome, out);
-            let record = Scored::Record(outcome.verdict(), None, task.task_id, task.id_matching);
+            let outcomes = TrialOutcomes::of(task.samples.iter().map(|s| s.outcome));
+            let record = Scored::Record(
+                outcome.verdict(),
+                None,
+                task.task_id,
+                task.id_matching,
+                outcomes,
+            );
             return (DecidedLine::Scored(record), None);
         }
         if let Some(bad) = missing_result(&task) {

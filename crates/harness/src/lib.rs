@@ -35,6 +35,7 @@ mod retry;
 mod run;
 pub mod shard;
 mod spill;
+pub mod trials;
 mod world;
 
 pub use bridge::{ReadPath, catalog_reads, epoch_mount, module_spec};

@@ -258,6 +258,10 @@ pub struct Decision {
     pub warnings: Vec<String>,
     /// Ground truth, echoed.
     pub label: Option<Label>,
+    /// Each sample's outcome in input order (a benchmark trial's reward), echoed; absent
+    /// when no sample has one.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub outcomes: Vec<Option<f64>>,
 }
 
 impl Decision {

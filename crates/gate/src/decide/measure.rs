@@ -179,6 +179,7 @@ pub(super) fn analyse(
         schema_violations: schema_violations(p),
         warnings: p.warnings.clone(),
         label: p.label,
+        outcomes: p.outcomes.clone(),
     }
 }
 

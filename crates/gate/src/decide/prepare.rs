@@ -26,6 +26,8 @@ pub struct Prepared {
     pub(super) modal_plan: Option<(usize, usize)>,
     pub(super) malformed: Vec<MalformedSample>,
     pub(super) warnings: Vec<String>,
+    /// Each sample's outcome, in input order; empty when no sample has one.
+    pub(super) outcomes: Vec<Option<f64>>,
 }
 
 impl Prepared {
@@ -147,7 +149,16 @@ pub fn prepare(
         samples,
         malformed,
         warnings: task.warnings.clone(),
+        outcomes: outcomes_of(task),
     }
+}
+
+/// The samples' outcomes in input order, or none when no sample has one.
+fn outcomes_of(task: &Task) -> Vec<Option<f64>> {
+    if task.samples.iter().all(|s| s.outcome.is_none()) {
+        return Vec::new();
+    }
+    task.samples.iter().map(|s| s.outcome).collect()
 }
 
 #[derive(Debug, Clone)]

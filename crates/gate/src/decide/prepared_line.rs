@@ -74,6 +74,7 @@ impl Prepared {
             modal: self.modal_plan,
             warnings: self.warnings.clone(),
             malformed: self.malformed.clone(),
+            outcomes: self.outcomes.clone(),
             args,
             samples,
         };
@@ -138,6 +139,7 @@ impl Prepared {
             modal_plan: line.modal,
             malformed: line.malformed,
             warnings: line.warnings,
+            outcomes: line.outcomes,
         })
     }
 }
@@ -154,6 +156,8 @@ struct Line {
     warnings: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     malformed: Vec<MalformedSample>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    outcomes: Vec<Option<f64>>,
     /// Canonical arguments by key id, as RFC 8785 text: equal key ids print equal.
     args: BTreeMap<u32, String>,
     samples: Vec<LineSample>,

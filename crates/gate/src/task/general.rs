@@ -67,6 +67,34 @@ pub fn task_from_value(doc: &Value) -> Result<Task, TaskError> {
 /// (`tool_use` content blocks), or a list of MCP `tools/call` params. A bare message or
 /// MCP list carries no results: `eval` executes its calls.
 fn parse_sample(s: &Value, field: &str, notes: &mut Notes) -> Result<Sample, TaskError> {
+    let mut sample = parse_sample_shape(s, field, notes)?;
+    if let Value::Object(o) = s {
+        sample.outcome = outcome_of(o.get("outcome"), field)?;
+    }
+    Ok(sample)
+}
+
+/// A sample's `outcome` (docs/inputs.md, "Outcomes"): what the run it came from scored,
+/// a number (a benchmark's reward) or true / false (1 / 0).
+fn outcome_of(v: Option<&Value>, field: &str) -> Result<Option<f64>, TaskError> {
+    let x = match v {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Bool(b)) => f64::from(u8::from(*b)),
+        Some(Value::Number(n)) => n.as_f64(),
+        Some(_) => f64::NAN,
+    };
+    if x.is_finite() {
+        Ok(Some(x))
+    } else {
+        Err(err(
+            format!("{field}.outcome"),
+            "expected a finite number (a reward) or true / false",
+        ))
+    }
+}
+
+/// [`parse_sample`] without its outcome: the sample's calls in whichever shape they come.
+fn parse_sample_shape(s: &Value, field: &str, notes: &mut Notes) -> Result<Sample, TaskError> {
     let shape_error = || {
         err(
             field,
@@ -84,7 +112,7 @@ fn parse_sample(s: &Value, field: &str, notes: &mut Notes) -> Result<Sample, Tas
         _ => return Err(shape_error()),
     };
     if o.contains_key("messages") {
-        known_fields(o, field, &["messages"])?;
+        known_fields(o, field, &["messages", "outcome"])?;
         let Some(Value::Array(messages)) = o.get("messages") else {
             return Err(err(
                 format!("{field}.messages"),
@@ -103,7 +131,7 @@ fn parse_sample(s: &Value, field: &str, notes: &mut Notes) -> Result<Sample, Tas
         t.assistant(o, field)?;
         return Ok(t.sample);
     }
-    known_fields(o, field, &["calls", "turns"])?;
+    known_fields(o, field, &["calls", "turns", "outcome"])?;
     match (o.get("calls"), o.get("turns")) {
         (Some(_), Some(_)) => Err(err(field, "a sample has `calls` or `turns`, not both")),
         (Some(Value::Array(items)), None) => Ok(Sample {

@@ -98,6 +98,10 @@ pub struct Sample {
     pub turns: Vec<usize>,
     /// Set when the sample as a whole could not be read (it then agrees with nothing).
     pub malformed: Option<String>,
+    /// What the run this sample came from scored (a benchmark trial's reward; true and
+    /// false read as 1 and 0), when the input says. Never read by the rule: it is
+    /// carried to the decision and counted in the summary (docs/inputs.md, "Outcomes").
+    pub outcome: Option<f64>,
 }
 
 /// One tool call of a plan.
