@@ -22,7 +22,7 @@ use pyo3::prelude::*;
 
 use crate::args::{self, Thresholds, chain};
 use crate::pickled::{self, Encoded, Loads};
-use crate::samples::{After, Input};
+use crate::samples::{After, Input, placed};
 use crate::{PlangateError, dumps};
 
 /// Runs the whole evaluation; returns a dict: `decisions` (the records `plangate eval`
@@ -185,6 +185,7 @@ fn run_batch(
     stop: &AtomicBool,
 ) -> PyResult<EvalDone> {
     let mut kept: BTreeMap<usize, Vec<u8>> = BTreeMap::new();
+    let places = input.places();
     let eval = run.start(world, None);
     let fed: PyResult<()> = eval.execute(&|_, _| None, |feeder| {
         loop {
@@ -205,7 +206,7 @@ fn run_batch(
                 };
                 match read {
                     Ok(task) => feeder.push(*number, task),
-                    Err(e) => feeder.skip(*number, e),
+                    Err(e) => feeder.skip(*number, placed(places.as_ref(), *number, e)),
                 }
             }
             match after {

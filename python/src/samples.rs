@@ -4,12 +4,13 @@
 //! from 1 the same way. `score` and `eval` both take their lines from here, a chunk at
 //! a time.
 
-use std::io::BufReader;
+use std::io::BufRead;
 
 use plangate_gate::task::TaskError;
 use plangate_harness::pipeline;
+use plangate_harness::trials::{self, Places, Samples};
 use plangate_harness::{LineReader, is_blank, too_long};
-use pyo3::exceptions::PyTypeError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyIterator, PyString};
 
@@ -54,9 +55,13 @@ pub(crate) enum After {
     Failed(PyErr),
 }
 
+/// A samples file's lines: its own, or those a benchmark's results file makes.
+type FileLines = LineReader<Box<dyn BufRead + Send>>;
+
 /// What the lines come from.
 pub(crate) enum Input {
-    File(LineReader<BufReader<std::fs::File>>),
+    /// A file's lines, with where a results file's tasks came from in it.
+    File(FileLines, Option<Places>),
     /// Items of a Python iterable, numbered from 1 as lines are.
     Items(Py<PyIterator>, usize),
 }
@@ -67,10 +72,13 @@ impl Input {
     pub(crate) fn of(samples: &Bound<'_, PyAny>, max_line_bytes: u64) -> PyResult<Input> {
         if args::is_path(samples) {
             let path = args::path_of(samples, "samples")?;
-            Ok(Input::File(LineReader::new(
-                args::open_samples(&path)?,
-                max_line_bytes,
-            )))
+            let opened = trials::open(args::open_samples(&path)?, max_line_bytes)
+                .map_err(|e| PyValueError::new_err(format!("samples {}: {e}", path.display())))?;
+            let (lines, places): (Box<dyn BufRead + Send>, _) = match opened {
+                Samples::Lines(lines) => (Box::new(lines), None),
+                Samples::Trials(t) => (Box::new(std::io::Cursor::new(t.lines)), Some(t.places)),
+            };
+            Ok(Input::File(LineReader::new(lines, max_line_bytes), places))
         } else if samples.cast::<pyo3::types::PyDict>().is_ok() {
             // Iterating a dict would hand its keys over as lines, one error each.
             Err(PyTypeError::new_err(
@@ -86,13 +94,22 @@ impl Input {
     /// failure), and what follows them. A file is read with the GIL released.
     pub(crate) fn read_into(&mut self, py: Python<'_>, max: u64, chunk: &mut Chunk) -> After {
         let read = match self {
-            Input::File(reader) => py.detach(|| read_lines(reader, chunk)),
+            Input::File(reader, _) => py.detach(|| read_lines(reader, chunk)),
             Input::Items(items, number) => read_items(py, items.bind(py), number, max, chunk),
         };
         match read {
             Ok(true) => After::Ended,
             Ok(false) => After::More,
             Err(e) => After::Failed(e),
+        }
+    }
+
+    /// Where the problems of a results file's lines sit in it (docs/inputs.md,
+    /// "Benchmark results files"); None for any other input.
+    pub(crate) fn places(&self) -> Option<Places> {
+        match self {
+            Input::File(_, places) => places.clone(),
+            Input::Items(..) => None,
         }
     }
 
@@ -105,10 +122,7 @@ impl Input {
 }
 
 /// Reads lines of a file into `chunk`; true at the end of the file.
-fn read_lines(
-    reader: &mut LineReader<BufReader<std::fs::File>>,
-    chunk: &mut Chunk,
-) -> PyResult<bool> {
+fn read_lines(reader: &mut FileLines, chunk: &mut Chunk) -> PyResult<bool> {
     while !chunk.is_full() {
         let next = reader.next_line().map_err(|e| {
             pyo3::exceptions::PyOSError::new_err(format!("failed to read samples: {e}"))
@@ -187,4 +201,12 @@ fn read_items(
         chunk.lines.push((*number, at));
     }
     Ok(false)
+}
+
+/// `e`, the problem with line `number`, placed where it sits in a results file.
+pub(crate) fn placed(places: Option<&Places>, number: usize, e: TaskError) -> TaskError {
+    match places {
+        Some(p) => p.relocate(number, &e),
+        None => e,
+    }
 }

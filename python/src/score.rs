@@ -19,7 +19,8 @@ use pyo3::{PyTraverseError, PyVisit};
 
 use crate::args::{self, Thresholds};
 use crate::pickled::{Encoded, Loads, Record};
-use crate::samples::{After, Chunk, Input};
+use crate::samples::{After, Chunk, Input, placed};
+use plangate_harness::trials::Places;
 
 /// What a worker scores with; one per run, shared by the workers.
 struct Shared {
@@ -27,6 +28,8 @@ struct Shared {
     opts: Options,
     seed_compat: Option<seed::EntryPoint>,
     max_line_bytes: u64,
+    /// Where a results file's lines came from in it.
+    places: Option<Places>,
 }
 
 /// Decision records, in input order, as dicts equal to the lines `plangate score`
@@ -99,6 +102,7 @@ impl Scores {
             opts,
             seed_compat,
             max_line_bytes,
+            places: input.places(),
         });
         let worker = move || {
             let shared = shared.clone();
@@ -320,7 +324,10 @@ fn score_chunk(shared: &Shared, chunk: &mut Chunk) -> Encoded {
         records.push(match decided {
             DecidedLine::Gate(d, _) => Record::Decision(d),
             DecidedLine::Scored(Scored::Record(..)) => Record::Text(std::mem::take(&mut text)),
-            DecidedLine::Scored(Scored::Bad(e)) => Record::Text(bad_line_record(*number, &e)),
+            DecidedLine::Scored(Scored::Bad(e)) => {
+                let e = placed(shared.places.as_ref(), *number, e);
+                Record::Text(bad_line_record(*number, &e))
+            }
             // This scorer is never a shard's: it decides every line.
             DecidedLine::Scored(Scored::Other | Scored::Kept(_)) => {
                 unreachable!("plangate.score runs no shard")
