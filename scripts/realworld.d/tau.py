@@ -163,7 +163,8 @@ MIT License (Copyright (c) 2024 Sierra; the text is in `LICENSE-MIT`).
 
 - `gpt-4o-airline.json`: `{LOG}` as published (gpt-4o on the airline domain, 50 tasks x 4
   trials, each `{{task_id, trial, reward, info, traj}}`), with one change: each system
-  message's content (the agent policy, the same in all 200 trials) is cut to its first line.
+  message's content (the agent policy, the same in all 200 trials) is cut to its first line,
+  and the file is indented by one space instead of two.
 - `catalog.json`: the OpenAI tools array of the 14 tools in `tau_bench/envs/airline/tools/`
   (each tool's `get_info()`), with `"x-plangate": {{"canon": ["prose"]}}` added to
   `transfer_to_human_agents.summary` and `think.thought`.

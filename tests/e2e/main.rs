@@ -44,6 +44,9 @@ mod guards;
 // Data nobody here wrote: BFCL catalogs in four dialects and its tasks in three shapes,
 // and three real MCP servers' tools/list (tests/realworld/, from scripts/realworld).
 mod realworld;
+// Benchmark results files as published: tau-bench's trajectories (tests/realworld/tau-bench)
+// and the same trials as a tau2-bench results object.
+mod results_files;
 // Runs stopped by SIGKILL or SIGINT and resumed with --resume decide as an uninterrupted
 // run does.
 mod resume;

@@ -1,0 +1,263 @@
+//! Benchmark results files through `plangate score`, as published: tau-bench's gpt-4o
+//! airline trajectories (tests/realworld/tau-bench/, from scripts/realworld; source and
+//! license in its NOTICE.md), 50 tasks x 4 trials with reused call ids and a reward per
+//! trial, and the same trials written as a tau2-bench results object. Every trial is
+//! read, none refused for its ids, the rewards travel as outcomes and split the
+//! summary, and the two benchmarks' shapes of the same trials decide alike.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+use crate::exit;
+use crate::tools::repo;
+
+fn fixture(name: &str) -> PathBuf {
+    repo().join("tests/realworld/tau-bench").join(name)
+}
+
+/// The published trials, as a list of JSON objects.
+fn trials() -> Vec<Value> {
+    let text = std::fs::read_to_string(fixture("gpt-4o-airline.json")).expect("fixture");
+    let v: Value = serde_json::from_str(&text).expect("fixture is JSON");
+    v.as_array().expect("a list of trials").clone()
+}
+
+struct Run {
+    code: i32,
+    /// The decision records, in output order.
+    records: Vec<Value>,
+    stderr: String,
+}
+
+/// `plangate score` on `samples` with the fixture's catalog, its decisions written
+/// under `dir`.
+fn score(samples: &Path, dir: &Path, extra: &[&str]) -> Run {
+    let stem = samples
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("samples");
+    let out = dir.join(format!("{stem}-{}.out.jsonl", extra.join("")));
+    let output = Command::new(env!("CARGO_BIN_EXE_plangate"))
+        .args(["score", "--jobs", "2", "--catalog"])
+        .arg(fixture("catalog.json"))
+        .arg("--samples")
+        .arg(samples)
+        .arg("--out")
+        .arg(&out)
+        .args(extra)
+        .output()
+        .expect("plangate runs");
+    let records = std::fs::read_to_string(&out)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("a record is JSON"))
+        .collect();
+    Run {
+        code: output.status.code().unwrap_or(-1),
+        records,
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+/// Each task's rewards in trial order, computed here from the file.
+fn rewards_by_task(trials: &[Value]) -> BTreeMap<String, Vec<f64>> {
+    let mut by: BTreeMap<String, Vec<(i64, f64)>> = BTreeMap::new();
+    for t in trials {
+        let id = t["task_id"].to_string().trim_matches('"').to_string();
+        let trial = t["trial"].as_i64().expect("trial");
+        by.entry(id)
+            .or_default()
+            .push((trial, t["reward"].as_f64().expect("reward")));
+    }
+    by.into_iter()
+        .map(|(id, mut v)| {
+            v.sort_by_key(|&(t, _)| t);
+            (id, v.into_iter().map(|(_, r)| r).collect())
+        })
+        .collect()
+}
+
+#[test]
+fn tau_bench_results_are_read_whole_with_rewards_as_outcomes() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let run = score(&fixture("gpt-4o-airline.json"), dir.path(), &[]);
+    assert_eq!(run.code, exit::OK, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("a tau-bench results list: 200 trials of 50 tasks"),
+        "{}",
+        run.stderr
+    );
+    // Reused call ids are read, and said once for the run.
+    assert_eq!(run.stderr.matches("call id other calls carry").count(), 1);
+    assert!(run.stderr.contains("50 lines: "), "{}", run.stderr);
+    assert!(run.stderr.contains(" 0 skipped"), "{}", run.stderr);
+
+    let rewards = rewards_by_task(&trials());
+    assert_eq!(rewards.len(), 50);
+    let mut groups = [0usize; 3];
+    for r in &run.records {
+        let id = r["task_id"].as_str().expect("a decided task");
+        let outcomes: Vec<f64> = (r["outcomes"].as_array().expect("outcomes").iter())
+            .map(|x| x.as_f64().expect("a reward"))
+            .collect();
+        assert_eq!(outcomes, rewards[id], "task {id}");
+        let good = outcomes.iter().filter(|&&x| x >= 1.0).count();
+        groups[if good == 4 {
+            0
+        } else if good == 0 {
+            2
+        } else {
+            1
+        }] += 1;
+        // Four trials are fewer than the default five: deferred, and still analysed.
+        assert_eq!(r["reasons"], json!(["insufficient_samples"]), "task {id}");
+        if r["arg_agreement"]["count"].as_u64() < Some(4) {
+            assert!(
+                !r["divergent_paths"].as_array().expect("paths").is_empty(),
+                "task {id}: {r}"
+            );
+        }
+    }
+    assert_eq!(run.records.len(), 50);
+    let line = format!(
+        "by outcome: {} tasks where every sample succeeded: 0 accepted, 0 rejected, {} deferred; \
+         {} tasks where some samples failed: 0 accepted, 0 rejected, {} deferred; \
+         {} tasks where every sample failed: 0 accepted, 0 rejected, {} deferred",
+        groups[0], groups[0], groups[1], groups[1], groups[2], groups[2]
+    );
+    assert!(run.stderr.contains(&line), "{line}\n{}", run.stderr);
+
+    // With --min-samples 4 the four trials decide.
+    let four = score(
+        &fixture("gpt-4o-airline.json"),
+        dir.path(),
+        &["--min-samples", "4"],
+    );
+    assert!(
+        matches!(four.code, exit::OK | exit::REJECT),
+        "{}",
+        four.stderr
+    );
+    assert!(
+        four.records
+            .iter()
+            .all(|r| r["reasons"] != json!(["insufficient_samples"]))
+    );
+}
+
+/// tau-bench's OpenAI messages as tau2-bench writes its own: calls with object
+/// arguments, tool messages naming their call by `id`, and one call of the simulated
+/// user's own (which is not the agent's plan) in each trial.
+fn as_tau2(messages: &[Value]) -> Vec<Value> {
+    let mut out = vec![
+        json!({"role": "user", "content": "hi", "tool_calls": [
+        {"id": "user-1", "name": "toggle_airplane_mode", "arguments": {}, "requestor": "user"}]}),
+        json!({"role": "tool", "id": "user-1", "content": "done", "requestor": "user"}),
+    ];
+    for m in messages {
+        let role = m["role"].as_str().expect("role");
+        out.push(match role {
+            "assistant" => {
+                let calls: Vec<Value> = (m["tool_calls"].as_array().into_iter().flatten())
+                    .map(|c| {
+                        let args: Value = serde_json::from_str(
+                            c["function"]["arguments"].as_str().expect("arguments text"),
+                        )
+                        .expect("arguments are JSON");
+                        json!({"id": c["id"], "name": c["function"]["name"],
+                               "arguments": args, "requestor": "assistant"})
+                    })
+                    .collect();
+                json!({"role": "assistant", "content": m["content"], "turn_idx": 1,
+                       "tool_calls": if calls.is_empty() { Value::Null } else { json!(calls) }})
+            }
+            "tool" => json!({"role": "tool", "id": m["tool_call_id"], "content": m["content"],
+                             "requestor": "assistant", "error": false}),
+            _ => json!({"role": role, "content": m["content"]}),
+        });
+    }
+    out
+}
+
+#[test]
+fn tau2_results_decide_as_the_same_trials_from_tau_bench() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let trials = trials();
+    let simulations: Vec<Value> = trials
+        .iter()
+        .map(|t| {
+            json!({"id": format!("sim-{}-{}", t["task_id"], t["trial"]),
+                   "task_id": t["task_id"].to_string(), "trial": t["trial"],
+                   "termination_reason": "user_stop",
+                   "reward_info": {"reward": t["reward"], "db_check": null},
+                   "messages": as_tau2(t["traj"].as_array().expect("traj"))})
+        })
+        .collect();
+    let doc = json!({"timestamp": "2025-06-01T00:00:00", "info": {"num_trials": 4},
+                     "tasks": [], "simulations": simulations});
+    let path = dir.path().join("results.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&doc).expect("json")).expect("write");
+    let tau2 = score(&path, dir.path(), &["--min-samples", "4"]);
+    assert!(
+        tau2.stderr
+            .contains("a tau2-bench results object: 200 trials of 50 tasks"),
+        "{}",
+        tau2.stderr
+    );
+    let tau = score(
+        &fixture("gpt-4o-airline.json"),
+        dir.path(),
+        &["--min-samples", "4"],
+    );
+    assert_eq!(tau2.code, tau.code, "{}", tau2.stderr);
+    assert_eq!(tau2.records.len(), 50);
+    // Record for record, byte for byte once parsed: same plans, same results, same
+    // outcomes, same verdicts.
+    assert_eq!(tau2.records, tau.records);
+}
+
+#[test]
+fn a_bad_trial_is_reported_where_it_sits_and_the_rest_decided() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut trials = trials();
+    // The 38th trial's conversation is not a list; another's reward is text.
+    trials[37]["traj"] = json!(5);
+    trials[120]["reward"] = json!("passed");
+    let path = dir.path().join("broken.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&trials).expect("json")).expect("write");
+    let run = score(&path, dir.path(), &[]);
+    assert_eq!(run.code, exit::USAGE, "{}", run.stderr);
+    assert!(run.stderr.contains(": [37].traj: "), "{}", run.stderr);
+    assert!(run.stderr.contains(": [120].reward: "), "{}", run.stderr);
+    let bad: Vec<&Value> = run
+        .records
+        .iter()
+        .filter(|r| r.get("error").is_some())
+        .collect();
+    let mut fields: Vec<&str> = (bad.iter())
+        .filter_map(|r| r["error"]["field"].as_str())
+        .collect();
+    fields.sort_unstable();
+    assert_eq!(fields, ["[120].reward", "[37].traj"]);
+    assert_eq!(run.records.len(), 50);
+    assert!(
+        run.stderr.contains("2 skipped (bad input)"),
+        "{}",
+        run.stderr
+    );
+
+    // A JSON document of another shape is refused whole, saying what is read.
+    let other = dir.path().join("other.json");
+    std::fs::write(&other, "{\n  \"task_id\": \"t\",\n  \"samples\": []\n}\n").expect("write");
+    let run = score(&other, dir.path(), &[]);
+    assert_eq!(run.code, exit::USAGE, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("tau2-bench results object"),
+        "{}",
+        run.stderr
+    );
+}
