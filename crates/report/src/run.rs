@@ -117,7 +117,7 @@ pub fn render(run: &RunPage<'_>) -> String {
     let _ = writeln!(
         page,
         "<p class=\"lede\">{} tasks decided from {} input lines: {} accepted, {} rejected, {} deferred.</p>",
-        run.digest.tasks(),
+        run.counts.accept + run.counts.reject + run.counts.defer,
         run.counts.lines,
         run.counts.accept,
         run.counts.reject,
