@@ -5,10 +5,11 @@
 //! `resume`, through [`content`]).
 
 use std::ffi::OsStr;
+use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
-use crate::eval::{catalog_copy, plangate};
+use crate::eval::{Run, catalog_copy, plangate};
 use crate::exit;
 use crate::report::rendered_dom;
 use crate::tools::repo;
@@ -161,27 +162,39 @@ fn the_eval_page_renders_every_section() {
 fn a_score_page_of_100000_tasks_renders_and_stays_under_2_mb() {
     let dir = tempfile::tempdir().expect("temp dir");
     let d = dir.path();
-    let (catalog, samples) = (d.join("catalog.json"), d.join("tasks.jsonl"));
-    let generated = std::process::Command::new("python3")
-        .arg(repo().join("scripts/bench.d/gen_tasks.py"))
-        .args(["--format", "plangate", "--count", "100000", "--catalog-out"])
+    let catalog = d.join("catalog.json");
+    let generator = repo().join("scripts/bench.d/gen_tasks.py");
+    let written = Command::new("python3")
+        .arg(&generator)
+        .args(["--format", "plangate", "--count", "0", "--catalog-out"])
         .arg(&catalog)
-        .stdout(std::fs::File::create(&samples).expect("samples"))
         .status()
         .expect("python3 runs the generator");
-    assert!(generated.success());
+    assert!(written.success());
+    // The tasks (some 200 MB) go through a pipe and the decisions to /dev/null: only
+    // the page is kept.
+    let mut tasks = Command::new("python3")
+        .arg(&generator)
+        .args(["--format", "plangate", "--count", "100000"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3 runs the generator");
     let html = d.join("page.html");
-    let run = plangate(&[
-        "score".as_ref(),
-        "--catalog".as_ref(),
-        catalog.as_os_str(),
-        "--samples".as_ref(),
-        samples.as_os_str(),
-        "--out".as_ref(),
-        d.join("decisions.jsonl").as_os_str(),
-        "--html".as_ref(),
-        html.as_os_str(),
-    ] as &[&OsStr]);
+    let out = Command::new(env!("CARGO_BIN_EXE_plangate"))
+        .arg("score")
+        .arg("--catalog")
+        .arg(&catalog)
+        .args(["--samples", "-", "--out", "/dev/null", "--html"])
+        .arg(&html)
+        .stdin(tasks.stdout.take().expect("the generator's output"))
+        .output()
+        .expect("plangate runs");
+    assert!(tasks.wait().expect("the generator ends").success());
+    let run = Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::new(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    };
     assert_eq!(run.code, exit::REJECT, "{}", run.stderr);
     let size = std::fs::metadata(&html)
         .expect("the page was written")

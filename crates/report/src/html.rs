@@ -16,6 +16,9 @@ tr.sub th{padding-left:1.8rem;font-weight:normal;color:#444}\
 thead th{border-bottom:2px solid #999}\
 table.facts th{font-weight:normal;color:#555;white-space:nowrap;vertical-align:top}\
 .q{color:#c0392b;font-weight:600}\
+.row{display:flex;flex-wrap:wrap;gap:0 3rem;align-items:flex-start}\
+table.tasks td{vertical-align:top;overflow-wrap:anywhere}table.tasks code{white-space:pre-wrap;word-break:break-all}\
+table.tasks td:nth-child(6){min-width:20rem}\
 svg{display:block;margin:.5rem 0;max-width:100%;height:auto}\
 svg text{font-family:inherit;font-size:12px;fill:#1d2430}\
 svg .axis{stroke:#888;stroke-width:1}svg .grid{stroke:#eee;stroke-width:1}\

@@ -149,7 +149,7 @@ fn lines_section(run: &RunPage<'_>) -> Option<Section> {
     if c.other_shards > 0 {
         rows.push(("other_shards", "in other shards", c.other_shards));
     }
-    let mut body = String::from("<table id=\"counts\">\n<tbody>\n");
+    let mut body = String::from("<div class=\"row\">\n<table id=\"counts\">\n<tbody>\n");
     for (key, name, n) in rows {
         let _ = writeln!(
             body,
@@ -170,13 +170,13 @@ fn lines_section(run: &RunPage<'_>) -> Option<Section> {
                 (s.legend().to_string(), by.to_vec())
             })
             .collect();
-        body.push_str("<p>Verdicts by label:</p>\n");
         body.push_str(&count_table(
             "by-label",
             &["label", "accept", "defer", "reject"],
             &rows,
         ));
     }
+    body.push_str("</div>\n");
     if let Some(b) = &run.baseline {
         let _ = writeln!(
             body,
@@ -457,6 +457,13 @@ pub fn retry_tables(r: &RetryReport) -> String {
 
 fn retry_section(run: &RunPage<'_>) -> Option<Section> {
     let r = run.retry?;
+    if r.rounds.is_empty() {
+        return Some(Section {
+            id: "retry",
+            title: "Defer path".into(),
+            body: "<p>No deferral was one a fresh epoch can settle (a changed live source, a quarantined or suspect tool, results that disagree): nothing was executed again.</p>\n".into(),
+        });
+    }
     let mut body = format!(
         "<p>{} deferred tasks executed again in {} fresh epoch(s) with every source pinned: {} calls executed (probes included) and {} reused from two runs that answered alike. A task keeps its last decision; its record keeps the earlier ones.</p>\n",
         r.tasks_retried,
