@@ -31,6 +31,9 @@ mod demo;
 mod hostile;
 // `plangate demo --html`: the report renders in headless Chromium (scripts/setup).
 mod report;
+// `--html` on `score` and `eval`: the run's page renders in headless Chromium, every
+// section there, and stays small for 100,000 tasks.
+mod page;
 // Malformed input (JSONTestSuite), broken catalogs and manifests, and the exit codes of
 // docs/errors.md, through the CLI.
 mod malformed;

@@ -1,15 +1,37 @@
 //! `plangate demo --html` end to end: the report a real run writes renders in a real
 //! browser (headless Chromium, installed by scripts/setup) with its table, both plots and
 //! the run's own numbers, and is self-contained enough to render with the network off.
+//! The browser's side is shared with the run pages' tests (`page`).
 
 use std::path::Path;
 use std::process::{Command, Output};
 
 use crate::tools::{build_tools, repo};
 
+/// The DOM headless Chromium builds from the page at `html`, once it has checked that
+/// the browser ran and logged no console message (a script error would be one: the
+/// pages have no scripts, so there must be none).
+pub(crate) fn rendered_dom(html: &Path) -> String {
+    let profile = tempfile::tempdir().expect("profile dir");
+    let url = format!("file://{}", html.display());
+    let dumped = chromium(
+        profile.path(),
+        &["--enable-logging=stderr", "--v=0", "--dump-dom"],
+        &url,
+    );
+    let stderr = String::from_utf8_lossy(&dumped.stderr);
+    assert!(
+        dumped.status.success(),
+        "chromium --dump-dom failed:\n{stderr}"
+    );
+    let console: Vec<&str> = stderr.lines().filter(|l| l.contains(":CONSOLE")).collect();
+    assert!(console.is_empty(), "the page logged: {console:?}");
+    String::from_utf8_lossy(&dumped.stdout).into_owned()
+}
+
 /// Chromium with everything that could reach the network or a profile switched off, and
 /// a fresh profile folder so runs never share state.
-fn chromium(profile: &Path, args: &[&str], url: &str) -> Output {
+pub(crate) fn chromium(profile: &Path, args: &[&str], url: &str) -> Output {
     Command::new("chromium")
         .args([
             "--headless",
@@ -55,15 +77,7 @@ fn the_html_report_renders_with_its_table_and_plots() {
     }
     let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
 
-    let url = format!("file://{}", html.display());
-    let profile = tempfile::tempdir().expect("profile dir");
-    let dumped = chromium(profile.path(), &["--dump-dom"], &url);
-    assert!(
-        dumped.status.success(),
-        "chromium --dump-dom failed:\n{}",
-        String::from_utf8_lossy(&dumped.stderr)
-    );
-    let dom = String::from_utf8_lossy(&dumped.stdout);
+    let dom = rendered_dom(&html);
     assert!(dom.contains("<table id=\"decisions\">"), "{dom}");
     // Both plots made it into the DOM as SVG, with their titles.
     assert!(dom.matches("<svg").count() >= 2, "{dom}");
@@ -123,6 +137,8 @@ fn the_html_report_renders_with_its_table_and_plots() {
     assert_eq!(sum("hallucinated"), hallucinated);
     assert_eq!(sum("correct"), r["tasks"].as_u64().unwrap() - hallucinated);
 
+    let url = format!("file://{}", html.display());
+    let profile = tempfile::tempdir().expect("profile dir");
     let png = dir.path().join("report.png");
     let shot = chromium(
         profile.path(),

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use crate::eval::{Run, plangate, seed_catalog};
 use crate::exit;
+use crate::page::content;
 use crate::tools::{build_tools, world};
 
 /// What an earlier run left in `--out`, to be replaced only by a whole new output.
@@ -148,6 +149,82 @@ fn score_killed_at_random_points_resumes_to_identical_decisions() {
     for leftover in ["out.jsonl.journal", "out.jsonl.partial"] {
         assert!(!dir.path().join(leftover).exists(), "{leftover} removed");
     }
+}
+
+/// `--html` survives kills: the page of a run killed and resumed again and again draws
+/// what the uninterrupted run's does, its lists included (each checkpoint keeps the
+/// page's part of its lines).
+#[test]
+fn a_resumed_score_draws_the_uninterrupted_page() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let d = dir.path();
+    let (catalog, samples) = score_batch(d, 20_000);
+    let base = ["score", "--catalog", s(&catalog), "--samples", s(&samples)];
+    let (whole_page, out_page) = (d.join("whole.html"), d.join("out.html"));
+    let (_, whole) = uninterrupted(
+        d,
+        &[&base[..], &["--html", s(&whole_page)]].concat(),
+        exit::USAGE,
+    );
+    killed_to_whole(
+        d,
+        &[&base[..], &["--html", s(&out_page)]].concat(),
+        &whole,
+        &kill_points(4, 1500, 11),
+        exit::USAGE,
+    );
+    let read = |p: &Path| std::fs::read_to_string(p).expect("page");
+    let (whole_page, out_page) = (read(&whole_page), read(&out_page));
+    assert_eq!(content(&whole_page), content(&out_page));
+    assert!(!out_page.contains("id=\"partial\""));
+}
+
+/// A run interrupted without `--html` kept no page data: resumed with it, the page
+/// counts every line and says that its reasons, plots and lists cover the lines after
+/// the interruption.
+#[test]
+fn a_page_resumed_from_a_run_without_one_says_what_it_covers() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (catalog, samples) = score_batch(dir.path(), 1_000);
+    let text = std::fs::read_to_string(&samples).expect("samples");
+    let out = dir.path().join("out.jsonl");
+    interrupted_at_512(&catalog, &text, &out);
+    let page = dir.path().join("page.html");
+    let run = plangate(&[
+        "score",
+        "--catalog",
+        s(&catalog),
+        "--samples",
+        s(&samples),
+        "--out",
+        s(&out),
+        "--resume",
+        "--html",
+        s(&page),
+    ]);
+    assert_eq!(run.code, exit::USAGE, "{}", run.stderr);
+    let page = std::fs::read_to_string(&page).expect("page");
+    let lines = text.lines().count();
+    assert!(
+        page.contains(&format!("id=\"count-lines\">{lines}<")),
+        "every line counted"
+    );
+    let note = &page[page.find("id=\"partial\"").expect("the note")..];
+    let through: usize = note
+        .split("after line ")
+        .nth(1)
+        .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+        .expect("the line it resumed after");
+    assert!((512..600).contains(&through), "{note}");
+    // The histogram counts only the tasks decided after it.
+    let hist = &page[page.find("<svg id=\"arg-hist\"").expect("histogram")..];
+    let hist = &hist[..hist.find("</svg>").expect("end")];
+    let tasks: usize = hist
+        .split(" tasks</title>")
+        .filter_map(|t| t.rsplit(": ").next()?.parse::<usize>().ok())
+        .sum();
+    assert!(tasks <= lines - through && tasks > 300, "{tasks}");
 }
 
 fn demo_batch(dir: &Path, tasks: &str) -> PathBuf {

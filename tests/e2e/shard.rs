@@ -1,6 +1,6 @@
-//! Shards and `plangate merge`: a batch run whole and as shards decides alike, a tool
-//! quarantined in one shard defers the other shards' rejects on it, and shards that are
-//! not parts of one batch are refused.
+//! Shards and `plangate merge`: a batch run whole and as shards decides alike (and
+//! draws the same page), a tool quarantined in one shard defers the other shards'
+//! rejects on it, and shards that are not parts of one batch are refused.
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -10,6 +10,7 @@ use sha2::{Digest, Sha256};
 
 use crate::eval::{Run, catalog_copy, plangate, seed_catalog};
 use crate::exit;
+use crate::page::content;
 
 /// `plangate eval` with `args` after the catalog and samples.
 fn eval(catalog: &Path, samples: &Path, args: &[&OsStr]) -> Run {
@@ -133,9 +134,10 @@ fn three_shards_merged_decide_byte_for_byte_as_the_whole_run() {
     std::fs::write(&samples, text).expect("write batch");
     let catalog = seed_catalog();
     let epoch = pin(d, &catalog);
-    let outputs =
-        |name: &str| ["jsonl", "health.json", "xml"].map(|ext| d.join(format!("{name}.{ext}")));
-    let [whole, whole_health, whole_junit] = outputs("whole");
+    let outputs = |name: &str| {
+        ["jsonl", "health.json", "xml", "html"].map(|ext| d.join(format!("{name}.{ext}")))
+    };
+    let [whole, whole_health, whole_junit, whole_page] = outputs("whole");
     let run = whole_run(
         &catalog,
         &samples,
@@ -146,13 +148,15 @@ fn three_shards_merged_decide_byte_for_byte_as_the_whole_run() {
             whole_health.as_os_str(),
             "--junit".as_ref(),
             whole_junit.as_os_str(),
+            "--html".as_ref(),
+            whole_page.as_os_str(),
         ],
     );
     assert_eq!(run.code, exit::USAGE, "bad lines: {}", run.stderr);
     let shards: Vec<PathBuf> = (1..=3)
         .map(|k| shard(d, &catalog, &samples, &epoch, k, 3))
         .collect();
-    let [merged, merged_health, merged_junit] = outputs("merged");
+    let [merged, merged_health, merged_junit, merged_page] = outputs("merged");
     let run = merge(
         &[shards[2].clone(), shards[0].clone(), shards[1].clone()],
         &[
@@ -162,6 +166,8 @@ fn three_shards_merged_decide_byte_for_byte_as_the_whole_run() {
             merged_health.as_os_str(),
             "--junit".as_ref(),
             merged_junit.as_os_str(),
+            "--html".as_ref(),
+            merged_page.as_os_str(),
         ],
     );
     assert_eq!(run.code, exit::USAGE, "{}", run.stderr);
@@ -179,6 +185,13 @@ fn three_shards_merged_decide_byte_for_byte_as_the_whole_run() {
             b.display()
         );
     }
+    // The merged page is the whole run's, but for the command and its timings.
+    let (whole_page, merged_page) = (
+        std::fs::read_to_string(&whole_page).unwrap(),
+        std::fs::read_to_string(&merged_page).unwrap(),
+    );
+    assert_eq!(content(&whole_page), content(&merged_page));
+    assert!(merged_page.contains("<section id=\"health\">"));
     let lines = std::fs::read_to_string(&merged).unwrap();
     assert_eq!(lines.lines().count(), 302, "300 decisions and 2 bad lines");
     // Each shard decided only its own part.
@@ -456,9 +469,15 @@ fn score_shards_merged_write_the_whole_scores_decisions() {
         args.extend_from_slice(extra);
         plangate(&args)
     };
-    let whole = d.join("whole.jsonl");
+    let (whole, whole_page) = (d.join("whole.jsonl"), d.join("whole.html"));
     assert_eq!(
-        score(&["--out".as_ref(), whole.as_os_str()]).code,
+        score(&[
+            "--out".as_ref(),
+            whole.as_os_str(),
+            "--html".as_ref(),
+            whole_page.as_os_str()
+        ])
+        .code,
         exit::USAGE
     );
     let shards: Vec<PathBuf> = (1..=3)
@@ -475,13 +494,29 @@ fn score_shards_merged_write_the_whole_scores_decisions() {
             out
         })
         .collect();
-    let merged = d.join("merged.jsonl");
-    let run = merge(&shards, &["--out".as_ref(), merged.as_os_str()]);
+    let (merged, merged_page) = (d.join("merged.jsonl"), d.join("merged.html"));
+    let run = merge(
+        &shards,
+        &[
+            "--out".as_ref(),
+            merged.as_os_str(),
+            "--html".as_ref(),
+            merged_page.as_os_str(),
+        ],
+    );
     assert_eq!(run.code, exit::USAGE, "{}", run.stderr);
     assert_eq!(
         std::fs::read(&whole).unwrap(),
         std::fs::read(&merged).unwrap()
     );
+    // Recorded results: the merged page has no tool health either, and is the whole's.
+    let (whole_page, merged_page) = (
+        std::fs::read_to_string(&whole_page).unwrap(),
+        std::fs::read_to_string(&merged_page).unwrap(),
+    );
+    assert_eq!(content(&whole_page), content(&merged_page));
+    assert!(!merged_page.contains("<section id=\"health\">"));
+    assert!(merged_page.contains("<table id=\"notable-scattered\""));
     // The seed's rule is no rule merge decides by.
     let x = d.join("x.jsonl");
     let run = score(&[

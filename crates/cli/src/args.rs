@@ -30,7 +30,8 @@ pub(crate) struct IoArgs {
     pub(crate) max_line_bytes: u64,
 }
 
-/// The reports a run writes beside its decisions (`eval`, `merge`).
+/// The reports a run writes beside its decisions (`eval`, `merge`; `score` writes its
+/// page alone).
 #[derive(Debug, Clone, Args)]
 pub(crate) struct ReportArgs {
     /// Write tool health (verified, quarantined, evidence) here.
@@ -42,6 +43,17 @@ pub(crate) struct ReportArgs {
     /// Write the run summary (counts, tool health, epoch manifest, timings) here.
     #[arg(long, value_name = "FILE")]
     pub(crate) summary_json: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) page: PageArgs,
+}
+
+/// The run's page (`score`, `eval`, `merge`).
+#[derive(Debug, Clone, Args)]
+pub(crate) struct PageArgs {
+    /// Write the run as one self-contained HTML page here (counts, reasons, agreement
+    /// plots, tool health, the defer path, the tasks worth a look), which opens offline.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) html: Option<PathBuf>,
 }
 
 /// Thresholds shared by every deciding command.

@@ -206,11 +206,7 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
         retried => retried?,
     };
     let retry_done = started.elapsed();
-    let mut outputs = Outputs::open(
-        args.io.out.as_deref(),
-        args.reports.junit.is_some(),
-        &source.name,
-    )?;
+    let mut outputs = Outputs::open(&args.reports, args.io.out.as_deref(), &source.name)?;
     match outputs.write_all(&finished, &retried, &mut tally) {
         Err(e) if e.is::<Interrupted>() => return interrupted(journal.as_ref(), &tally),
         written => written.map_err(|e| after_the_work(e, journal.as_ref()))?,
@@ -226,6 +222,7 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
         decided,
     };
     let ran = Findings {
+        command: "eval",
         epoch: Some(world.epoch().manifest()),
         finished: &finished,
         retry: retry.as_ref(),
@@ -486,6 +483,7 @@ fn check_outputs(args: &EvalArgs, catalog: &plangate_gate::catalog::Catalog) -> 
         ("--tool-health", &args.reports.tool_health),
         ("--junit", &args.reports.junit),
         ("--summary-json", &args.reports.summary_json),
+        ("--html", &args.reports.page.html),
         ("--out", &args.io.out),
     ]
     .into_iter()

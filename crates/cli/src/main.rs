@@ -14,6 +14,7 @@ mod interrupt;
 mod lines;
 mod merge;
 mod outputs;
+mod page;
 mod probe;
 mod resume;
 mod score;

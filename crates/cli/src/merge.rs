@@ -57,11 +57,7 @@ pub(crate) fn run(args: MergeArgs) -> Result<u8> {
         blank: first.blank,
         ..Tally::default()
     };
-    let mut outputs = Outputs::open(
-        args.out.as_deref(),
-        args.reports.junit.is_some(),
-        &first.source,
-    )?;
+    let mut outputs = Outputs::open(&args.reports, args.out.as_deref(), &first.source)?;
     match outputs.write_all(&finished, &BTreeMap::new(), &mut tally) {
         Err(e) if e.is::<crate::interrupt::Interrupted>() => {
             eprintln!("plangate: interrupted: nothing was written; run the merge again");
@@ -78,6 +74,7 @@ pub(crate) fn run(args: MergeArgs) -> Result<u8> {
     }
     let decided = started.elapsed();
     let ran = Findings {
+        command: "merge",
         epoch: first.epoch.as_ref(),
         finished: &finished,
         retry: None,
@@ -127,6 +124,7 @@ fn check_outputs(args: &MergeArgs) -> Result<()> {
         ("--tool-health", &args.reports.tool_health),
         ("--junit", &args.reports.junit),
         ("--summary-json", &args.reports.summary_json),
+        ("--html", &args.reports.page.html),
         ("--out", &args.out),
     ]
     .into_iter()

@@ -1,6 +1,6 @@
 //! What a run leaves beside its verdicts, written alike by `eval` and by `merge` (which
 //! decides a sharded batch as one `eval` would): the decisions file with the lines that
-//! were not tasks in their place, JUnit, tool health and the summary.
+//! were not tasks in their place, JUnit, tool health, the summary and the page.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -11,12 +11,15 @@ use anyhow::{Context, Result};
 use plangate_gate::decide::Verdict;
 use plangate_gate::task::TaskError;
 use plangate_harness::{Finished, LineOutcome, Record, Retried, RetryReport};
+use plangate_report::digest::RunDigest;
 use plangate_report::junit::Junit;
+use plangate_report::run::RunPage;
 use serde_json::json;
 
 use crate::args::ReportArgs;
 use crate::files::{Output, open_out, write_file, write_json};
 use crate::lines::skip_line;
+use crate::page::{code_fact, elapsed_fact, fact, page, write_page};
 use crate::tally::Tally;
 
 /// When the run started, and when each of its phases ended, from that start.
@@ -31,6 +34,8 @@ pub(crate) struct Timings {
 
 /// What the run found, for the reports: its first epoch and the defer path's rounds.
 pub(crate) struct Findings<'a> {
+    /// The command (`eval`, `merge`), as the page names it.
+    pub(crate) command: &'static str,
     /// The epoch's manifest (None: results recorded in the input, from `score`).
     pub(crate) epoch: Option<&'a plangate_sandbox::EpochManifest>,
     pub(crate) finished: &'a Finished,
@@ -47,15 +52,18 @@ pub(crate) struct Outputs<'a> {
     junit: Option<Junit>,
     /// Verdict counts per label, indexed by `Verdict as usize`.
     labels: BTreeMap<String, [usize; 3]>,
+    /// The page's digest of every decision written, when the page is asked for.
+    digest: Option<RunDigest>,
 }
 
 impl<'a> Outputs<'a> {
-    pub(crate) fn open(out: Option<&Path>, junit: bool, source: &'a str) -> Result<Self> {
+    pub(crate) fn open(args: &ReportArgs, out: Option<&Path>, source: &'a str) -> Result<Self> {
         Ok(Outputs {
             out: open_out(out)?,
             source,
-            junit: junit.then(Junit::new),
+            junit: args.junit.is_some().then(Junit::new),
             labels: BTreeMap::new(),
+            digest: args.page.html.is_some().then(RunDigest::default),
         })
     }
 
@@ -78,6 +86,9 @@ impl<'a> Outputs<'a> {
                 }
             };
             let record = Record::of(&d, &finished.epoch_id, retried);
+            if let Some(digest) = self.digest.as_mut() {
+                digest.add(d.line, record.decision);
+            }
             self.decided(&record, d.naive, tally)?;
         }
         Ok(())
@@ -133,7 +144,8 @@ pub(crate) fn write_reports(
         mut out,
         junit,
         labels,
-        ..
+        digest,
+        source,
     } = outputs;
     if let Some(file) = &args.tool_health {
         write_json(file, &ran.finished.health)?;
@@ -151,7 +163,64 @@ pub(crate) fn write_reports(
         let summary = summary(ran, tally, &labels, timings);
         write_json(file, &summary)?;
     }
+    if let (Some(file), Some(digest)) = (&args.page.html, &digest) {
+        write_page(file, &run_page(ran, source, tally, digest, timings))?;
+    }
     out.finish()
+}
+
+/// The run's page: the counts and digest, tool health when the run executed its
+/// calls (an epoch; recorded results have no probe), the defer path, and the run's
+/// facts.
+fn run_page<'a>(
+    ran: &Findings<'a>,
+    source: &str,
+    tally: &Tally,
+    digest: &'a RunDigest,
+    t: &Timings,
+) -> RunPage<'a> {
+    let mut page = page(ran.command, source, tally, digest);
+    let finished = ran.finished;
+    page.retry = ran.retry;
+    if ran.epoch.is_some() {
+        page.health = Some(&finished.health);
+        let s = &finished.stats;
+        page.facts.extend([
+            code_fact("epoch", "epoch", &finished.epoch_id),
+            fact("calls", "calls executed", &s.calls_executed.to_string()),
+            fact("reused", "calls reused", &s.calls_reused.to_string()),
+            fact("probe_calls", "probe calls", &s.probe_calls.to_string()),
+            fact(
+                "witnesses",
+                "determinism witnesses",
+                &s.witnesses.to_string(),
+            ),
+        ]);
+        let changed = finished.changed_live_mounts();
+        let changed = if changed.is_empty() {
+            "none".to_string()
+        } else {
+            changed.join(", ")
+        };
+        page.facts
+            .push(fact("changed", "live sources that changed", &changed));
+    }
+    if let Some(shards) = ran.merged.as_ref().and_then(|m| m["shards"].as_array()) {
+        let names: Vec<String> = shards
+            .iter()
+            .map(|s| {
+                format!(
+                    "{} ({})",
+                    s["shard"].as_str().unwrap_or(""),
+                    s["evidence"].as_str().unwrap_or("")
+                )
+            })
+            .collect();
+        page.facts
+            .push(fact("shards", "shards merged", &names.join(", ")));
+    }
+    page.facts.push(elapsed_fact(t.started.elapsed()));
+    page
 }
 
 /// The `--summary-json` document: counts, tool health, the epoch, and how long each

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::tally::Tally;
+use plangate_report::digest::RunDigest;
 
 /// Appends `suffix` to the file name of the file `out` names.
 fn beside(out: &Path, suffix: &str) -> PathBuf {
@@ -122,6 +123,10 @@ pub(crate) struct Checkpoint {
     /// samples file that changed anywhere before it is not resumed.
     pub(crate) prefix: Prefix,
     pub(crate) tally: Tally,
+    /// With `--html`, the page's digest of the lines since the checkpoint before (of
+    /// the lists, only the tasks the page kept): [`ScoreJournal::resume`] adds them up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) page: Option<RunDigest>,
 }
 
 /// A running hash over the lines read so far, each with its number (a line too long
@@ -176,12 +181,14 @@ impl ScoreJournal {
     }
 
     /// Reads an interrupted run's journal: its header and its last whole checkpoint
-    /// (none when it stopped before its first chunk), then continues it.
+    /// (none when it stopped before its first chunk), whose `page` is the page's
+    /// digest of every line through it ([`pages_kept`]), then continues it.
     pub(crate) fn resume(path: &Path) -> Result<(Self, JournalHeader, Checkpoint)> {
         let earlier = plangate_harness::Earlier::<Checkpoint>::read(path)?;
         // Locked before anything is written, and cut after its last whole line.
         let file = earlier.reopen(path)?;
-        let last = earlier.entries().last().cloned().unwrap_or_default();
+        let mut last = earlier.entries().last().cloned().unwrap_or_default();
+        last.page = pages_kept(earlier.entries());
         Ok((
             ScoreJournal {
                 path: path.to_path_buf(),
@@ -213,9 +220,51 @@ impl ScoreJournal {
     }
 }
 
+/// The page's digest of every line the checkpoints cover: the sum of each one's part
+/// since the last that kept nothing (a finished run's, which a next run starts over
+/// from); None when one of them kept no part (its run had no `--html`).
+fn pages_kept(checkpoints: &[Checkpoint]) -> Option<RunDigest> {
+    let mut sum = Some(RunDigest::default());
+    for c in checkpoints {
+        if c.through == 0 {
+            sum = Some(RunDigest::default());
+            continue;
+        }
+        sum = match (sum, &c.page) {
+            (Some(mut sum), Some(part)) => {
+                let _ = sum.absorb(part.clone());
+                Some(sum)
+            }
+            _ => None,
+        };
+    }
+    sum
+}
+
 #[cfg(test)]
 mod tests {
-    use super::Prefix;
+    use super::{Checkpoint, Prefix, pages_kept};
+    use plangate_report::digest::RunDigest;
+
+    #[test]
+    fn pages_kept_add_up_since_the_last_reset_and_need_every_part() {
+        let part = |through: usize, page: bool| Checkpoint {
+            through,
+            page: page.then(RunDigest::default),
+            ..Checkpoint::default()
+        };
+        assert_eq!(pages_kept(&[]), Some(RunDigest::default()));
+        assert_eq!(
+            pages_kept(&[part(5, true), part(9, true)]),
+            Some(RunDigest::default())
+        );
+        assert_eq!(pages_kept(&[part(5, false), part(9, true)]), None);
+        // A finished run's reset, then a run with --html: its parts alone count.
+        assert_eq!(
+            pages_kept(&[part(5, false), part(0, false), part(3, true)]),
+            Some(RunDigest::default())
+        );
+    }
 
     fn after(lines: &[(usize, crate::lines::Line<'_>)]) -> u64 {
         let mut p = Prefix::default();

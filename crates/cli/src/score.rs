@@ -11,8 +11,9 @@ use plangate_gate::score::{self, Scored};
 use plangate_gate::seed;
 use plangate_harness::SpilledLine;
 use plangate_harness::pipeline::{self, Feed, InOrder};
+use plangate_report::digest::RunDigest;
 
-use crate::args::{Baseline, IoArgs, ThresholdArgs};
+use crate::args::{Baseline, IoArgs, PageArgs, ThresholdArgs};
 use crate::files::{Output, Reads, check_outputs, load_catalog, open_out, replaced};
 use crate::interrupt::{Interrupted, stopping};
 use crate::lines::{
@@ -66,6 +67,8 @@ pub(crate) struct ScoreArgs {
     #[arg(long, value_name = "K/M")]
     shard: Option<Shard>,
     #[command(flatten)]
+    page: PageArgs,
+    #[command(flatten)]
     thresholds: ThresholdArgs,
 }
 
@@ -82,6 +85,9 @@ struct ScoreChunk {
     /// keeps one: by the reader, which has just copied each line, where hashing them
     /// again in the writer read them back from the other core's cache.
     prefix: Prefix,
+    /// The page's digest of the chunk's decisions (`--html`), gathered by the worker
+    /// that decided them.
+    digest: Option<RunDigest>,
 }
 
 /// What each line of a chunk produced, with where the chunk's records ended after it.
@@ -97,14 +103,25 @@ struct ChunkScorer<'a> {
 impl ChunkScorer<'_> {
     /// Decides every line of `chunk`, appending the records to its buffer.
     fn score_chunk(&self, chunk: &mut ScoreChunk) -> ChunkScores {
-        let ScoreChunk { lines, records, .. } = chunk;
+        let ScoreChunk {
+            lines,
+            records,
+            digest,
+            ..
+        } = chunk;
+        *digest = self.args.page.html.is_some().then(RunDigest::default);
         let pipeline::Chunk { data, lines } = lines;
         lines
             .iter()
             .map(|(number, at)| {
-                let scored = match at {
-                    Ok(range) => self.gate.score_guarded(&data[range.clone()], records),
-                    Err(bytes) => Scored::Bad(too_long(*bytes, self.args.io.max_line_bytes)),
+                let scored = match (at, digest.as_mut()) {
+                    (Ok(range), Some(digest)) => {
+                        let see = |d: &plangate_gate::decide::Decision| digest.add(*number, d);
+                        self.gate
+                            .score_guarded_seeing(&data[range.clone()], records, see)
+                    }
+                    (Ok(range), None) => self.gate.score_guarded(&data[range.clone()], records),
+                    (Err(bytes), _) => Scored::Bad(too_long(*bytes, self.args.io.max_line_bytes)),
                 };
                 let scored = match (scored, self.args.shard) {
                     (Scored::Bad(e), Some(s)) if !s.owns_bad_line(*number, &e) => Scored::Other,
@@ -132,12 +149,19 @@ struct RecordWriter<'a> {
     ids: TaskIds,
     /// A shard's entries for `merge`, in input order, until the evidence is written.
     evidence: Option<std::io::BufWriter<std::fs::File>>,
+    /// The page's digest of every decision written (`--html`).
+    page: Option<RunDigest>,
 }
 
 impl RecordWriter<'_> {
     /// Records that every line of `chunk` is written: its decisions are flushed first,
-    /// so a checkpoint never counts bytes a kill could lose.
-    fn checkpoint(&mut self, chunk: &ScoreChunk) -> Result<()> {
+    /// so a checkpoint never counts bytes a kill could lose. The chunk's digest (`part`)
+    /// joins the page's, and the checkpoint keeps what a resumed run needs of it.
+    fn checkpoint(&mut self, chunk: &ScoreChunk, part: Option<RunDigest>) -> Result<()> {
+        let page = match (self.page.as_mut(), part) {
+            (Some(page), Some(part)) => Some(page.absorb(part)),
+            _ => None,
+        };
         let Some((number, _)) = chunk.lines.lines.last() else {
             return Ok(());
         };
@@ -152,6 +176,7 @@ impl RecordWriter<'_> {
             bytes_hash: self.out.hash(),
             prefix: chunk.prefix,
             tally: self.tally.clone(),
+            page,
         })?;
         Ok(())
     }
@@ -267,8 +292,9 @@ fn write_in_order(
     loop {
         match in_order.wait_next() {
             Ok(Some((mut chunk, scored))) => {
+                let part = chunk.digest.take();
                 writer.write(&chunk, scored)?;
-                writer.checkpoint(&chunk)?;
+                writer.checkpoint(&chunk, part)?;
                 chunk.lines.clear();
                 chunk.records.clear();
                 in_order.recycle(chunk);
@@ -373,34 +399,21 @@ fn check_thresholds(args: &ScoreArgs) -> Result<()> {
 }
 
 pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
+    let started = std::time::Instant::now();
     // First: an interrupt during setup then stops the run at its first line, cleanly.
     crate::interrupt::install();
     check_thresholds(&args)?;
     check_shard(&args)?;
-    let catalog = load_catalog(&args.io.catalog)?;
-    if let Some(out) = args.io.out.as_deref() {
-        let (journal, partial, evidence) = (
-            crate::resume::journal_path(out),
-            crate::resume::partial_path(out),
-            evidence_path(out),
+    if args.seed_compat.is_some() && args.page.html.is_some() {
+        bail!(
+            "--html cannot be used with --seed-compat: the seed's records carry no agreements or reasons to show"
         );
-        let mut outputs = vec![
-            ("--out", out),
-            ("--out's journal", journal.as_path()),
-            ("--out's partial decisions", partial.as_path()),
-        ];
-        if args.shard.is_some() {
-            outputs.push(("--out's shard evidence", evidence.as_path()));
-        }
-        check_outputs(
-            &outputs,
-            &Reads::default()
-                .catalog("--catalog", &args.io.catalog, &catalog)
-                .file("--samples", &args.io.samples),
-        )?;
     }
+    let catalog = load_catalog(&args.io.catalog)?;
+    check_score_outputs(&args, &catalog)?;
     let (input, source) = open_samples(&args.io.samples, args.io.max_line_bytes)?;
-    let (out, journal, done) = open_resumable(&args)?;
+    let (out, journal, mut done) = open_resumable(&args)?;
+    let (page, partial) = resumed_page(&args, &mut done);
     let mut writer = RecordWriter {
         out,
         source: &source,
@@ -415,6 +428,7 @@ pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
             )),
             None => None,
         },
+        page,
     };
     let mut digest = args.shard.map(|_| SamplesDigest::default());
     let done = Checkpoint {
@@ -445,6 +459,18 @@ pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
     if let (Some(evidence), Some(digest)) = (writer.evidence.take(), digest) {
         write_evidence(&args, &catalog, evidence, digest, &tally)?;
     }
+    // While the journal still holds every checkpoint: a page that cannot be written
+    // is written by `--resume`, which then decides nothing again.
+    if let (Some(file), Some(digest)) = (&args.page.html, &writer.page) {
+        let mut page = crate::page::page("score", &source.name, &tally, digest);
+        page.partial = partial;
+        page.facts.extend([
+            crate::page::fact("jobs", "threads deciding", &jobs.to_string()),
+            crate::page::fact("resumed", "resumed after line", &done.through.to_string()),
+            crate::page::elapsed_fact(started.elapsed()),
+        ]);
+        crate::page::write_page(file, &page)?;
+    }
     // Before the decisions leave `OUT.partial` for --out, the journal's last checkpoint
     // becomes one that kept nothing, so a kill before the journal is removed leaves a
     // journal the next `--resume` starts over from (it needs no partial file) instead of
@@ -460,6 +486,59 @@ pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
     writer.ids.report(&source.name);
     tally.report(&source.name);
     Ok(tally.exit_code())
+}
+
+/// Refuses, before any work, an output that names an input or another output, or
+/// cannot be written: `--html`, and `--out` with the files kept beside it.
+fn check_score_outputs(args: &ScoreArgs, catalog: &Catalog) -> Result<()> {
+    let mut outputs: Vec<(&str, &std::path::Path)> = Vec::new();
+    if let Some(html) = args.page.html.as_deref() {
+        outputs.push(("--html", html));
+    }
+    let beside = args.io.out.as_deref().map(|out| {
+        (
+            out,
+            crate::resume::journal_path(out),
+            crate::resume::partial_path(out),
+            evidence_path(out),
+        )
+    });
+    if let Some((out, journal, partial, evidence)) = &beside {
+        outputs.extend([
+            ("--out", *out),
+            ("--out's journal", journal.as_path()),
+            ("--out's partial decisions", partial.as_path()),
+        ]);
+        if args.shard.is_some() {
+            outputs.push(("--out's shard evidence", evidence.as_path()));
+        }
+    }
+    check_outputs(
+        &outputs,
+        &Reads::default()
+            .catalog("--catalog", &args.io.catalog, catalog)
+            .file("--samples", &args.io.samples),
+    )
+}
+
+/// The page's digest to start from (`--html`): empty, or the lines an interrupted run
+/// decided, summed from its checkpoints. When those kept none (that run had no
+/// `--html`), it starts empty and the page says which lines it covers.
+fn resumed_page(args: &ScoreArgs, done: &mut Checkpoint) -> (Option<RunDigest>, Option<String>) {
+    let kept = done.page.take();
+    if args.page.html.is_none() {
+        return (None, None);
+    }
+    match (done.through, kept) {
+        (0, _) => (Some(RunDigest::default()), None),
+        (_, Some(kept)) => (Some(kept), None),
+        (through, None) => (
+            Some(RunDigest::default()),
+            Some(format!(
+                "This run resumed one that was interrupted after line {through} and kept no page data (it ran without --html): the counts above cover every line; the reasons, plots and lists below cover the lines after line {through}."
+            )),
+        ),
+    }
 }
 
 /// Refuses a shard run that `merge` could not use, before any work.

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use plangate_gate::decide::Options;
-use plangate_report::plot::TaskPoint;
+use plangate_report::agreement::Plots;
 
 pub use error::DemoError;
 pub use results::DemoReport;
@@ -102,7 +102,7 @@ pub struct RunOptions {
 #[derive(Debug, Clone)]
 pub struct Demo {
     report: DemoReport,
-    points: Vec<TaskPoint<'static>>,
+    plots: Plots,
 }
 
 impl Demo {
@@ -113,7 +113,7 @@ impl Demo {
 
     /// The self-contained HTML page (table, facts, agreement plots).
     pub fn html(&self) -> String {
-        page::render(&self.report, &self.points)
+        page::render(&self.report, &self.plots)
     }
 
     /// The table as the terminal shows it, lines ending in newlines.
@@ -125,6 +125,6 @@ impl Demo {
 /// Runs `batch` in one pinned epoch with the world driver beside it, retries its
 /// deferrals, and judges it four ways.
 pub fn run(batch: &Batch, opts: &RunOptions) -> Result<Demo, DemoError> {
-    let (report, points) = run::run(batch, opts)?;
-    Ok(Demo { report, points })
+    let (report, plots) = run::run(batch, opts)?;
+    Ok(Demo { report, plots })
 }

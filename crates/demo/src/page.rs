@@ -4,13 +4,15 @@
 
 use std::fmt::Write as _;
 
-use plangate_report::html::{Page, escape};
-use plangate_report::plot::{TaskPoint, histogram, histogram_svg, tool_results, tools_svg};
+use plangate_report::agreement::Plots;
+use plangate_report::html::{Page, count_table, escape};
+use plangate_report::plot::{histogram_svg, histogram_title, tools_svg};
+use plangate_report::run::{TOOL_ROWS, retry_tables};
 
 use crate::results::{COLUMNS, DemoReport, table_rows};
 
 /// The whole page.
-pub(crate) fn render(r: &DemoReport, points: &[TaskPoint<'_>]) -> String {
+pub(crate) fn render(r: &DemoReport, plots: &Plots) -> String {
     let mut h = Page::new(&format!(
         "plangate demo: {} tasks, seed {}",
         r.tasks, r.seed
@@ -25,14 +27,15 @@ pub(crate) fn render(r: &DemoReport, points: &[TaskPoint<'_>]) -> String {
     decisions_table(&mut h, r);
     facts(&mut h, r);
 
-    h.h2("Argument agreement by label");
+    let hist = plots.histogram();
+    h.h2(histogram_title(&hist));
     let _ = writeln!(
         h,
         "<p>Share of a task&#39;s samples whose arguments equal the most common plan&#39;s. \
          Correct plans should sit near 1.0 (a sample that slips an argument costs one bin) and \
          hallucinated ones far below, where each sample made up its own argument.</p>"
     );
-    h.push_html(&histogram_svg(r.samples, &histogram(r.samples, points)));
+    h.push_html(&histogram_svg(&hist));
 
     h.h2("Result agreement per tool");
     let _ = writeln!(
@@ -42,7 +45,10 @@ pub(crate) fn render(r: &DemoReport, points: &[TaskPoint<'_>]) -> String {
          (a made-up argument changes the result too). Quarantined tools are declared \
          deterministic but drifted with live state, so their results are not trusted.</p>"
     );
-    h.push_html(&tools_svg(&tool_results(&r.quarantined, points)));
+    h.push_html(&tools_svg(
+        &plots.tool_rows(&r.quarantined, TOOL_ROWS),
+        &hist.series(),
+    ));
 
     retry_table(&mut h, r);
     reasons_table(&mut h, r);
@@ -132,15 +138,14 @@ fn facts(h: &mut Page, r: &DemoReport) {
     h.facts("facts", &rows);
 }
 
-/// The defer path: how the deferrals it retried ended, by the reason each was first
-/// deferred for, and what the retry epochs cost.
+/// The defer path: its rounds, how the deferrals it retried ended, by the reason each
+/// was first deferred for, and what the retry epochs cost.
 fn retry_table(h: &mut Page, r: &DemoReport) {
     let x = &r.retry;
     h.h2("Defer path");
-    let _ = write!(
+    let _ = writeln!(
         h,
-        "<p>{} deferred tasks executed again in {} fresh epoch(s) with every source pinned, for {} more calls executed and {} reused (repeats of a call that ran twice alike): {:.1}% more calls than the first epoch, for {:.1}% more wall time.</p>\n\
-         <table id=\"retry\">\n<thead><tr><th>first deferred for</th><th class=\"n\">accept</th><th class=\"n\">reject</th><th class=\"n\">defer</th></tr></thead>\n<tbody>\n",
+        "<p>{} deferred tasks executed again in {} fresh epoch(s) with every source pinned, for {} more calls executed and {} reused (repeats of a call that ran twice alike): {:.1}% more calls than the first epoch, for {:.1}% more wall time.</p>",
         x.tasks_retried,
         x.rounds.len(),
         x.calls,
@@ -148,36 +153,21 @@ fn retry_table(h: &mut Page, r: &DemoReport) {
         r.retry_price.calls_share * 100.0,
         r.retry_price.wall_share * 100.0,
     );
-    for (reason, verdicts) in &x.resolved {
-        let _ = write!(h, "<tr><th><code>{}</code></th>", escape(reason));
-        for v in ["accept", "reject", "defer"] {
-            let _ = write!(
-                h,
-                "<td class=\"n\">{}</td>",
-                verdicts.get(v).copied().unwrap_or(0)
-            );
-        }
-        h.push_html("</tr>\n");
-    }
-    h.push_html("</tbody>\n</table>\n");
+    h.push_html(&retry_tables(x));
 }
 
 fn reasons_table(h: &mut Page, r: &DemoReport) {
     h.h2("Gate reason codes");
     h.push_html(
-        "<p>A decision carries every reason that applied, so these add up to more than the tasks.</p>\n\
-         <table id=\"reasons\">\n<thead><tr><th>reason</th><th class=\"n\">tasks</th></tr></thead>\n<tbody>\n",
+        "<p>A decision carries every reason that applied, so these add up to more than the tasks.</p>\n",
     );
     let mut rows: Vec<(&String, &usize)> = r.gate_reasons.iter().collect();
     rows.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-    for (code, n) in rows {
-        let _ = writeln!(
-            h,
-            "<tr><th><code>{}</code></th><td class=\"n\">{n}</td></tr>",
-            escape(code)
-        );
-    }
-    h.push_html("</tbody>\n</table>\n");
+    let rows: Vec<(String, Vec<u64>)> = rows
+        .into_iter()
+        .map(|(code, n)| (format!("<code>{}</code>", escape(code)), vec![*n as u64]))
+        .collect();
+    h.push_html(&count_table("reasons", &["reason", "tasks"], &rows));
 }
 
 fn by_tool_table(h: &mut Page, r: &DemoReport) {
@@ -218,21 +208,7 @@ fn by_tool_table(h: &mut Page, r: &DemoReport) {
 mod tests {
     use super::*;
     use crate::results::{Column, RetryPrice};
-
-    fn point(
-        tool: &'static str,
-        hallucinated: bool,
-        count: usize,
-        r: Option<f64>,
-    ) -> TaskPoint<'static> {
-        TaskPoint {
-            tool,
-            hallucinated,
-            arg_count: count,
-            arg_n: 10,
-            result_agreement: r,
-        }
-    }
+    use plangate_report::agreement::Series;
 
     fn report() -> DemoReport {
         DemoReport {
@@ -305,22 +281,20 @@ mod tests {
         }
     }
 
-    fn points() -> Vec<TaskPoint<'static>> {
-        vec![
-            point("get_user>get_order", false, 10, Some(1.0)),
-            point("get_user>get_order", false, 10, Some(0.9)),
-            point("search<index>", false, 9, None),
-            point("search<index>", true, 3, Some(0.4)),
-            TaskPoint {
-                arg_n: 7,
-                ..point("read_file", true, 5, None)
-            },
-        ]
+    fn plots() -> Plots {
+        let mut p = Plots::default();
+        let (c, h) = (Series::Correct, Series::Hallucinated);
+        p.add(c, (10, 10), Some((10, 10)), ["get_user>get_order"]);
+        p.add(c, (10, 10), Some((9, 10)), ["get_user>get_order"]);
+        p.add(c, (9, 10), None, ["search<index>"]);
+        p.add(h, (3, 10), Some((4, 10)), ["search<index>"]);
+        p.add(h, (5, 7), None, ["read_file"]);
+        p
     }
 
     #[test]
     fn page_is_escaped_and_has_both_plots() {
-        let html = render(&report(), &points());
+        let html = render(&report(), &plots());
         assert!(html.starts_with("<!DOCTYPE html>"));
         assert!(html.ends_with("</html>\n"));
         assert_balanced(html.trim_start_matches("<!DOCTYPE html>"));

@@ -15,7 +15,7 @@ use plangate_gate::task::{Label, Task, parse_task_line};
 use plangate_harness::{
     Decided, Eval, EvalOptions, EvalRun, Finished, HarnessError, Retried, RetryReport, WorldOptions,
 };
-use plangate_report::plot::TaskPoint;
+use plangate_report::agreement::{Plots, Series};
 
 use crate::driver::{copy_tree, drive, private_catalog};
 use crate::error::DemoError;
@@ -41,10 +41,7 @@ pub(crate) struct BatchRun {
 }
 
 /// The whole demo after its batch is drawn: run, judged four ways, summed up.
-pub(crate) fn run(
-    batch: &Batch,
-    opts: &RunOptions,
-) -> Result<(DemoReport, Vec<TaskPoint<'static>>), DemoError> {
+pub(crate) fn run(batch: &Batch, opts: &RunOptions) -> Result<(DemoReport, Plots), DemoError> {
     let ran = run_batch(batch, opts)?;
     let elapsed = opts.started.elapsed().as_secs_f64();
     let tasks = &batch.tasks;
@@ -57,10 +54,10 @@ pub(crate) fn run(
             None => (d.line, d.decision.clone()),
         })
     });
-    let (gate, points) = judge_gate(tasks, last)?;
+    let (gate, plots) = judge_gate(tasks, last)?;
     let seed_rule = judge_seed_rule(&opts.decide, tasks, &ran.finished)?;
     let report = demo_report(batch, ran, [one_epoch, gate], seed_rule, elapsed)?;
-    Ok((report, points))
+    Ok((report, plots))
 }
 
 /// Runs the batch through the harness in one pinned epoch, with the world driver
@@ -185,24 +182,23 @@ struct GateResults {
 fn judge_gate(
     tasks: &[Generated],
     decisions: impl Iterator<Item = Result<(usize, Decision), HarnessError>>,
-) -> Result<(GateResults, Vec<TaskPoint<'static>>), DemoError> {
+) -> Result<(GateResults, Plots), DemoError> {
     let mut gate = GateResults {
         column: Column::default(),
         reasons: BTreeMap::new(),
         by_tool: BTreeMap::new(),
     };
-    let mut points = Vec::with_capacity(tasks.len());
+    let mut plots = Plots::default();
     for d in decisions {
         let (line, dec) = d?;
         let dec = &dec;
         let g = &tasks[line - 1];
-        points.push(TaskPoint {
-            tool: g.tool,
-            hallucinated: g.hallucinated,
-            arg_count: dec.arg_agreement.count,
-            arg_n: dec.arg_agreement.n,
-            result_agreement: dec.result_agreement.map(|r| r.value),
-        });
+        plots.add(
+            Series::of(label_of(g.hallucinated)),
+            (dec.arg_agreement.count, dec.arg_agreement.n),
+            dec.result_agreement.map(|r| (r.count, r.n)),
+            [g.tool],
+        );
         *gate
             .by_tool
             .entry(g.tool.to_string())
@@ -224,7 +220,7 @@ fn judge_gate(
         }
     }
     gate.column.close();
-    Ok((gate, points))
+    Ok((gate, plots))
 }
 
 /// The seed's decision boundary alone on the same evidence: the comparison's middle

@@ -91,8 +91,21 @@ impl<'a> LineScorer<'a> {
     /// Scores one line (without its line ending), appending its record, if it has
     /// one, to `out`: the records of many lines go to one buffer, not a string each.
     pub fn score(&self, line: &[u8], out: &mut String) -> Scored {
+        self.score_seeing(line, out, |_| {})
+    }
+
+    /// [`LineScorer::score`], showing `see` the gate's decision, when the line has
+    /// one, before its record is written: a run's page digests it there, on the
+    /// thread that decided it.
+    pub fn score_seeing(
+        &self,
+        line: &[u8],
+        out: &mut String,
+        see: impl FnOnce(&decide::Decision),
+    ) -> Scored {
         match self.decide_comparing(line, out, true) {
             (DecidedLine::Gate(d, task), compared) => {
+                see(&d);
                 crate::record::write_decision(&d, out);
                 let outcomes = TrialOutcomes::of(d.outcomes.iter().copied());
                 Scored::Record(
@@ -104,6 +117,7 @@ impl<'a> LineScorer<'a> {
                 )
             }
             (DecidedLine::Scored(Scored::Kept(kept)), _) => {
+                see(&kept.0);
                 crate::record::write_decision(&kept.0, out);
                 Scored::Kept(kept)
             }
@@ -178,7 +192,17 @@ impl<'a> LineScorer<'a> {
     /// [`LineScorer::score`], with a panic (a bug in plangate) reported as that line's
     /// failure: the rest of the run is still decided, and the summary counts the line.
     pub fn score_guarded(&self, line: &[u8], out: &mut String) -> Scored {
-        guarded(out, |out| self.score(line, out), Scored::Bad)
+        self.score_guarded_seeing(line, out, |_| {})
+    }
+
+    /// [`LineScorer::score_seeing`], guarded as [`LineScorer::score_guarded`] is.
+    pub fn score_guarded_seeing(
+        &self,
+        line: &[u8],
+        out: &mut String,
+        see: impl FnOnce(&decide::Decision),
+    ) -> Scored {
+        guarded(out, |out| self.score_seeing(line, out, see), Scored::Bad)
     }
 
     /// The naive scorer's verdict on `task`, with its label, when the two are compared.

@@ -16,6 +16,9 @@ tr.sub th{padding-left:1.8rem;font-weight:normal;color:#444}\
 thead th{border-bottom:2px solid #999}\
 table.facts th{font-weight:normal;color:#555;white-space:nowrap;vertical-align:top}\
 .q{color:#c0392b;font-weight:600}\
+.row{display:flex;flex-wrap:wrap;gap:0 3rem;align-items:flex-start}\
+table.tasks td{vertical-align:top;overflow-wrap:anywhere}table.tasks code{white-space:pre-wrap;word-break:break-all}\
+table.tasks td:nth-child(6){min-width:20rem}\
 svg{display:block;margin:.5rem 0;max-width:100%;height:auto}\
 svg text{font-family:inherit;font-size:12px;fill:#1d2430}\
 svg .axis{stroke:#888;stroke-width:1}svg .grid{stroke:#eee;stroke-width:1}\
@@ -37,6 +40,56 @@ pub fn escape(s: &str) -> String {
         }
     }
     out
+}
+
+/// `s` cut to at most `max` characters (an ellipsis in place of the rest), so one run's
+/// long text (a task ID, an argument path, a sentence) cannot make its page large.
+pub fn cut(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        None => s.to_string(),
+        Some((at, _)) => {
+            let mut out = s[..at].to_string();
+            out.push('\u{2026}');
+            out
+        }
+    }
+}
+
+/// A table of a run's facts, one row each: `(key, name, html)` gives the row's label
+/// (escaped) and its cell (trusted HTML, `id="fact-KEY"`, for tests and scripts to
+/// find).
+pub fn facts_table(id: &str, rows: &[(&str, &str, String)]) -> String {
+    let mut s = format!("<table class=\"facts\" id=\"{}\">\n<tbody>\n", escape(id));
+    for (key, name, html) in rows {
+        let _ = writeln!(
+            s,
+            "<tr><th>{}</th><td id=\"fact-{}\">{html}</td></tr>",
+            escape(name),
+            escape(key)
+        );
+    }
+    s.push_str("</tbody>\n</table>\n");
+    s
+}
+
+/// A table whose head row is `head` (the first cell heads the row labels, the rest are
+/// numbers) and whose rows are a label (HTML) and its numbers.
+pub fn count_table(id: &str, head: &[&str], rows: &[(String, Vec<u64>)]) -> String {
+    let mut s = format!("<table id=\"{id}\">\n<thead><tr>");
+    for (i, h) in head.iter().enumerate() {
+        let class = if i == 0 { "" } else { " class=\"n\"" };
+        let _ = write!(s, "<th{class}>{}</th>", escape(h));
+    }
+    s.push_str("</tr></thead>\n<tbody>\n");
+    for (label, counts) in rows {
+        let _ = write!(s, "<tr><th>{label}</th>");
+        for n in counts {
+            let _ = write!(s, "<td class=\"n\">{n}</td>");
+        }
+        s.push_str("</tr>\n");
+    }
+    s.push_str("</tbody>\n</table>\n");
+    s
 }
 
 /// A page being written. It opens with the head and the stylesheet, takes the body's
@@ -72,29 +125,30 @@ impl Page {
         let _ = writeln!(self.html, "<h2>{}</h2>", escape(text));
     }
 
+    /// Opens a section (`<section id="ID">`, for tests and scripts to find) with its
+    /// heading; [`Page::end_section`] closes it.
+    pub fn section(&mut self, id: &str, title: &str) {
+        let _ = writeln!(
+            self.html,
+            "<section id=\"{}\">\n<h2>{}</h2>",
+            escape(id),
+            escape(title)
+        );
+    }
+
+    /// Closes the section [`Page::section`] opened.
+    pub fn end_section(&mut self) {
+        self.html.push_str("</section>\n");
+    }
+
     /// Trusted HTML (a table, a paragraph, a plot from [`crate::plot`]), as it is.
     pub fn push_html(&mut self, html: &str) {
         self.html.push_str(html);
     }
 
-    /// A table of a run's facts, one row each: `(key, name, html)` gives the row's label
-    /// (escaped) and its cell (trusted HTML, `id="fact-KEY"`, for tests and scripts to
-    /// find).
+    /// A table of a run's facts ([`facts_table`]).
     pub fn facts(&mut self, id: &str, rows: &[(&str, &str, String)]) {
-        let _ = write!(
-            self.html,
-            "<table class=\"facts\" id=\"{}\">\n<tbody>\n",
-            escape(id)
-        );
-        for (key, name, html) in rows {
-            let _ = writeln!(
-                self.html,
-                "<tr><th>{}</th><td id=\"fact-{}\">{html}</td></tr>",
-                escape(name),
-                escape(key)
-            );
-        }
-        self.html.push_str("</tbody>\n</table>\n");
+        self.html.push_str(&facts_table(id, rows));
     }
 
     /// The whole document, closed.
@@ -138,5 +192,19 @@ mod tests {
         ));
         assert!(html.ends_with("</body>\n</html>\n"));
         assert!(!html.contains("<script") && !html.contains("href="));
+    }
+
+    #[test]
+    fn cut_keeps_short_text_and_marks_a_cut() {
+        assert_eq!(cut("abc", 3), "abc");
+        assert_eq!(cut("abcd", 3), "abc\u{2026}");
+        assert_eq!(cut("ééé", 1), "é\u{2026}");
+        let mut p = Page::new("t");
+        p.section("a-b", "A & B");
+        p.end_section();
+        assert!(
+            p.finish()
+                .contains("<section id=\"a-b\">\n<h2>A &amp; B</h2>\n</section>\n")
+        );
     }
 }

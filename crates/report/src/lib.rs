@@ -4,13 +4,23 @@
 //!
 //! - [`junit`]: one JUnit test case per task, for CI suites.
 //! - [`html`]: the page shell ([`html::Page`]), escaping, a table of facts.
+//! - [`agreement`]: the counts the agreement plots are drawn from, which add up across
+//!   chunks, shards and resumed runs ([`agreement::Plots`]).
 //! - [`plot`]: the agreement plots (argument agreement by label, result agreement per
-//!   tool) from one point per task ([`plot::TaskPoint`]).
+//!   tool).
 //! - [`svg`]: the pieces those plots are drawn with, for plots of other pages.
+//! - [`digest`]: a run's decisions digested for its page ([`digest::RunDigest`]), with
+//!   the bounded lists of tasks worth a look ([`notable`]).
+//! - [`run`]: the page of a run (`score`, `eval`, `merge` with `--html`), section by
+//!   section ([`run::SECTIONS`]).
 //!
 //! Pages are strings and JUnit is bytes: writing them anywhere is the caller's business.
 
+pub mod agreement;
+pub mod digest;
 pub mod html;
 pub mod junit;
+pub mod notable;
 pub mod plot;
+pub mod run;
 pub mod svg;

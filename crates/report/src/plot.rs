@@ -1,126 +1,21 @@
-//! The agreement plots every run that decides labelled tasks can show: argument
-//! agreement by label (a histogram) and result agreement per tool (a bar per label), so
-//! a reader sees *why* plans were accepted or not, from one point per task.
+//! The agreement plots every run page shows: argument agreement (a histogram, split by
+//! label when tasks carry labels) and result agreement per tool (a bar per series), so
+//! a reader sees *why* plans were accepted or not. They are drawn from the counts in
+//! [`crate::agreement`].
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use crate::agreement::{Histogram, Series, ToolRow};
 use crate::html::escape;
 use crate::svg::{count_ticks, legend, open as svg_open, tick};
 
-/// What the plots need of one task, beyond a run's counts.
-#[derive(Debug, Clone)]
-pub struct TaskPoint<'a> {
-    /// The tool (or `a>b` chain) the plan was drawn for: the per-tool plot's row.
-    pub tool: &'a str,
-    /// Labelled hallucinated (else correct): which of the two series it is counted in.
-    pub hallucinated: bool,
-    /// Samples whose arguments equal the modal plan's.
-    pub arg_count: usize,
-    /// Samples in all.
-    pub arg_n: usize,
-    /// Result agreement, when some step's tool is declared deterministic.
-    pub result_agreement: Option<f64>,
-}
-
-/// Argument-agreement histogram: `samples + 1` bins (one per possible count when every
-/// task has `samples` samples), counts of correct and hallucinated tasks in each.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Histogram {
-    /// Correct tasks per bin.
-    pub correct: Vec<usize>,
-    /// Hallucinated tasks per bin.
-    pub hallucinated: Vec<usize>,
-}
-
-/// Counts each task into the bin of its argument agreement, out of `samples`.
-pub fn histogram(samples: usize, points: &[TaskPoint<'_>]) -> Histogram {
-    let bins = samples + 1;
-    let mut h = Histogram {
-        correct: vec![0; bins],
-        hallucinated: vec![0; bins],
-    };
-    for p in points {
-        // A task with another sample count (a generator change, a malformed line) still
-        // lands in the bin nearest its agreement, so the bins always add up to the tasks.
-        let bin = (p.arg_count * samples + p.arg_n / 2)
-            .checked_div(p.arg_n)
-            .unwrap_or(0)
-            .min(samples);
-        if p.hallucinated {
-            h.hallucinated[bin] += 1;
-        } else {
-            h.correct[bin] += 1;
-        }
-    }
-    h
-}
-
-/// One row of the per-tool result-agreement plot. Correct and hallucinated plans are
-/// kept apart: a made-up argument gives a different result per sample, so a mean over
-/// both would mostly measure the share of hallucinations, not the tool.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolResults {
-    /// The tool (or chain).
-    pub tool: String,
-    /// Its tasks, with or without a result agreement.
-    pub tasks: usize,
-    /// Result agreements of the correct plans' tasks that have one.
-    pub correct: Vec<f64>,
-    /// The same for hallucinated plans.
-    pub hallucinated: Vec<f64>,
-    /// Whether the run quarantined it (for a chain, any of its tools).
-    pub quarantined: bool,
-}
-
-fn mean(v: &[f64]) -> Option<f64> {
-    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
-}
-
-fn min(v: &[f64]) -> Option<f64> {
-    v.iter().copied().reduce(f64::min)
-}
-
-/// The per-tool plot's rows, by tool name, given the tools the run quarantined.
-pub fn tool_results(quarantined: &[String], points: &[TaskPoint<'_>]) -> Vec<ToolResults> {
-    let mut by: BTreeMap<&str, ToolResults> = BTreeMap::new();
-    for p in points {
-        let row = by.entry(p.tool).or_insert_with(|| ToolResults {
-            tool: p.tool.to_string(),
-            tasks: 0,
-            correct: Vec::new(),
-            hallucinated: Vec::new(),
-            // A chain is marked when any of its tools is: its results carry that tool's drift.
-            quarantined: p
-                .tool
-                .split('>')
-                .any(|t| quarantined.iter().any(|q| q == t)),
-        });
-        row.tasks += 1;
-        // NaN would poison the mean and the axis; a count ratio never gives one, but a
-        // plot is no place to find out.
-        if let Some(v) = p.result_agreement.filter(|v| v.is_finite()) {
-            if p.hallucinated {
-                row.hallucinated.push(v);
-            } else {
-                row.correct.push(v);
-            }
-        }
-    }
-    by.into_values().collect()
-}
-
-/// The correct plans' color, in every plot.
-pub const CORRECT: &str = "#2f7ed8";
-/// The hallucinated plans' color.
-pub const HALLUCINATED: &str = "#e4572e";
 /// A quarantined tool's mark.
 pub const QUARANTINED: &str = "#c0392b";
 /// The band behind a quarantined tool's row.
 pub const QUARANTINED_BAND: &str = "#fbe4e1";
 
 /// Where the histogram's parts go: the plot area inside the picture, the count scale,
-/// and the width of a bin's slot and of each of its two bars.
+/// and the width of a bin's slot and of each of its bars.
 struct HistLayout {
     samples: usize,
     ht: f64,
@@ -128,35 +23,43 @@ struct HistLayout {
     top: f64,
     pw: f64,
     ph: f64,
-    ymax: usize,
+    ymax: u64,
     slot: f64,
     bar: f64,
 }
 
 impl HistLayout {
-    fn y(&self, v: usize) -> f64 {
+    fn y(&self, v: u64) -> f64 {
         self.top + self.ph - self.ph * v as f64 / self.ymax as f64
     }
 }
 
-/// The argument-agreement histogram (`<svg id="arg-hist">`): two bars per bin,
-/// correct and hallucinated tasks.
-pub fn histogram_svg(samples: usize, hist: &Histogram) -> String {
+/// The histogram's title: by label when its tasks carry labels.
+pub fn histogram_title(hist: &Histogram) -> &'static str {
+    if hist.labelled() {
+        "Argument agreement by label"
+    } else {
+        "Argument agreement"
+    }
+}
+
+/// The argument-agreement histogram (`<svg id="arg-hist">`): a bar per bin and series.
+pub fn histogram_svg(hist: &Histogram) -> String {
     let (w, ht) = (1000.0, 380.0);
     let (left, right, top, bottom) = (60.0, 20.0, 50.0, 60.0);
     let (pw, ph) = (w - left - right, ht - top - bottom);
-    let bins = hist.correct.len();
-    let max = hist
-        .correct
+    let series = hist.series();
+    let bins = hist.samples + 1;
+    let max = series
         .iter()
-        .chain(&hist.hallucinated)
+        .flat_map(|s| hist.bins[*s as usize].iter())
         .copied()
         .max()
         .unwrap_or(0);
     let (ymax, yticks) = count_ticks(max);
     let slot = pw / bins as f64;
     let l = HistLayout {
-        samples,
+        samples: hist.samples,
         ht,
         left,
         top,
@@ -164,28 +67,20 @@ pub fn histogram_svg(samples: usize, hist: &Histogram) -> String {
         ph,
         ymax,
         slot,
-        bar: slot * 0.38,
+        bar: slot * 0.76 / series.len() as f64,
     };
-
+    let title = histogram_title(hist);
     let mut s = String::new();
-    svg_open(&mut s, "arg-hist", "Argument agreement by label", w, ht);
+    svg_open(&mut s, "arg-hist", title, w, ht);
     let _ = writeln!(
         s,
-        "<text class=\"title\" x=\"{left}\" y=\"22\">Argument agreement by label</text>"
+        "<text class=\"title\" x=\"{left}\" y=\"22\">{title}</text>"
     );
-    legend(
-        &mut s,
-        w - right - 260.0,
-        14.0,
-        &[
-            (CORRECT, "correct plans", hist.correct.iter().sum()),
-            (
-                HALLUCINATED,
-                "hallucinated plans",
-                hist.hallucinated.iter().sum(),
-            ),
-        ],
-    );
+    let items: Vec<(&str, &str, u64)> = series
+        .iter()
+        .map(|x| (x.color(), x.legend(), hist.bins[*x as usize].iter().sum()))
+        .collect();
+    legend(&mut s, w - right - 260.0, 14.0, &items);
     for t in &yticks {
         let yy = l.y(*t);
         let _ = writeln!(
@@ -197,16 +92,10 @@ pub fn histogram_svg(samples: usize, hist: &Histogram) -> String {
         );
     }
     // Count labels over the bars only while they fit side by side.
-    let labelled = bins <= 21;
+    let labelled = bins * series.len() <= 42;
     let every = bins.div_ceil(11).max(1);
     for b in 0..bins {
-        histogram_bars(
-            &mut s,
-            &l,
-            b,
-            [hist.correct[b], hist.hallucinated[b]],
-            labelled,
-        );
+        histogram_bars(&mut s, &l, b, hist, &series, labelled);
         if b % every == 0 || b + 1 == bins {
             agreement_tick(&mut s, &l, b);
         }
@@ -216,37 +105,38 @@ pub fn histogram_svg(samples: usize, hist: &Histogram) -> String {
     s
 }
 
-/// Bin `b`'s two bars, correct then hallucinated, each with its count above it when
-/// `labelled`.
-fn histogram_bars(s: &mut String, l: &HistLayout, b: usize, counts: [usize; 2], labelled: bool) {
+/// Bin `b`'s bars, a series each, each with its count above it when `labelled`.
+fn histogram_bars(
+    s: &mut String,
+    l: &HistLayout,
+    b: usize,
+    hist: &Histogram,
+    series: &[Series],
+    labelled: bool,
+) {
     let (samples, bar) = (l.samples, l.bar);
     let x0 = l.left + l.slot * b as f64 + l.slot * 0.12;
-    for (i, (v, color, label)) in [
-        (counts[0], CORRECT, "correct"),
-        (counts[1], HALLUCINATED, "hallucinated"),
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        let x = x0 + bar * i as f64;
+    for (i, x) in series.iter().enumerate() {
+        let v = hist.bins[*x as usize][b];
+        let xx = x0 + bar * i as f64;
         let yy = l.y(v);
         let _ = writeln!(
             s,
-            "<rect x=\"{x:.1}\" y=\"{yy:.1}\" width=\"{bar:.1}\" height=\"{:.1}\" fill=\"{color}\"><title>{label}, agreement {}/{samples}: {v} tasks</title></rect>",
+            "<rect x=\"{xx:.1}\" y=\"{yy:.1}\" width=\"{bar:.1}\" height=\"{:.1}\" fill=\"{}\"><title>{}, agreement {b}/{samples}: {v} tasks</title></rect>",
             l.top + l.ph - yy,
-            b
+            x.color(),
+            x.name(),
         );
         if labelled && v > 0 {
             let _ = writeln!(
                 s,
                 "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" font-size=\"10\">{v}</text>",
-                x + bar / 2.0,
+                xx + bar / 2.0,
                 yy - 3.0
             );
         }
     }
 }
-
 /// The agreement under bin `b`: its count of agreeing samples over all of them.
 fn agreement_tick(s: &mut String, l: &HistLayout, b: usize) {
     let agreement = if l.samples == 0 {
@@ -287,8 +177,8 @@ fn histogram_axes(s: &mut String, l: &HistLayout) {
     );
 }
 
-/// Where the per-tool plot's parts go: a row per tool, two bars per row (correct and
-/// hallucinated plans) on a 0..1 scale across the plot area.
+/// Where the per-tool plot's parts go: a row per tool, a bar per series in each row on
+/// a 0..1 scale across the plot area.
 struct ToolsLayout {
     ht: f64,
     left: f64,
@@ -306,9 +196,10 @@ impl ToolsLayout {
 }
 
 /// The result-agreement plot (`<svg id="tool-results">`): a row per tool, a bar per
-/// label at its mean, quarantined tools banded.
-pub fn tools_svg(rows: &[ToolResults]) -> String {
-    let row_h = 36.0;
+/// series (`series`, the ones the run has) at its mean, quarantined tools banded.
+pub fn tools_svg(rows: &[ToolRow], series: &[Series]) -> String {
+    let bar_h = 12.0;
+    let row_h = 12.0 + (bar_h + 2.0) * series.len().max(1) as f64;
     let (left, right, top, bottom) = (230.0, 270.0, 64.0, 50.0);
     let w = 1000.0;
     let l = ToolsLayout {
@@ -316,7 +207,7 @@ pub fn tools_svg(rows: &[ToolResults]) -> String {
         left,
         pw: w - left - right,
         row_h,
-        bar_h: 12.0,
+        bar_h,
         bottom_y: top + row_h * rows.len() as f64,
     };
 
@@ -326,7 +217,7 @@ pub fn tools_svg(rows: &[ToolResults]) -> String {
         s,
         "<text class=\"title\" x=\"16\" y=\"22\">Result agreement per tool</text>"
     );
-    tools_legend(&mut s, &l, rows);
+    tools_legend(&mut s, &l, rows, series);
     for (i, r) in rows.iter().enumerate() {
         if r.quarantined {
             let _ = writeln!(
@@ -349,7 +240,7 @@ pub fn tools_svg(rows: &[ToolResults]) -> String {
         );
     }
     for (i, r) in rows.iter().enumerate() {
-        tool_row(&mut s, &l, top + row_h * i as f64, r);
+        tool_row(&mut s, &l, top + row_h * i as f64, r, series);
     }
     let _ = writeln!(
         s,
@@ -367,37 +258,29 @@ pub fn tools_svg(rows: &[ToolResults]) -> String {
 }
 
 /// The swatches over the per-tool plot, each with how many tasks (or tools) it covers.
-fn tools_legend(s: &mut String, l: &ToolsLayout, rows: &[ToolResults]) {
-    let left = l.left;
-    let count = |f: fn(&ToolResults) -> &Vec<f64>| rows.iter().map(|r| f(r).len()).sum();
-    legend(
-        s,
-        left,
-        34.0,
-        &[(CORRECT, "correct plans", count(|r| &r.correct))],
-    );
-    legend(
-        s,
-        left + 200.0,
-        34.0,
-        &[(
-            HALLUCINATED,
-            "hallucinated plans",
-            count(|r| &r.hallucinated),
-        )],
-    );
+fn tools_legend(s: &mut String, l: &ToolsLayout, rows: &[ToolRow], series: &[Series]) {
+    let mut x = l.left;
+    for sr in series {
+        let n: u64 = rows
+            .iter()
+            .filter_map(|r| r.series[*sr as usize])
+            .map(|v| v.tasks)
+            .sum();
+        legend(s, x, 34.0, &[(sr.color(), sr.legend(), n)]);
+        x += 200.0;
+    }
     let _ = writeln!(
         s,
         "<rect x=\"{:.1}\" y=\"34\" width=\"12\" height=\"12\" fill=\"{QUARANTINED_BAND}\" stroke=\"{QUARANTINED}\"/><text x=\"{:.1}\" y=\"44.5\">quarantined tool ({})</text>",
-        left + 420.0,
-        left + 438.0,
+        x + 20.0,
+        x + 38.0,
         rows.iter().filter(|r| r.quarantined).count()
     );
 }
 
-/// One tool's row, from `y0` down: its name, then a bar per label with its mean, or a
+/// One tool's row, from `y0` down: its name, then a bar per series with its mean, or a
 /// note that none of its tasks had a deterministic step to compare.
-fn tool_row(s: &mut String, l: &ToolsLayout, y0: f64, r: &ToolResults) {
+fn tool_row(s: &mut String, l: &ToolsLayout, y0: f64, r: &ToolRow, series: &[Series]) {
     let (left, row_h, bar_h) = (l.left, l.row_h, l.bar_h);
     let _ = writeln!(
         s,
@@ -412,7 +295,7 @@ fn tool_row(s: &mut String, l: &ToolsLayout, y0: f64, r: &ToolResults) {
         escape(&r.tool),
         if r.quarantined { " (quarantined)" } else { "" }
     );
-    if r.correct.is_empty() && r.hallucinated.is_empty() {
+    if r.series.iter().all(Option::is_none) {
         let _ = writeln!(
             s,
             "<text class=\"muted\" x=\"{:.1}\" y=\"{:.1}\">no deterministic step in any of its {} tasks</text>",
@@ -422,26 +305,23 @@ fn tool_row(s: &mut String, l: &ToolsLayout, y0: f64, r: &ToolResults) {
         );
         return;
     }
-    for (j, (values, color, label)) in [
-        (&r.correct, CORRECT, "correct"),
-        (&r.hallucinated, HALLUCINATED, "hallucinated"),
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        let by = y0 + 5.0 + (bar_h + 2.0) * j as f64;
-        let note = match (mean(values), min(values)) {
-            (Some(m), Some(lo)) => {
+    for (j, sr) in series.iter().enumerate() {
+        let (color, label) = (sr.color(), sr.name());
+        let by = y0 + 6.0 + (bar_h + 2.0) * j as f64;
+        let note = match r.series[*sr as usize] {
+            Some(v) => {
                 let _ = writeln!(
                     s,
-                    "<rect x=\"{left}\" y=\"{by:.1}\" width=\"{:.1}\" height=\"{bar_h}\" fill=\"{color}\"><title>{}, {label} plans: mean {m:.3}, min {lo:.3}, over {} tasks</title></rect>",
-                    l.x(m) - left,
+                    "<rect x=\"{left}\" y=\"{by:.1}\" width=\"{:.1}\" height=\"{bar_h}\" fill=\"{color}\"><title>{}, {label}: mean {:.3}, min {:.3}, over {} tasks</title></rect>",
+                    l.x(v.mean) - left,
                     escape(&r.tool),
-                    values.len()
+                    v.mean,
+                    v.min,
+                    v.tasks
                 );
-                format!("{m:.3}, min {}, {} tasks", tick(lo), values.len())
+                format!("{:.3}, min {}, {} tasks", v.mean, tick(v.min), v.tasks)
             }
-            _ => "no tasks".to_string(),
+            None => "no tasks".to_string(),
         };
         let _ = writeln!(
             s,
@@ -453,78 +333,23 @@ fn tool_row(s: &mut String, l: &ToolsLayout, y0: f64, r: &ToolResults) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+    use crate::agreement::Plots;
 
-    fn point(
-        tool: &'static str,
-        hallucinated: bool,
-        count: usize,
-        r: Option<f64>,
-    ) -> TaskPoint<'static> {
-        TaskPoint {
-            tool,
-            hallucinated,
-            arg_count: count,
-            arg_n: 10,
-            result_agreement: r,
-        }
-    }
-
-    fn points() -> Vec<TaskPoint<'static>> {
-        vec![
-            point("get_user>get_order", false, 10, Some(1.0)),
-            point("get_user>get_order", false, 10, Some(0.9)),
-            point("search<index>", false, 9, None),
-            point("search<index>", true, 3, Some(0.4)),
-            TaskPoint {
-                arg_n: 7,
-                ..point("read_file", true, 5, None)
-            },
-        ]
-    }
-
-    #[test]
-    fn bins_add_up_to_the_tasks_and_split_by_label() {
-        let h = histogram(10, &points());
-        assert_eq!(h.correct.len(), 11);
-        assert_eq!(h.hallucinated.len(), 11);
-        assert_eq!(
-            h.correct.iter().sum::<usize>() + h.hallucinated.iter().sum::<usize>(),
-            5
-        );
-        assert_eq!(h.correct[10], 2);
-        assert_eq!(h.correct[9], 1);
-        assert_eq!(h.hallucinated[3], 1);
-        // 5 of 7 is 0.714, nearest bin 7 of 10.
-        assert_eq!(h.hallucinated[7], 1);
-        let empty = histogram(0, &[point("x", false, 0, None)]);
-        assert_eq!(empty.correct, vec![1]);
-    }
-
-    #[test]
-    fn tool_rows_skip_null_results_and_mark_quarantined_chains() {
-        let rows = tool_results(&["get_order".to_string()], &points());
-        let chain = rows
-            .iter()
-            .find(|r| r.tool == "get_user>get_order")
-            .unwrap();
-        assert!(chain.quarantined);
-        assert_eq!(chain.tasks, 2);
-        assert!((mean(&chain.correct).unwrap() - 0.95).abs() < 1e-9);
-        assert_eq!(min(&chain.correct), Some(0.9));
-        let search = rows.iter().find(|r| r.tool == "search<index>").unwrap();
-        assert!(!search.quarantined);
-        assert_eq!(
-            (search.tasks, &search.correct, &search.hallucinated),
-            (2, &vec![], &vec![0.4])
-        );
-        let read = rows.iter().find(|r| r.tool == "read_file").unwrap();
-        assert_eq!(mean(&read.hallucinated), None);
+    fn plots() -> Plots {
+        let mut p = Plots::default();
+        let (c, h) = (Series::Correct, Series::Hallucinated);
+        p.add(c, (10, 10), Some((10, 10)), ["get_user>get_order"]);
+        p.add(c, (10, 10), Some((9, 10)), ["get_user>get_order"]);
+        p.add(c, (9, 10), None, ["search<index>"]);
+        p.add(h, (3, 10), Some((4, 10)), ["search<index>"]);
+        p.add(h, (5, 7), None, ["read_file"]);
+        p
     }
 
     /// Checks that every element is closed in order, as an XML parser would.
-    fn assert_balanced(svg: &str) {
+    pub(crate) fn assert_balanced(svg: &str) {
         let mut stack: Vec<&str> = Vec::new();
         let mut rest = svg;
         while let Some(i) = rest.find('<') {
@@ -533,7 +358,7 @@ mod tests {
             let body = &tag[..end];
             if let Some(name) = body.strip_prefix('/') {
                 assert_eq!(stack.pop(), Some(name), "mismatched </{name}> in {svg}");
-            } else if !body.ends_with('/') {
+            } else if !body.ends_with('/') && !body.starts_with('!') {
                 stack.push(body.split_whitespace().next().unwrap());
             }
             rest = &tag[end + 1..];
@@ -543,9 +368,20 @@ mod tests {
 
     #[test]
     fn svg_is_balanced_and_its_numbers_are_finite() {
-        let h = histogram(10, &points());
-        let rows = tool_results(&["get_order".to_string()], &points());
-        for svg in [histogram_svg(10, &h), tools_svg(&rows), tools_svg(&[])] {
+        let p = plots();
+        let h = p.histogram();
+        let rows = p.tool_rows(&["get_order".to_string()], 40);
+        let series = h.series();
+        let mut unlabelled = Plots::default();
+        unlabelled.add(Series::Unlabelled, (4, 5), Some((5, 5)), ["t"]);
+        let u = unlabelled.histogram();
+        for svg in [
+            histogram_svg(&h),
+            tools_svg(&rows, &series),
+            tools_svg(&[], &series),
+            histogram_svg(&u),
+            tools_svg(&unlabelled.tool_rows(&[], 40), &u.series()),
+        ] {
             assert!(svg.starts_with("<svg "), "{svg}");
             assert_balanced(&svg);
             assert!(!svg.contains("NaN") && !svg.contains("inf"), "{svg}");
@@ -555,8 +391,13 @@ mod tests {
             }
         }
         // One bar per bin and label (11 bins, 2 labels), plus the legend's two swatches.
-        assert_eq!(histogram_svg(10, &h).matches("<rect").count(), 22 + 2);
+        assert_eq!(histogram_svg(&h).matches("<rect").count(), 22 + 2);
+        assert!(histogram_svg(&h).contains(">Argument agreement by label</text>"));
+        // Unlabelled tasks are one series, under a title that names no label.
+        assert_eq!(histogram_svg(&u).matches("<rect").count(), 6 + 1);
+        assert!(histogram_svg(&u).contains(">Argument agreement</text>"));
+        assert!(histogram_svg(&u).contains("<title>unlabelled, agreement 4/5: 1 tasks</title>"));
         // A quarantined tool's name is marked in the plot.
-        assert!(tools_svg(&rows).contains("get_user&gt;get_order (quarantined)"));
+        assert!(tools_svg(&rows, &series).contains("get_user&gt;get_order (quarantined)"));
     }
 }

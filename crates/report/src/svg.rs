@@ -18,7 +18,7 @@ pub fn open(s: &mut String, id: &str, title: &str, w: f64, ht: f64) {
 
 /// A column of swatches from (`x`, `y`) down: each `(color, name, n)` is drawn as a
 /// square of its color beside `name (n)`.
-pub fn legend(s: &mut String, x: f64, y: f64, items: &[(&str, &str, usize)]) {
+pub fn legend(s: &mut String, x: f64, y: f64, items: &[(&str, &str, u64)]) {
     for (i, (color, name, n)) in items.iter().enumerate() {
         let yy = y + 18.0 * i as f64;
         let _ = writeln!(
@@ -40,7 +40,7 @@ pub fn tick(x: f64) -> String {
 
 /// Round numbers for a count axis up to `max`: 1, 2 or 5 times a power of ten apart.
 /// Returns the axis's top and its ticks from 0.
-pub fn count_ticks(max: usize) -> (usize, Vec<usize>) {
+pub fn count_ticks(max: u64) -> (u64, Vec<u64>) {
     let max = max.max(1);
     let raw = max as f64 / 5.0;
     let pow = 10f64.powf(raw.log10().floor());
@@ -49,9 +49,9 @@ pub fn count_ticks(max: usize) -> (usize, Vec<usize>) {
         .map(|m| m * pow)
         .find(|s| *s >= raw)
         .unwrap_or(10.0 * pow)
-        .max(1.0) as usize;
+        .max(1.0) as u64;
     let top = max.div_ceil(step) * step;
-    (top, (0..=top).step_by(step).collect())
+    (top, (0..=top).step_by(step as usize).collect())
 }
 
 #[cfg(test)]
