@@ -9,7 +9,7 @@ use serde_json::json;
 
 use crate::baseline::naive_verdict;
 use crate::catalog::Catalog;
-use crate::decide::{self, Options, Prepared, Verdict};
+use crate::decide::{self, Options, Prepared, ProseParameter, Verdict, prose_like};
 use crate::seed::{self, SeedOptions};
 use crate::task::{IdMatching, Label, Observed, Task, TaskError, parse_task_line};
 
@@ -18,12 +18,15 @@ use crate::task::{IdMatching, Label, Observed, Task, TaskError, parse_task_line}
 pub enum Scored {
     /// A record, written to the caller's buffer: the verdict it carries (None: the
     /// seed's gate refused), the naive scorer's verdict with the task's label when they
-    /// are compared, the task's ID, and how its transcript's results found their calls.
+    /// are compared, the task's ID, how its transcript's results found their calls, and
+    /// the parameters that looked like unmarked prose ([`prose_like`]; none for the
+    /// seed's gate, which reads no hints).
     Record(
         Option<Verdict>,
         Option<(Verdict, Option<Label>)>,
         String,
         IdMatching,
+        Vec<ProseParameter>,
     ),
     /// The line is not a task.
     Bad(TaskError),
@@ -35,13 +38,15 @@ pub enum Scored {
 }
 
 /// A shard's decision with its prepared task, the naive scorer's verdict (with the
-/// task's label) when they are compared, and how its transcript's results found their
-/// calls: `merge` classifies the prepared task again.
+/// task's label) when they are compared, how its transcript's results found their
+/// calls, and the parameters that looked like unmarked prose: `merge` classifies the
+/// prepared task again.
 pub type KeptDecision = (
     decide::Decision,
     decide::Prepared,
     Option<(Verdict, Option<Label>)>,
     IdMatching,
+    Vec<ProseParameter>,
 );
 
 /// Everything a line is decided against; shared read-only by the threads that score.
@@ -91,7 +96,14 @@ impl<'a> LineScorer<'a> {
         match self.decide_comparing(line, out, true) {
             (DecidedLine::Gate(d, task), compared) => {
                 crate::record::write_decision(&d, out);
-                Scored::Record(Some(d.decision), compared, task.task_id, task.id_matching)
+                let prose = prose_like(&task, self.catalog);
+                Scored::Record(
+                    Some(d.decision),
+                    compared,
+                    task.task_id,
+                    task.id_matching,
+                    prose,
+                )
             }
             (DecidedLine::Scored(Scored::Kept(kept)), _) => {
                 crate::record::write_decision(&kept.0, out);
@@ -129,7 +141,13 @@ impl<'a> LineScorer<'a> {
         if let Some((entry, seed_opts)) = self.seed_compat {
             let outcome = seed::judge(&task, self.catalog, entry, &seed_opts);
             crate::record::write_seed(&task.task_id, &outcome, out);
-            let record = Scored::Record(outcome.verdict(), None, task.task_id, task.id_matching);
+            let record = Scored::Record(
+                outcome.verdict(),
+                None,
+                task.task_id,
+                task.id_matching,
+                Vec::new(),
+            );
             return (DecidedLine::Scored(record), None);
         }
         if let Some(bad) = missing_result(&task) {
@@ -146,7 +164,8 @@ impl<'a> LineScorer<'a> {
         let d = decide::classify(&prepared, &self.states, &self.opts);
         if self.shard.is_some() {
             let compared = self.compared(&task, &prepared);
-            let kept = Scored::Kept(Box::new((d, prepared, compared, task.id_matching)));
+            let prose = prose_like(&task, self.catalog);
+            let kept = Scored::Kept(Box::new((d, prepared, compared, task.id_matching, prose)));
             return (DecidedLine::Scored(kept), None);
         }
         let compared = if compare {

@@ -24,6 +24,9 @@ pub struct ProseParameter {
     pub tool: String,
     /// Where in its arguments: `$.summary`, `$.message.body`, `$.notes[*]` (any item).
     pub path: String,
+    /// The member of the schema that describes it, where the hint goes: the property's
+    /// name (`summary`, `body`), or `items`.
+    pub key: String,
 }
 
 /// Whether `text` looks like prose: [`PROSE_WORDS`] words and [`PROSE_CHARS`]
@@ -48,11 +51,13 @@ struct At<'s, 'a> {
     up: Option<&'s At<'s, 'a>>,
 }
 
-/// A string that looked like prose: its sample, its tool, where, and the text.
+/// A string that looked like prose: its sample, its tool, where (the path and the
+/// schema's key), and the text.
 struct Hit<'a> {
     sample: usize,
     tool: &'a str,
     path: String,
+    key: &'a str,
     text: &'a str,
 }
 
@@ -83,6 +88,10 @@ pub fn prose_like(task: &Task, catalog: &Catalog) -> Vec<ProseParameter> {
                         sample: i,
                         tool: &call.tool,
                         path,
+                        key: match at.step {
+                            Step::Member(k) => k,
+                            Step::Item => "items",
+                        },
                         text,
                     });
                 }
@@ -106,6 +115,7 @@ pub fn prose_like(task: &Task, catalog: &Catalog) -> Vec<ProseParameter> {
             found.push(ProseParameter {
                 tool: place[0].tool.to_string(),
                 path: place[0].path.clone(),
+                key: place[0].key.to_string(),
             });
         }
     }
@@ -247,6 +257,7 @@ mod tests {
         let want = vec![ProseParameter {
             tool: "send".into(),
             path: "$.summary".into(),
+            key: "summary".into(),
         }];
         assert_eq!(prose_like(&task(&args), &catalog("")), want);
         // Marked prose, it is not found.
@@ -275,10 +286,11 @@ mod tests {
             })
             .collect();
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let got: Vec<String> = (prose_like(&task(&args), &catalog("")).into_iter())
-            .map(|p| p.path)
+        let got: Vec<(String, String)> = (prose_like(&task(&args), &catalog("")).into_iter())
+            .map(|p| (p.path, p.key))
             .collect();
-        assert_eq!(got, ["$.extra[\"odd key\"]", "$.notes[*]"]);
+        let want = [("$.extra[\"odd key\"]", "odd key"), ("$.notes[*]", "items")];
+        assert_eq!(got, want.map(|(p, k)| (p.to_string(), k.to_string())));
     }
 
     /// Classified: prose that differs agrees, presence that differs lowers agreement
