@@ -96,7 +96,7 @@ impl<'a> LineScorer<'a> {
         match self.decide_comparing(line, out, true) {
             (DecidedLine::Gate(d, task), compared) => {
                 crate::record::write_decision(&d, out);
-                let prose = prose_like(&task, self.catalog);
+                let prose = self.prose_like(&task, &d);
                 Scored::Record(
                     Some(d.decision),
                     compared,
@@ -164,7 +164,7 @@ impl<'a> LineScorer<'a> {
         let d = decide::classify(&prepared, &self.states, &self.opts);
         if self.shard.is_some() {
             let compared = self.compared(&task, &prepared);
-            let prose = prose_like(&task, self.catalog);
+            let prose = self.prose_like(&task, &d);
             let kept = Scored::Kept(Box::new((d, prepared, compared, task.id_matching, prose)));
             return (DecidedLine::Scored(kept), None);
         }
@@ -181,6 +181,16 @@ impl<'a> LineScorer<'a> {
     /// failure: the rest of the run is still decided, and the summary counts the line.
     pub fn score_guarded(&self, line: &[u8], out: &mut String) -> Scored {
         guarded(out, |out| self.score(line, out), Scored::Bad)
+    }
+
+    /// The parameters of `task` that looked like unmarked prose ([`prose_like`]), looked
+    /// for only where its arguments do not meet arg_accept: words that kept a task from
+    /// accepting are worth a warning, and most tasks agree (they are not read again).
+    fn prose_like(&self, task: &Task, d: &decide::Decision) -> Vec<ProseParameter> {
+        if self.opts.arg_accept.met_by(d.arg_agreement.count, d.n) {
+            return Vec::new();
+        }
+        prose_like(task, self.catalog)
     }
 
     /// The naive scorer's verdict on `task`, with its label, when the two are compared.

@@ -8,7 +8,7 @@ use super::paths::path_member;
 use crate::catalog::Catalog;
 use crate::hints::Hints;
 use crate::json::Value;
-use crate::task::{Arguments, Task};
+use crate::task::{Arguments, Sample, Task};
 
 /// A string looks like prose when it has at least this many words (runs of characters
 /// that are not white space)...
@@ -70,10 +70,18 @@ struct Hit<'a> {
 pub fn prose_like(task: &Task, catalog: &Catalog) -> Vec<ProseParameter> {
     let n = task.samples.len();
     let mut hits: Vec<Hit> = Vec::new();
+    // A copy of an earlier sample (the reader shares them) holds the same texts: no new
+    // value. The first few distinct samples are the ones copies share.
+    let mut firsts: [*const Sample; 8] = [std::ptr::null(); 8];
+    let mut kept = 0;
     for (i, sample) in task.samples.iter().enumerate() {
-        // A copy of the sample before it holds the same texts: no new value.
-        if i > 0 && Arc::ptr_eq(sample, &task.samples[i - 1]) {
+        let at = Arc::as_ptr(sample);
+        if firsts[..kept].contains(&at) {
             continue;
+        }
+        if kept < firsts.len() {
+            firsts[kept] = at;
+            kept += 1;
         }
         for call in &sample.calls {
             let Arguments::Json(args) = &call.arguments else {
