@@ -99,8 +99,13 @@ fn walk(
     out: &mut Vec<DivergentPath>,
 ) {
     // Prose is compared by presence alone and never decides: where a sample holds a
-    // prose value, nothing is listed, whether the others hold one too or none.
-    if out.len() >= PATH_WALK_LIMIT || values.iter().any(|(v, _)| v.is_some_and(is_prose_form)) {
+    // prose value, or a list of them (items marked prose), nothing is listed, whether
+    // the others hold one too or none.
+    let prose = |v: &Value| match v {
+        Value::Array(items) => !items.is_empty() && items.iter().all(is_prose_form),
+        v => is_prose_form(v),
+    };
+    if out.len() >= PATH_WALK_LIMIT || values.iter().any(|(v, _)| v.is_some_and(prose)) {
         return;
     }
     // Objects, and arrays of one length, are walked without being printed: where they

@@ -196,11 +196,16 @@ mod tests {
     use crate::task::parse_task_line;
 
     fn catalog(summary_hint: &str) -> Catalog {
+        catalog_with(summary_hint, "")
+    }
+
+    /// `send`, with these hints after the `type` of its summary and of its notes' items.
+    fn catalog_with(summary_hint: &str, notes_hint: &str) -> Catalog {
         Catalog::from_value(
             &parse(&format!(
                 r#"{{"tools":[{{"name":"send","deterministic":true,"parameters":{{"type":"object",
                 "properties":{{"to":{{"type":"string"}},"summary":{{"type":"string"{summary_hint}}},
-                "notes":{{"type":"array","items":{{"type":"string"}}}}}}}}}}]}}"#
+                "notes":{{"type":"array","items":{{"type":"string"{notes_hint}}}}}}}}}}}]}}"#
             ))
             .unwrap(),
         )
@@ -310,8 +315,7 @@ mod tests {
         let texts: Vec<String> = (0..6)
             .map(|i| format!("Sample {i} tells Ada, in its own words, that it is done."))
             .collect();
-        let decide = |hint: &str, args: &[String]| {
-            let c = catalog(hint);
+        let decide_with = |c: Catalog, args: &[String]| {
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
             let mut states = tool_states(&c);
             states.get_mut("send").unwrap().verified = true;
@@ -321,6 +325,7 @@ mod tests {
                 &Options::default(),
             )
         };
+        let decide = |hint: &str, args: &[String]| decide_with(catalog(hint), args);
         let marked = r#","x-plangate":{"canon":["prose"]}"#;
         let words: Vec<String> = texts.iter().map(|t| summary(t)).collect();
         let d = decide(marked, &words);
@@ -354,6 +359,18 @@ mod tests {
             "{:?}",
             d.explanation
         );
+        // A list of notes marked item by item: how many there are is compared, but the
+        // list is never a path either.
+        let notes: Vec<String> = (0..6)
+            .map(|i| {
+                let notes: Vec<String> = (0..=i).map(|k| format!("\"Note {k}.\"")).collect();
+                format!(r#"{{"to":"ada","notes":[{}]}}"#, notes.join(","))
+            })
+            .collect();
+        let d = decide_with(catalog_with("", marked), &notes);
+        assert_eq!(d.decision, Verdict::Defer, "{:?}", d.explanation);
+        assert_eq!(d.reasons, [Reason::DiffuseArguments], "{:?}", d.explanation);
+        assert!(d.divergent_paths.is_empty(), "{:?}", d.divergent_paths);
         // Arguments that break the schema (a note that is not a string) still agree
         // on their prose, and defer for the schema, not for the words.
         let broken: Vec<String> = (0..6)
