@@ -295,4 +295,57 @@ mod tests {
                 .contains("internal error while deciding this line (halfway)")
         );
     }
+
+    /// A line's record comes with the parameters that looked like unmarked prose, but
+    /// only where they kept the task from accepting: texts a hint already merges
+    /// (here `casefold`) are distinct as written, and say nothing worth a warning.
+    #[test]
+    fn prose_is_reported_only_for_tasks_it_kept_from_accepting() {
+        let catalog = Catalog::from_value(
+            &crate::json::parse(
+                r#"{"tools":[{"name":"send","deterministic":true,"verified":true,"parameters":
+                {"type":"object","properties":{"to":{"type":"string"},
+                "note":{"type":"string","x-plangate":{"canon":["casefold"]}}}}}]}"#,
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        let scorer = LineScorer::new(&catalog, Options::default());
+        let line = |texts: &[String]| {
+            let samples: Vec<String> = (texts.iter())
+                .map(|t| {
+                    format!(r#"{{"calls":[{{"tool":"send","arguments":{{"to":"ada",{t}}},"result":1}}]}}"#)
+                })
+                .collect();
+            format!(r#"{{"task_id":"t","samples":[{}]}}"#, samples.join(","))
+        };
+        let found =
+            |texts: &[String]| match scorer.score(line(texts).as_bytes(), &mut String::new()) {
+                Scored::Record(verdict, _, _, _, prose) => (verdict, prose),
+                other => panic!("{other:?}"),
+            };
+        let sentence = "the report for the quarter is in your inbox";
+        let cased: Vec<String> = (0..6)
+            .map(|i| {
+                let mut s: Vec<char> = sentence.chars().collect();
+                s[i] = s[i].to_ascii_uppercase();
+                format!(r#""note":"{}""#, s.into_iter().collect::<String>())
+            })
+            .collect();
+        assert_eq!(found(&cased), (Some(Verdict::Accept), vec![]));
+        assert_eq!(
+            decide::prose_like(&parse_task_line(line(&cased).as_bytes()).unwrap(), &catalog).len(),
+            1,
+            "distinct as written"
+        );
+        let worded: Vec<String> = (0..6)
+            .map(|i| format!(r#""note":"Note {i}: {sentence}""#))
+            .collect();
+        let (verdict, prose) = found(&worded);
+        assert_eq!(verdict, Some(Verdict::Reject));
+        let places: Vec<(&str, &str)> = (prose.iter())
+            .map(|p| (p.tool.as_str(), p.path.as_str()))
+            .collect();
+        assert_eq!(places, [("send", "$.note")]);
+    }
 }
