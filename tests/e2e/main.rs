@@ -39,6 +39,8 @@ mod page;
 mod malformed;
 // `plangate score` on the README example, with the naive baseline in its summary.
 mod score;
+// Free text in arguments: the run's one warning about prose, and the hint it gives.
+mod prose;
 // Outputs checked against inputs and each other, and written whole or not at all.
 mod outputs;
 // What a run refuses before the work (outputs on a module or in a mount, unwritable

@@ -261,3 +261,68 @@ fn a_bad_trial_is_reported_where_it_sits_and_the_rest_decided() {
         run.stderr
     );
 }
+
+#[test]
+fn prose_marked_parameters_are_never_divergent_paths() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    // The fixture's catalog marks `think.thought` and `transfer_to_human_agents.summary`
+    // as prose.
+    let marked = score(
+        &fixture("gpt-4o-airline.json"),
+        dir.path(),
+        &["--min-samples", "4"],
+    );
+    for r in &marked.records {
+        for p in r["divergent_paths"].as_array().expect("paths") {
+            let path = p["path"].as_str().expect("path");
+            assert!(
+                !path.ends_with(".thought") && !path.ends_with(".summary"),
+                "{}: {path}",
+                r["task_id"]
+            );
+        }
+    }
+    assert!(!marked.stderr.contains("$.thought"), "{}", marked.stderr);
+
+    // Unmarked, the same trials say where prose keeps tasks apart, and how to mark it.
+    let catalog: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("catalog.json")).expect("catalog"))
+            .expect("catalog is JSON");
+    let plain = catalog
+        .to_string()
+        .replace(r#","x-plangate":{"canon":["prose"]}"#, "");
+    assert!(!plain.contains("prose"), "the hints are removed");
+    let plain_path = dir.path().join("plain.json");
+    std::fs::write(&plain_path, plain).expect("write");
+    let out = dir.path().join("plain.out.jsonl");
+    let output = Command::new(env!("CARGO_BIN_EXE_plangate"))
+        .args(["score", "--min-samples", "4", "--catalog"])
+        .arg(&plain_path)
+        .arg("--samples")
+        .arg(fixture("gpt-4o-airline.json"))
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .expect("plangate runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.matches("looks like prose").count(), 1, "{stderr}");
+    assert!(stderr.contains(r#"tool "think" $.thought"#), "{stderr}");
+    assert!(
+        stderr.contains(r#"tool "transfer_to_human_agents" $.summary"#),
+        "{stderr}"
+    );
+    let accepted = |records: &[Value]| {
+        (records.iter())
+            .filter(|r| r["decision"] == "accept")
+            .count()
+    };
+    let plain_records: Vec<Value> = std::fs::read_to_string(&out)
+        .expect("decisions")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a record"))
+        .collect();
+    assert!(
+        accepted(&marked.records) > accepted(&plain_records),
+        "marking prose lets agreeing plans accept"
+    );
+}

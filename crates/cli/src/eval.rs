@@ -12,6 +12,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use plangate_gate::baseline::naive;
+use plangate_gate::decide::prose_like;
 use plangate_gate::task::{Task, parse_task_line};
 use plangate_harness::{
     Earlier, Eval, EvalOptions, EvalRun, Finished, Journal, JournalHeader, Retries, RetryReport,
@@ -188,7 +189,7 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
     let probed = started.elapsed();
 
     let mut tally = Tally::default();
-    let executed_batch = match execute(&eval, input, &source, &args, &mut tally) {
+    let executed_batch = match execute(&eval, &catalog, input, &source, &args, &mut tally) {
         Err(e) if e.is::<Interrupted>() => return interrupted(journal.as_ref(), &tally),
         // The interrupt came after the last line was read, while queued calls ran: the
         // workers dropped the rest, so the batch cannot be finished, only resumed.
@@ -514,6 +515,7 @@ fn check_outputs(args: &EvalArgs, catalog: &plangate_gate::catalog::Catalog) -> 
 /// the lines that are not, and scores executed tasks the naive way as they finish.
 fn execute(
     eval: &Eval<'_>,
+    catalog: &plangate_gate::catalog::Catalog,
     input: Box<dyn BufRead>,
     source: &Source,
     args: &EvalArgs,
@@ -564,6 +566,7 @@ fn execute(
                     Ok(task) => {
                         ids.check(&source.name, number, &task.task_id);
                         tally.ids += task.id_matching;
+                        tally.prose.add(&prose_like(&task, catalog));
                         if args.retry_deferred > 0 {
                             line_hashes.push((number, line_hash(line)));
                         }

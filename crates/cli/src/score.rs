@@ -189,17 +189,18 @@ impl RecordWriter<'_> {
         let mut from = 0;
         for (number, scored, end) in scored {
             match scored {
-                Scored::Record(verdict, compared, task_id, id_matching, outcomes) => {
-                    self.ids.check(&self.source.name, number, &task_id);
-                    tally.ids += id_matching;
-                    match verdict {
+                Scored::Record(r) => {
+                    self.ids.check(&self.source.name, number, &r.task_id);
+                    tally.ids += r.ids;
+                    tally.prose.add(&r.prose);
+                    match r.verdict {
                         Some(v) => {
                             tally.count(v);
-                            tally.by_outcome.count_group(outcomes, v);
+                            tally.by_outcome.count_group(r.outcomes, v);
                         }
                         None => tally.refused += 1,
                     }
-                    if let (Some(gate), Some((naive, label))) = (verdict, compared) {
+                    if let (Some(gate), Some((naive, label))) = (r.verdict, r.compared) {
                         tally.baseline.count(gate, naive, label);
                     }
                 }
@@ -219,9 +220,10 @@ impl RecordWriter<'_> {
                 }
                 Scored::Other => tally.other_shards += 1,
                 Scored::Kept(b) => {
-                    let (d, prepared, compared, id_matching) = *b;
+                    let (d, prepared, compared, id_matching, prose) = *b;
                     self.ids.check(&self.source.name, number, &d.task_id);
                     tally.ids += id_matching;
+                    tally.prose.add(&prose);
                     tally.count(d.decision);
                     tally.by_outcome.count(&d.outcomes, d.decision);
                     if let Some((naive, label)) = compared {

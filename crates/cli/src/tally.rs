@@ -1,7 +1,7 @@
 //! The count of what happened to every input line (decided, refused, skipped, blank),
 //! shared by `score` and `eval`: one summary wording and one exit-code rule for both.
 
-use plangate_gate::decide::Verdict;
+use plangate_gate::decide::{PROSE_CHARS, PROSE_WORDS, ProseParameter, Verdict};
 use plangate_gate::outcome::VerdictsByOutcome;
 use plangate_gate::task::{IdMatching, Label};
 
@@ -32,6 +32,75 @@ pub(crate) struct Tally {
     /// Verdicts by how each task's samples fared where they came from (their outcomes).
     #[serde(default)]
     pub(crate) by_outcome: VerdictsByOutcome,
+    /// Parameters that looked like unmarked prose, said once for the run.
+    #[serde(default)]
+    pub(crate) prose: ProseTally,
+}
+
+/// The parameters that looked like prose not marked `prose` (the gate's
+/// `decide::prose_like`), with how many tasks each was found in.
+#[derive(Debug, Default, Clone, serde::Serialize, serde::Deserialize)]
+pub(crate) struct ProseTally {
+    /// Tasks with at least one such parameter.
+    tasks: usize,
+    /// Each parameter with its number of tasks, sorted by parameter; at most
+    /// [`PROSE_KEPT`] of them, so a run over many tools stays small in memory and in
+    /// every checkpoint.
+    found: Vec<(ProseParameter, usize)>,
+    /// Findings of parameters past the first [`PROSE_KEPT`].
+    unkept: usize,
+}
+
+/// Distinct parameters a run keeps count of; the warning names the first few.
+const PROSE_KEPT: usize = 64;
+/// Parameters the warning names.
+const PROSE_LISTED: usize = 3;
+
+impl ProseTally {
+    /// Counts one task's parameters.
+    pub(crate) fn add(&mut self, task: &[ProseParameter]) {
+        if task.is_empty() {
+            return;
+        }
+        self.tasks += 1;
+        for p in task {
+            match self.found.binary_search_by(|(q, _)| q.cmp(p)) {
+                Ok(i) => self.found[i].1 += 1,
+                Err(i) if self.found.len() < PROSE_KEPT => self.found.insert(i, (p.clone(), 1)),
+                Err(_) => self.unkept += 1,
+            }
+        }
+    }
+
+    /// The run's one warning, or None when no task had such a parameter: the most
+    /// frequent parameters with their tasks, and the hint for the first of them.
+    pub(crate) fn line(&self) -> Option<String> {
+        let mut by_tasks: Vec<&(ProseParameter, usize)> = self.found.iter().collect();
+        by_tasks.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        let (top, _) = by_tasks.first()?;
+        let named: Vec<String> = (by_tasks.iter().take(PROSE_LISTED))
+            .map(|(p, tasks)| {
+                format!(
+                    "tool {:?} {} in {tasks} task{}",
+                    p.tool,
+                    p.path,
+                    if *tasks == 1 { "" } else { "s" }
+                )
+            })
+            .collect();
+        // Unkept findings come only once every kept place is taken, so more are named.
+        let more = match by_tasks.len().saturating_sub(PROSE_LISTED) {
+            0 => String::new(),
+            m => format!(" and {m} more"),
+        };
+        Some(format!(
+            "warning: text that looks like prose ({PROSE_WORDS}+ words, {PROSE_CHARS}+ characters) was written differently in most samples of {} task{}, at {}{more}: free text never agrees word for word, so it keeps a task from accepting and can reject it for its words. If such a parameter is free text, mark it prose in its tool's schema to compare it by presence only: {}: {{\"type\": \"string\", \"x-plangate\": {{\"canon\": [\"prose\"]}}}} (docs/design.md, \"Prose\")",
+            self.tasks,
+            if self.tasks == 1 { "" } else { "s" },
+            named.join(", "),
+            serde_json::Value::from(top.key.as_str())
+        ))
+    }
 }
 
 /// Rejections by the gate and by the naive scorer (docs/design.md, "Naive baseline"),
@@ -144,6 +213,9 @@ impl Tally {
         if let Some(line) = self.ids_line() {
             eprintln!("plangate: {source}: {line}");
         }
+        if let Some(line) = self.prose.line() {
+            eprintln!("plangate: {source}: {line}");
+        }
         eprintln!("plangate: {}", self.summary(source));
         if let Some(line) = self.baseline.line() {
             eprintln!("plangate: {line}");
@@ -151,5 +223,73 @@ impl Tally {
         if let Some(line) = self.by_outcome.line() {
             eprintln!("plangate: {line}");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn param(tool: &str, key: &str) -> ProseParameter {
+        ProseParameter {
+            tool: tool.into(),
+            path: format!("$.{key}"),
+            key: key.into(),
+        }
+    }
+
+    #[test]
+    fn prose_is_said_once_with_the_most_frequent_parameters_and_the_hint() {
+        let mut t = ProseTally::default();
+        assert_eq!(t.line(), None);
+        t.add(&[]);
+        assert_eq!(t.line(), None, "a task without prose is not counted");
+        for _ in 0..3 {
+            t.add(&[param("notify", "summary"), param("think", "thought")]);
+        }
+        t.add(&[param("think", "thought")]);
+        t.add(&[param("close", "reason")]);
+        t.add(&[param("log", "why")]);
+        let line = t.line().unwrap();
+        assert!(line.contains("most samples of 6 tasks"), "{line}");
+        assert!(
+            line.contains(
+                r#"at tool "think" $.thought in 4 tasks, tool "notify" $.summary in 3 tasks, tool "close" $.reason in 1 task and 1 more:"#
+            ),
+            "{line}"
+        );
+        assert!(
+            line.contains(r#""thought": {"type": "string", "x-plangate": {"canon": ["prose"]}}"#),
+            "{line}"
+        );
+        // Past the parameters it keeps, a run counts findings without naming them.
+        let mut many = ProseTally::default();
+        for i in 0..PROSE_KEPT + 5 {
+            many.add(&[param(&format!("t{i:03}"), "summary")]);
+        }
+        assert_eq!(
+            (many.found.len(), many.unkept, many.tasks),
+            (PROSE_KEPT, 5, PROSE_KEPT + 5)
+        );
+        assert!(
+            many.line()
+                .unwrap()
+                .contains(&format!(" and {} more:", PROSE_KEPT - PROSE_LISTED))
+        );
+    }
+
+    /// A checkpoint of a `score --resume` journal written before the prose count reads
+    /// with none, and one written with it reads back whole.
+    #[test]
+    fn checkpoints_carry_the_prose_count() {
+        let mut t = Tally::default();
+        t.prose.add(&[param("notify", "summary")]);
+        let mut old = serde_json::to_value(&t).unwrap();
+        old.as_object_mut().unwrap().remove("prose");
+        let read: Tally = serde_json::from_value(old).unwrap();
+        assert_eq!(read.prose.line(), None);
+        let back: Tally = serde_json::from_str(&serde_json::to_string(&t).unwrap()).unwrap();
+        assert_eq!(back.prose.line(), t.prose.line());
+        assert!(back.prose.line().is_some());
     }
 }

@@ -1,9 +1,9 @@
 //! Schema-aware canonical arguments (docs/design.md, "Canonical arguments"): what makes two spellings of
-//! one call agree (defaults, paths, IDs, sets, case, blanks) and what keeps two different
-//! calls apart (exact integers, unresolved IDs, malformed samples).
+//! one call agree (defaults, paths, IDs, sets, case, blanks, free text) and what keeps
+//! two different calls apart (exact integers, unresolved IDs, malformed samples).
 //!
 //! Hints sit in a parameter's schema: `"x-plangate": {"canon": ["path", "trim",
-//! "casefold", "unordered", {"id": {"resolve": "resolve_user"}}], "base": "/world"}`.
+//! "casefold", "unordered", "prose", {"id": {"resolve": "resolve_user"}}], "base": "/world"}`.
 //! `base` is the working directory relative paths are read against (default `/`).
 
 use crate::catalog::ToolSpec;
@@ -312,6 +312,7 @@ fn apply(
                 }
             }),
             (Hint::Unordered, Value::Array(items)) => as_set(items).map(Value::Array),
+            (Hint::Prose, val) => prose_form(val),
             _ => None,
         };
         if new.is_some() {
@@ -319,6 +320,67 @@ fn apply(
         }
     }
     changed
+}
+
+/// The member a prose value's canonical form holds: `{"$prose": "text"}` or
+/// `{"$prose": "blank"}`.
+const PROSE: &str = "$prose";
+
+/// The canonical form of a value marked prose: whether it holds any text (a character
+/// that is not white space), and nothing of which words. A string, or an array of
+/// strings (an empty one holds no text); anything else is compared as written (None).
+/// An object, so it never equals a string a model wrote, whatever the words.
+fn prose_form(v: &Value) -> Option<Value> {
+    let text = |s: &str| s.chars().any(|c| !c.is_whitespace());
+    let said = match v {
+        Value::String(s) => text(s),
+        Value::Array(items) if items.iter().all(|i| matches!(i, Value::String(_))) => {
+            items.iter().any(|i| i.as_str().is_some_and(text))
+        }
+        _ => return None,
+    };
+    let presence = if said { "text" } else { "blank" };
+    Some(Value::Object(Object::from_iter([(
+        PROSE.to_string(),
+        Value::String(presence.into()),
+    )])))
+}
+
+/// Whether `v` is the canonical form of a prose value: where samples differ only in
+/// such values, no path is listed, since the words decide nothing.
+pub fn is_prose_form(v: &Value) -> bool {
+    match v {
+        Value::Object(o) if o.len() == 1 => {
+            matches!(o.get(PROSE), Some(Value::String(s)) if s == "text" || s == "blank")
+        }
+        _ => false,
+    }
+}
+
+/// `args` with every value marked prose in its canonical form and nothing else changed,
+/// None when it holds none: arguments that break the schema are keyed as written (their
+/// defaults and other hints do not describe them), but their words still say nothing,
+/// so two such samples that differ only in them agree as valid ones would.
+pub fn prose_masked(tool: &ToolSpec, args: &Value) -> Option<Value> {
+    fn mask(hints: &Hints, v: &Value) -> Option<Value> {
+        if as_from_ref(v).is_some() || hints.is_empty() {
+            return None;
+        }
+        if let Some(form) = hints.prose().then(|| prose_form(v)).flatten() {
+            return Some(form);
+        }
+        match v {
+            Value::Object(o) => changed_parts(o.members(), 0, |(k, sub)| {
+                mask(hints.property(k), sub).map(|new| (k.clone(), new))
+            })
+            .map(|members| Value::Object(Object::of_distinct(members))),
+            Value::Array(items) => {
+                changed_parts(items, 0, |item| mask(hints.items(), item)).map(Value::Array)
+            }
+            _ => None,
+        }
+    }
+    mask(&tool.hints, args)
 }
 
 /// `parts` with `change` applied to each, None when it changes none of them. Built from
@@ -623,6 +685,121 @@ mod tests {
             run(r#"{"user":"u_9"}"#),
             r#"{"user":{"$unresolved":"u_9"}}"#
         );
+    }
+
+    /// Prose is compared by presence: any text agrees with any other, blank (empty or
+    /// white space, or a list of such) with blank, and neither with the other; what is
+    /// not a string, or a list of them, is compared as written.
+    #[test]
+    fn prose_agrees_on_any_words() {
+        let t = tool(
+            r#"{"type":"object","properties":{
+              "to":{"type":"string"},
+              "summary":{"type":["string","integer"],"x-plangate":{"canon":["trim","prose"]}},
+              "notes":{"type":"array","items":{"type":"string","x-plangate":{"canon":["prose"]}}},
+              "lines":{"type":"array","x-plangate":{"canon":["prose"]}},
+              "why":{"type":"string","default":"Because it was asked.","x-plangate":{"canon":["prose"]}}},
+              "required":["to"]}"#,
+        );
+        let text = r#"{"$prose":"text"}"#;
+        let blank = r#"{"$prose":"blank"}"#;
+        for (args, canonical) in [
+            (
+                r#"{"to":"ada","summary":"Sent the report."}"#,
+                format!(r#"{{"summary":{text},"to":"ada","why":{text}}}"#),
+            ),
+            (
+                r#"{"to":"ada","summary":"Ada has it now, as asked.","why":"x"}"#,
+                format!(r#"{{"summary":{text},"to":"ada","why":{text}}}"#),
+            ),
+            (
+                r#"{"to":"ada","summary":" \t\n","why":""}"#,
+                format!(r#"{{"summary":{blank},"to":"ada","why":{blank}}}"#),
+            ),
+            (
+                r#"{"to":"ada","summary":7,"why":"ok"}"#,
+                format!(r#"{{"summary":7,"to":"ada","why":{text}}}"#),
+            ),
+            (
+                r#"{"to":"ada","notes":["One.",""],"lines":["a","b"],"why":"ok"}"#,
+                format!(r#"{{"lines":{text},"notes":[{text},{blank}],"to":"ada","why":{text}}}"#),
+            ),
+            (
+                r#"{"to":"ada","lines":[],"why":"ok"}"#,
+                format!(r#"{{"lines":{blank},"to":"ada","why":{text}}}"#),
+            ),
+            (
+                r#"{"to":"ada","lines":["a",1],"why":"ok"}"#,
+                format!(r#"{{"lines":["a",1],"to":"ada","why":{text}}}"#),
+            ),
+            (
+                r#"{"to":"ada","summary":{"$from":{"step":0,"pointer":"/s"}},"why":"ok"}"#,
+                format!(
+                    r#"{{"summary":{{"$from":{{"pointer":"/s","step":0}}}},"to":"ada","why":{text}}}"#
+                ),
+            ),
+        ] {
+            assert_eq!(canon(&t, args), Ok(canonical), "{args}");
+        }
+        let form = |args: &str| canonicalize_arguments(&t, &parse(args).unwrap(), 1, None).unwrap();
+        let v = form(r#"{"to":"ada","summary":"Sent."}"#);
+        assert!(is_prose_form(
+            v.as_object().unwrap().get("summary").unwrap()
+        ));
+        assert!(!is_prose_form(&parse(r#"{"$prose":"words"}"#).unwrap()));
+        assert!(!is_prose_form(&parse(r#""text""#).unwrap()));
+        // A value marked prose that breaks the schema is a violation as before.
+        assert!(canon(&t, r#"{"to":"ada","summary":true}"#).is_err());
+    }
+
+    /// Arguments that break the schema keep their violation and are otherwise as
+    /// written, but their prose is masked: two samples that differ only in words agree.
+    #[test]
+    fn prose_is_masked_in_arguments_that_break_the_schema() {
+        let t = tool(
+            r#"{"type":"object","properties":{
+              "to":{"type":"string","x-plangate":{"canon":["casefold"]}},
+              "summary":{"type":"string","x-plangate":{"canon":["prose"]}},
+              "n":{"type":"integer","default":1}},
+              "required":["to","n"]}"#,
+        );
+        let masked = |args: &str| {
+            let v = parse(args).unwrap();
+            assert!(matches!(
+                canonicalize_arguments(&t, &v, 1, None),
+                Err(Invalid::Violates(_))
+            ));
+            prose_masked(&t, &v).map(|m| jcs::to_string(&m))
+        };
+        assert_eq!(
+            masked(r#"{"to":"Ada","summary":"I wrote to Ada."}"#),
+            masked(r#"{"to":"Ada","summary":"Ada has been told."}"#)
+        );
+        assert_eq!(
+            masked(r#"{"to":"Ada","summary":"I wrote to Ada."}"#).as_deref(),
+            Some(r#"{"summary":{"$prose":"text"},"to":"Ada"}"#),
+            "no default, no other hint"
+        );
+        assert_eq!(masked(r#"{"to":"Ada"}"#), None);
+        assert_eq!(masked(r#"{"to":"Ada","summary":3}"#), None);
+    }
+
+    #[test]
+    fn prose_names_nothing_to_resolve_or_to_find() {
+        for (ext, wrong) in [
+            (r#"{"canon":["prose",{"id":{"resolve":"r"}}]}"#, "\"id\""),
+            (r#"{"canon":["prose"],"must_exist":true}"#, "\"must_exist\""),
+        ] {
+            let doc = format!(
+                r#"{{"tools":[{{"name":"t","deterministic":true,"parameters":{{"type":"object","properties":{{"p":{{"type":"string","x-plangate":{ext}}}}}}}}}]}}"#
+            );
+            let e = Catalog::from_value(&parse(&doc).unwrap()).unwrap_err();
+            let e = e.first();
+            assert_eq!(e.field, "tools[0].parameters/properties/p");
+            assert!(e.message.contains(wrong), "{}", e.message);
+        }
+        let ok = r#"{"tools":[{"name":"t","deterministic":true,"parameters":{"type":"object","properties":{"p":{"type":"string","x-plangate":{"canon":["prose"],"must_exist":false}}}}}]}"#;
+        assert!(Catalog::from_value(&parse(ok).unwrap()).is_ok());
     }
 
     #[test]

@@ -26,10 +26,14 @@ pub enum Hint {
         /// The resolver tool's name.
         resolve: String,
     },
+    /// Free text compared by presence only: whether it holds any text, never which
+    /// words (docs/design.md, "Prose").
+    Prose,
 }
 
-/// The hints of one schema node, in the order they apply: trim, casefold, path, id, and
-/// unordered last (it sorts elements already canonical).
+/// The hints of one schema node, in the order they apply: trim, casefold, path, id,
+/// unordered (it sorts elements already canonical), and prose last (it keeps nothing of
+/// the text for a later hint to read).
 fn hints_of(schema: &Value) -> Result<Vec<Hint>, String> {
     let Some(ext) = schema.as_object().and_then(|o| o.get("x-plangate")) else {
         return Ok(Vec::new());
@@ -63,6 +67,7 @@ fn hints_of(schema: &Value) -> Result<Vec<Hint>, String> {
                 "unordered" => Hint::Unordered,
                 "casefold" => Hint::Casefold,
                 "trim" => Hint::Trim,
+                "prose" => Hint::Prose,
                 "id" => {
                     return Err(format!(
                         "x-plangate.canon[{i}]: \"id\" needs a resolver: {{\"id\": {{\"resolve\": \"TOOL\"}}}}"
@@ -70,7 +75,7 @@ fn hints_of(schema: &Value) -> Result<Vec<Hint>, String> {
                 }
                 other => {
                     return Err(format!(
-                        "x-plangate.canon[{i}]: unknown hint {other:?} (expected path, unordered, casefold, trim, id)"
+                        "x-plangate.canon[{i}]: unknown hint {other:?} (expected path, unordered, casefold, trim, id, prose)"
                     ));
                 }
             },
@@ -102,8 +107,19 @@ fn hints_of(schema: &Value) -> Result<Vec<Hint>, String> {
         Hint::Path { .. } => 2,
         Hint::Id { .. } => 3,
         Hint::Unordered => 4,
+        Hint::Prose => 5,
     };
     hints.sort_by_key(rank);
+    // Prose makes no claim about anything: it cannot name a record that must exist or
+    // be looked up, and comparing it by presence would hide the reference's value.
+    if hints.contains(&Hint::Prose) {
+        if hints.iter().any(|h| matches!(h, Hint::Id { .. })) {
+            return Err("x-plangate.canon: \"prose\" and \"id\" exclude each other: prose names nothing to resolve".into());
+        }
+        if ext.get("must_exist") == Some(&Value::Bool(true)) {
+            return Err("x-plangate: \"prose\" and \"must_exist\" exclude each other: prose names nothing that must exist".into());
+        }
+    }
     Ok(hints)
 }
 
@@ -213,6 +229,11 @@ impl Hints {
     /// canonicalization leaves their values as they are. Worked out when compiled.
     pub fn is_empty(&self) -> bool {
         self.empty
+    }
+
+    /// Whether this node's values are prose ([`Hint::Prose`]).
+    pub fn prose(&self) -> bool {
+        self.hints.contains(&Hint::Prose)
     }
 
     /// The resolver tool of this node's `id` hint, if it has one.

@@ -9,7 +9,7 @@ use serde_json::json;
 
 use crate::baseline::naive_verdict;
 use crate::catalog::Catalog;
-use crate::decide::{self, Options, Prepared, Verdict};
+use crate::decide::{self, Options, Prepared, ProseParameter, Verdict, prose_like};
 use crate::outcome::TrialOutcomes;
 use crate::seed::{self, SeedOptions};
 use crate::task::{IdMatching, Label, Observed, Task, TaskError, parse_task_line};
@@ -17,17 +17,8 @@ use crate::task::{IdMatching, Label, Observed, Task, TaskError, parse_task_line}
 /// What scoring one line produced.
 #[derive(Debug)]
 pub enum Scored {
-    /// A record, written to the caller's buffer: the verdict it carries (None: the
-    /// seed's gate refused), the naive scorer's verdict with the task's label when they
-    /// are compared, the task's ID, how its transcript's results found their calls, and
-    /// how its samples fared where they came from.
-    Record(
-        Option<Verdict>,
-        Option<(Verdict, Option<Label>)>,
-        String,
-        IdMatching,
-        Option<TrialOutcomes>,
-    ),
+    /// A record, written to the caller's buffer, with what the run counts of it.
+    Record(Box<ScoredRecord>),
     /// The line is not a task.
     Bad(TaskError),
     /// A shard's scorer: another shard decides this task.
@@ -37,14 +28,34 @@ pub enum Scored {
     Kept(Box<KeptDecision>),
 }
 
+/// What a run counts of a line [`Scored::Record`] wrote.
+#[derive(Debug)]
+pub struct ScoredRecord {
+    /// The verdict (None: the seed's gate refused).
+    pub verdict: Option<Verdict>,
+    /// The naive scorer's verdict with the task's label, when they are compared.
+    pub compared: Option<(Verdict, Option<Label>)>,
+    /// The task's ID.
+    pub task_id: String,
+    /// How its transcript's results found their calls.
+    pub ids: IdMatching,
+    /// How its samples fared where they came from.
+    pub outcomes: Option<TrialOutcomes>,
+    /// The parameters that looked like unmarked prose ([`prose_like`]; none for the
+    /// seed's gate, which reads no hints).
+    pub prose: Vec<ProseParameter>,
+}
+
 /// A shard's decision with its prepared task, the naive scorer's verdict (with the
-/// task's label) when they are compared, and how its transcript's results found their
-/// calls: `merge` classifies the prepared task again.
+/// task's label) when they are compared, how its transcript's results found their
+/// calls, and the parameters that looked like unmarked prose: `merge` classifies the
+/// prepared task again.
 pub type KeptDecision = (
     decide::Decision,
     decide::Prepared,
     Option<(Verdict, Option<Label>)>,
     IdMatching,
+    Vec<ProseParameter>,
 );
 
 /// Everything a line is decided against; shared read-only by the threads that score.
@@ -107,14 +118,14 @@ impl<'a> LineScorer<'a> {
             (DecidedLine::Gate(d, task), compared) => {
                 see(&d);
                 crate::record::write_decision(&d, out);
-                let outcomes = TrialOutcomes::of(d.outcomes.iter().copied());
-                Scored::Record(
-                    Some(d.decision),
+                Scored::Record(Box::new(ScoredRecord {
+                    verdict: Some(d.decision),
                     compared,
-                    task.task_id,
-                    task.id_matching,
-                    outcomes,
-                )
+                    outcomes: TrialOutcomes::of(d.outcomes.iter().copied()),
+                    prose: self.prose_like(&task, &d),
+                    task_id: task.task_id,
+                    ids: task.id_matching,
+                }))
             }
             (DecidedLine::Scored(Scored::Kept(kept)), _) => {
                 see(&kept.0);
@@ -153,14 +164,14 @@ impl<'a> LineScorer<'a> {
         if let Some((entry, seed_opts)) = self.seed_compat {
             let outcome = seed::judge(&task, self.catalog, entry, &seed_opts);
             crate::record::write_seed(&task.task_id, &outcome, out);
-            let outcomes = TrialOutcomes::of(task.samples.iter().map(|s| s.outcome));
-            let record = Scored::Record(
-                outcome.verdict(),
-                None,
-                task.task_id,
-                task.id_matching,
-                outcomes,
-            );
+            let record = Scored::Record(Box::new(ScoredRecord {
+                verdict: outcome.verdict(),
+                compared: None,
+                outcomes: TrialOutcomes::of(task.samples.iter().map(|s| s.outcome)),
+                prose: Vec::new(),
+                task_id: task.task_id,
+                ids: task.id_matching,
+            }));
             return (DecidedLine::Scored(record), None);
         }
         if let Some(bad) = missing_result(&task) {
@@ -177,7 +188,8 @@ impl<'a> LineScorer<'a> {
         let d = decide::classify(&prepared, &self.states, &self.opts);
         if self.shard.is_some() {
             let compared = self.compared(&task, &prepared);
-            let kept = Scored::Kept(Box::new((d, prepared, compared, task.id_matching)));
+            let prose = self.prose_like(&task, &d);
+            let kept = Scored::Kept(Box::new((d, prepared, compared, task.id_matching, prose)));
             return (DecidedLine::Scored(kept), None);
         }
         let compared = if compare {
@@ -203,6 +215,16 @@ impl<'a> LineScorer<'a> {
         see: impl FnOnce(&decide::Decision),
     ) -> Scored {
         guarded(out, |out| self.score_seeing(line, out, see), Scored::Bad)
+    }
+
+    /// The parameters of `task` that looked like unmarked prose ([`prose_like`]), looked
+    /// for only where its arguments do not meet arg_accept: words that kept a task from
+    /// accepting are worth a warning, and most tasks agree (they are not read again).
+    fn prose_like(&self, task: &Task, d: &decide::Decision) -> Vec<ProseParameter> {
+        if self.opts.arg_accept.met_by(d.arg_agreement.count, d.n) {
+            return Vec::new();
+        }
+        prose_like(task, self.catalog)
     }
 
     /// The naive scorer's verdict on `task`, with its label, when the two are compared.
@@ -306,5 +328,58 @@ mod tests {
             e.message
                 .contains("internal error while deciding this line (halfway)")
         );
+    }
+
+    /// A line's record comes with the parameters that looked like unmarked prose, but
+    /// only where they kept the task from accepting: texts a hint already merges
+    /// (here `casefold`) are distinct as written, and say nothing worth a warning.
+    #[test]
+    fn prose_is_reported_only_for_tasks_it_kept_from_accepting() {
+        let catalog = Catalog::from_value(
+            &crate::json::parse(
+                r#"{"tools":[{"name":"send","deterministic":true,"verified":true,"parameters":
+                {"type":"object","properties":{"to":{"type":"string"},
+                "note":{"type":"string","x-plangate":{"canon":["casefold"]}}}}}]}"#,
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        let scorer = LineScorer::new(&catalog, Options::default());
+        let line = |texts: &[String]| {
+            let samples: Vec<String> = (texts.iter())
+                .map(|t| {
+                    format!(r#"{{"calls":[{{"tool":"send","arguments":{{"to":"ada",{t}}},"result":1}}]}}"#)
+                })
+                .collect();
+            format!(r#"{{"task_id":"t","samples":[{}]}}"#, samples.join(","))
+        };
+        let found =
+            |texts: &[String]| match scorer.score(line(texts).as_bytes(), &mut String::new()) {
+                Scored::Record(r) => (r.verdict, r.prose),
+                other => panic!("{other:?}"),
+            };
+        let sentence = "the report for the quarter is in your inbox";
+        let cased: Vec<String> = (0..6)
+            .map(|i| {
+                let mut s: Vec<char> = sentence.chars().collect();
+                s[i] = s[i].to_ascii_uppercase();
+                format!(r#""note":"{}""#, s.into_iter().collect::<String>())
+            })
+            .collect();
+        assert_eq!(found(&cased), (Some(Verdict::Accept), vec![]));
+        assert_eq!(
+            decide::prose_like(&parse_task_line(line(&cased).as_bytes()).unwrap(), &catalog).len(),
+            1,
+            "distinct as written"
+        );
+        let worded: Vec<String> = (0..6)
+            .map(|i| format!(r#""note":"Note {i}: {sentence}""#))
+            .collect();
+        let (verdict, prose) = found(&worded);
+        assert_eq!(verdict, Some(Verdict::Reject));
+        let places: Vec<(&str, &str)> = (prose.iter())
+            .map(|p| (p.tool.as_str(), p.path.as_str()))
+            .collect();
+        assert_eq!(places, [("send", "$.note")]);
     }
 }

@@ -473,4 +473,50 @@ mod tests {
         let e = cat(r#"[{"type":"function","name":"w","deterministic":true}]"#).unwrap();
         assert!(!e.get("w").unwrap().deterministic);
     }
+
+    /// A parameter's hints sit under `x-plangate` in its own schema in every shape: the
+    /// `prose` hint read from MCP, OpenAI, Anthropic and function docs alike.
+    #[test]
+    fn every_dialect_reads_the_prose_hint() {
+        let schema = r#"{"type":"object","properties":{"to":{"type":"string"},
+            "summary":{"type":"string","x-plangate":{"canon":["prose"]}}},"required":["to"]}"#;
+        let ext = r#""x-plangate":{"deterministic":true}"#;
+        let shapes = [
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"result":{{"tools":[{{"name":"w","inputSchema":{schema},{ext}}}]}}}}"#
+            ),
+            format!(
+                r#"[{{"type":"function","function":{{"name":"w","parameters":{schema}}},{ext}}}]"#
+            ),
+            format!(r#"[{{"type":"function","name":"w","parameters":{schema},{ext}}}]"#),
+            format!(r#"[{{"name":"w","input_schema":{schema},{ext}}}]"#),
+            format!(r#"[{{"name":"w","description":"d","parameters":{schema},{ext}}}]"#),
+        ];
+        for doc in shapes {
+            let c = cat(&doc).unwrap_or_else(|e| panic!("{doc}: {e}"));
+            let t = c.get("w").unwrap();
+            assert!(t.hints.property("summary").prose(), "{doc}");
+            assert!(!t.hints.property("to").prose(), "{doc}");
+            let form = |words: &str| {
+                let args = parse(&format!(r#"{{"to":"ada","summary":"{words}"}}"#)).unwrap();
+                crate::canon::canonicalize_arguments(t, &args, 0, None).unwrap()
+            };
+            assert_eq!(
+                form("Told Ada."),
+                form("Ada knows now, as she asked."),
+                "{doc}"
+            );
+        }
+        // A misspelt hint in a foreign shape fails at its place, as in a native one.
+        let e = cat(&format!(
+            r#"[{{"type":"function","function":{{"name":"w","parameters":{}}},{ext}}}]"#,
+            schema.replace("prose", "prosa")
+        ))
+        .unwrap_err();
+        assert!(
+            e.first().field.ends_with("parameters/properties/summary"),
+            "{e}"
+        );
+        assert!(e.first().message.contains("unknown hint \"prosa\""), "{e}");
+    }
 }

@@ -9,7 +9,8 @@
 //! the calls of each turn), `measure` and `paths` say how far its samples agree, and
 //! `rule` decides, writing its sentences with `explain`. `options`, `health` and
 //! `decision` hold what goes in and what comes out; `prepared_line` keeps a prepared
-//! task as one line between the phases.
+//! task as one line between the phases. `prose` finds parameters that look like free
+//! text and split the plans on their words, for a run to warn about once.
 
 mod decision;
 mod explain;
@@ -19,6 +20,7 @@ mod options;
 mod paths;
 mod prepare;
 mod prepared_line;
+mod prose;
 mod rule;
 mod turns;
 
@@ -32,6 +34,7 @@ pub use options::{InvertedThresholds, Options, Rule};
 pub use paths::path_member;
 pub use prepare::{Prepared, prepare};
 pub use prepared_line::PreparedLineError;
+pub use prose::{PROSE_CHARS, PROSE_WORDS, ProseParameter, looks_like_prose, prose_like};
 pub use rule::classify;
 
 /// The catalog the unit tests of this module decide against: one deterministic,

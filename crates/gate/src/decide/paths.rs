@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use super::decision::{Agreement, DivergentPath};
 use super::measure::{DistinctSample, tally};
+use crate::canon::is_prose_form;
 use crate::jcs;
 use crate::json::{Object, Value};
 use crate::task::BoundedMemo;
@@ -24,8 +25,9 @@ const PATH_WALK_LIMIT: usize = 10_000;
 
 /// Every place where the samples' plans differ: the plan's length, each step's tool, and
 /// each argument path (objects are walked, arrays of one length too; absence counts as
-/// a value; unreadable arguments agree with nothing), each with its number of distinct
-/// values and how many samples share its most common one. Most scattered first.
+/// a value; unreadable arguments agree with nothing; prose is never listed), each with
+/// its number of distinct values and how many samples share its most common one. Most
+/// scattered first.
 pub(super) fn path_agreements(
     samples: &[DistinctSample],
     n: usize,
@@ -96,7 +98,14 @@ fn walk(
     n: usize,
     out: &mut Vec<DivergentPath>,
 ) {
-    if out.len() >= PATH_WALK_LIMIT {
+    // Prose is compared by presence alone and never decides: where a sample holds a
+    // prose value, or a list of them (items marked prose), nothing is listed, whether
+    // the others hold one too or none.
+    let prose = |v: &Value| match v {
+        Value::Array(items) => !items.is_empty() && items.iter().all(is_prose_form),
+        v => is_prose_form(v),
+    };
+    if out.len() >= PATH_WALK_LIMIT || values.iter().any(|(v, _)| v.is_some_and(prose)) {
         return;
     }
     // Objects, and arrays of one length, are walked without being printed: where they

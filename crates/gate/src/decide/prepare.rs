@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::decision::MalformedSample;
 use super::measure::modal;
 use super::turns::{Turns, line_up_turns, renumbered, sort_turn};
-use crate::canon::{Invalid, Resolver, Violation, canonicalize_shared};
+use crate::canon::{Invalid, Resolver, Violation, canonicalize_shared, prose_masked};
 use crate::catalog::{Catalog, ToolSpec};
 use crate::jcs::{self, call_key};
 use crate::json::Value;
@@ -362,8 +362,9 @@ fn canonical_call<'a>(
             Ok(c) => c,
             Err(Invalid::Unreadable(problems)) => return Canonical::Unreadable(problems),
             Err(Invalid::Violates(why)) => {
-                let id = keys.id(call_key(tool, v, true));
-                return Canonical::Violates(Arc::clone(v), id, Arc::new(why));
+                let v = prose_masked(spec, v).map_or_else(|| Arc::clone(v), Arc::new);
+                let id = keys.id(call_key(tool, &v, true));
+                return Canonical::Violates(v, id, Arc::new(why));
             }
         },
         // No schema for an unknown tool: compare as written (the gate rejects such a
