@@ -212,7 +212,8 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
         args.reports.junit.is_some(),
         &source,
     )?;
-    match outputs.write_all(&finished, &retried, &mut tally) {
+    let calibrate = args.reports.summary_json.is_some();
+    match outputs.write_all(&finished, &retried, &mut tally, calibrate) {
         Err(e) if e.is::<Interrupted>() => return interrupted(journal.as_ref(), &tally),
         written => written.map_err(|e| after_the_work(e, journal.as_ref()))?,
     }
@@ -527,7 +528,7 @@ fn execute(
     let threshold = args.thresholds.arg_accept;
     let on_done = |_line: usize, task: &Task| {
         bar.inc(1);
-        compares_baseline(args.baseline, task).then(|| naive(task, threshold).decision)
+        compares_baseline(args.baseline, task).then(|| naive(task, threshold))
     };
     let source = source_name(&args.io.samples);
     let mut ids = TaskIds::default();

@@ -6,8 +6,9 @@ use std::io::{BufRead, Write};
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
+use plangate_gate::calibration::Grid;
 use plangate_gate::catalog::Catalog;
-use plangate_gate::score::{self, Scored};
+use plangate_gate::score::{self, Compared, Scored};
 use plangate_gate::seed;
 use plangate_harness::SpilledLine;
 use plangate_harness::pipeline::{self, Feed, InOrder};
@@ -63,6 +64,10 @@ pub(crate) struct ScoreArgs {
     /// leave the evidence `plangate merge` needs beside --out (`OUT.evidence`).
     #[arg(long, value_name = "K/M")]
     shard: Option<Shard>,
+    /// Write the run summary here: line counts, counts by label, the naive comparison
+    /// and, for labelled tasks, the calibration (AUROC, ROC curve, threshold sweep).
+    #[arg(long, value_name = "FILE")]
+    summary_json: Option<std::path::PathBuf>,
     #[command(flatten)]
     thresholds: ThresholdArgs,
 }
@@ -130,6 +135,8 @@ struct RecordWriter<'a> {
     ids: TaskIds,
     /// A shard's entries for `merge`, in input order, until the evidence is written.
     evidence: Option<std::io::BufWriter<std::fs::File>>,
+    /// The calibration grid, when the run writes a summary.
+    grid: Option<&'a Grid>,
 }
 
 impl RecordWriter<'_> {
@@ -169,8 +176,9 @@ impl RecordWriter<'_> {
                         Some(v) => tally.count(v),
                         None => tally.refused += 1,
                     }
-                    if let (Some(gate), Some((naive, label))) = (verdict, compared) {
-                        tally.baseline.count(gate, naive, label);
+                    if let (Some(gate), Some(c)) = (verdict, compared) {
+                        tally.baseline.count(gate, c.naive, c.label);
+                        count_calibration(tally, self.grid, &c);
                     }
                 }
                 Scored::Bad(e) => {
@@ -192,14 +200,16 @@ impl RecordWriter<'_> {
                     self.ids.check(self.source, number, &d.task_id);
                     tally.ids += id_matching;
                     tally.count(d.decision);
-                    if let Some((naive, label)) = compared {
-                        tally.baseline.count(d.decision, naive, label);
+                    if let Some(c) = &compared {
+                        tally.baseline.count(d.decision, c.naive, c.label);
+                        count_calibration(tally, self.grid, c);
                     }
                     let entry = SpilledLine::Task {
                         line: number,
                         prepared,
                         live: Vec::new(),
-                        naive: compared.map(|(v, _)| v),
+                        naive: compared.map(|c| c.naive),
+                        naive_agreement: compared.and_then(|c| c.naive_agreement),
                     };
                     let ev = self.evidence.as_mut().context("a shard keeps evidence")?;
                     writeln!(ev, "{}", entry.to_line()).context("failed to keep evidence")?;
@@ -207,6 +217,13 @@ impl RecordWriter<'_> {
             }
         }
         write_records(&mut self.out, &chunk.records[from..])
+    }
+}
+
+/// Counts a labelled task's observation in the run's calibration, when it has one.
+fn count_calibration(tally: &mut Tally, grid: Option<&Grid>, c: &Compared) {
+    if let (Some(grid), Some(o)) = (grid, &c.calibration) {
+        tally.calibration.add(grid, o);
     }
 }
 
@@ -371,30 +388,12 @@ pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
     check_thresholds(&args)?;
     check_shard(&args)?;
     let catalog = load_catalog(&args.io.catalog)?;
-    if let Some(out) = args.io.out.as_deref() {
-        let (journal, partial, evidence) = (
-            crate::resume::journal_path(out),
-            crate::resume::partial_path(out),
-            evidence_path(out),
-        );
-        let mut outputs = vec![
-            ("--out", out),
-            ("--out's journal", journal.as_path()),
-            ("--out's partial decisions", partial.as_path()),
-        ];
-        if args.shard.is_some() {
-            outputs.push(("--out's shard evidence", evidence.as_path()));
-        }
-        check_outputs(
-            &outputs,
-            &Reads::default()
-                .catalog("--catalog", &args.io.catalog, &catalog)
-                .file("--samples", &args.io.samples),
-        )?;
-    }
+    check_score_outputs(&args, &catalog)?;
     let input = open_samples(&args.io.samples)?;
     let source = source_name(&args.io.samples);
     let (out, journal, done) = open_resumable(&args)?;
+    // Labelled tasks are calibrated only for a summary: the sweep decides each again.
+    let grid = (args.summary_json.as_ref()).map(|_| Grid::around(&args.thresholds.options()));
     let mut writer = RecordWriter {
         out,
         source: &source,
@@ -409,6 +408,7 @@ pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
             )),
             None => None,
         },
+        grid: grid.as_ref(),
     };
     let mut digest = args.shard.map(|_| SamplesDigest::default());
     let done = Checkpoint {
@@ -423,6 +423,7 @@ pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
                 .map(|entry| (entry.into(), args.thresholds.seed_options())),
             baseline: args.baseline.is_some(),
             shard: args.shard.map(|_| &owns as &(dyn Fn(&str) -> bool + Sync)),
+            calibration: grid.clone(),
             ..score::LineScorer::new(&catalog, args.thresholds.options())
         },
         args: &args,
@@ -452,8 +453,41 @@ pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
         journal.remove()?;
     }
     writer.ids.report(&source);
+    if let Some(file) = &args.summary_json {
+        crate::files::write_json(file, &crate::outputs::score_summary(&tally))?;
+    }
     tally.report(&source);
     Ok(tally.exit_code())
+}
+
+/// Refuses outputs that name an input or each other, before any work: --out, what is
+/// kept beside it, and --summary-json.
+fn check_score_outputs(args: &ScoreArgs, catalog: &Catalog) -> Result<()> {
+    let (mut outputs, kept) = (Vec::new(), args.io.out.as_deref());
+    let beside = kept.map(|out| {
+        (
+            crate::resume::journal_path(out),
+            crate::resume::partial_path(out),
+            evidence_path(out),
+        )
+    });
+    if let (Some(out), Some((journal, partial, evidence))) = (kept, &beside) {
+        outputs.push(("--out", out));
+        outputs.push(("--out's journal", journal.as_path()));
+        outputs.push(("--out's partial decisions", partial.as_path()));
+        if args.shard.is_some() {
+            outputs.push(("--out's shard evidence", evidence.as_path()));
+        }
+    }
+    if let Some(summary) = args.summary_json.as_deref() {
+        outputs.push(("--summary-json", summary));
+    }
+    check_outputs(
+        &outputs,
+        &Reads::default()
+            .catalog("--catalog", &args.io.catalog, catalog)
+            .file("--samples", &args.io.samples),
+    )
 }
 
 /// Refuses a shard run that `merge` could not use, before any work.
@@ -524,9 +558,15 @@ fn open_resumable(args: &ScoreArgs) -> Result<(Output, Option<ScoreJournal>, Che
         }
         return Ok((open_out(out)?, None, Checkpoint::default()));
     };
+    // A summary's calibration counts every labelled task, so a run that writes one
+    // resumes only a run that counted them too.
     let flags = format!(
-        "{:?} {:?} {:?} {}",
-        args.thresholds, args.baseline, args.seed_compat, args.io.max_line_bytes
+        "{:?} {:?} {:?} {} calibrated: {}",
+        args.thresholds,
+        args.baseline,
+        args.seed_compat,
+        args.io.max_line_bytes,
+        args.summary_json.is_some()
     );
     let header = plangate_harness::JournalHeader::new(
         "score",

@@ -1,6 +1,7 @@
 //! The count of what happened to every input line (decided, refused, skipped, blank),
 //! shared by `score` and `eval`: one summary wording and one exit-code rule for both.
 
+use plangate_gate::calibration::Calibration;
 use plangate_gate::decide::Verdict;
 use plangate_gate::task::{IdMatching, Label};
 
@@ -28,6 +29,10 @@ pub(crate) struct Tally {
     /// said once for the run.
     #[serde(default)]
     pub(crate) ids: IdMatching,
+    /// The labelled tasks' calibration, when the run writes a summary (docs/design.md,
+    /// "Calibration"); kept in checkpoints with the rest.
+    #[serde(default, skip_serializing_if = "Calibration::is_empty")]
+    pub(crate) calibration: Calibration,
 }
 
 /// Rejections by the gate and by the naive scorer (docs/design.md, "Naive baseline"),
