@@ -463,16 +463,17 @@ pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
 /// Refuses outputs that name an input or each other, before any work: --out, what is
 /// kept beside it, and --summary-json.
 fn check_score_outputs(args: &ScoreArgs, catalog: &Catalog) -> Result<()> {
-    let (mut outputs, kept) = (Vec::new(), args.io.out.as_deref());
-    let beside = kept.map(|out| {
+    let beside = args.io.out.as_deref().map(|out| {
         (
+            out,
             crate::resume::journal_path(out),
             crate::resume::partial_path(out),
             evidence_path(out),
         )
     });
-    if let (Some(out), Some((journal, partial, evidence))) = (kept, &beside) {
-        outputs.push(("--out", out));
+    let mut outputs = Vec::new();
+    if let Some((out, journal, partial, evidence)) = &beside {
+        outputs.push(("--out", *out));
         outputs.push(("--out's journal", journal.as_path()));
         outputs.push(("--out's partial decisions", partial.as_path()));
         if args.shard.is_some() {
