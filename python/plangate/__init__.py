@@ -47,6 +47,7 @@ def score(
     seed_compat: Literal["gate", "classify"] | None = None,
     jobs: int | None = None,
     max_line_bytes: int = 64 << 20,
+    calibrate: bool = False,
 ) -> Scores:
     """Decides tasks whose calls carry their observed results, as ``plangate score`` does.
 
@@ -68,6 +69,14 @@ def score(
     items before it come first, then that error, and the iterator is done. The iterator
     is for one caller at a time: advanced while it runs (from another thread, or from
     the generator it reads) it raises ``ValueError``, as a running generator does.
+
+    With ``calibrate=True`` (``plangate score --summary-json`` calibrates likewise),
+    each labelled task is also decided at every threshold of the calibration sweep, and
+    the iterator's ``calibration`` is the summary's ``calibration`` block over the
+    records taken so far (the whole input's once it is done): the AUROC of argument
+    agreement and of the naive scorer's, their ROC curves, and what other
+    ``arg_reject`` and ``arg_accept`` would have decided. It is ``None`` without
+    ``calibrate=True`` or before a labelled task was taken.
     """
     return Scores(
         catalog,
@@ -80,6 +89,7 @@ def score(
         seed_compat=seed_compat,
         jobs=jobs,
         max_line_bytes=max_line_bytes,
+        calibrate=calibrate,
     )
 
 
@@ -97,7 +107,10 @@ class EvalResult:
     manifest (``--write-epoch``), which ``eval(..., epoch=result.epoch)`` replays.
     ``retry`` is the defer path's report (``--summary-json``'s ``retry``: rounds, tasks
     retried, calls, and how the deferrals ended by their first reason), or ``None``
-    when ``retry_deferred`` was 0.
+    when ``retry_deferred`` was 0. ``calibration`` is ``--summary-json``'s
+    ``calibration`` block when tasks carry labels (the AUROC of argument agreement and
+    of the naive scorer's, their ROC curves, and what other ``arg_reject`` and
+    ``arg_accept`` would have decided), else ``None``.
     """
 
     decisions: list[dict[str, Any]]
@@ -108,6 +121,7 @@ class EvalResult:
     quarantined: list[str] = field(default_factory=list)
     live_mounts: list[dict[str, Any]] = field(default_factory=list)
     retry: dict[str, Any] | None = None
+    calibration: dict[str, Any] | None = None
 
 
 def eval(  # noqa: A001 - the CLI's command name

@@ -11,8 +11,10 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use plangate_gate::baseline::naive;
+use plangate_gate::calibration::Calibration;
 use plangate_gate::score::bad_line_record;
-use plangate_gate::task::parse_task_line;
+use plangate_gate::task::{Task, parse_task_line};
 use plangate_harness::{
     EvalOptions, EvalRun, Finished, HarnessError, LimitsGiven, LineOutcome, Record, Retries, World,
     WorldOptions,
@@ -27,7 +29,8 @@ use crate::{PlangateError, dumps};
 
 /// Runs the whole evaluation; returns a dict: `decisions` (the records `plangate eval`
 /// writes, bad lines in their place), `tool_health`, `epoch_id`, `epoch` (the manifest
-/// to replay), `stats`, `quarantined` and `live_mounts`.
+/// to replay), `stats`, `quarantined`, `live_mounts`, `retry` and `calibration` (the
+/// summary's block for labelled tasks, or None).
 #[pyfunction]
 #[pyo3(signature = (catalog, samples, *, base_dir=None, epoch=None, quarantine=None,
     seed=0, probe_runs=2, jobs=None, arg_accept=None, arg_reject=None, result_accept=None,
@@ -187,7 +190,11 @@ fn run_batch(
     let mut kept: BTreeMap<usize, Vec<u8>> = BTreeMap::new();
     let places = input.places();
     let eval = run.start(world, None);
-    let fed: PyResult<()> = eval.execute(&|_, _| None, |feeder| {
+    // A labelled task is scored the naive way too, as the CLI scores it: the
+    // calibration ranks it by the naive scorer's agreement beside the gate's.
+    let threshold = run.options().decide.arg_accept;
+    let on_done = |_: usize, task: &Task| task.label.is_some().then(|| naive(task, threshold));
+    let fed: PyResult<()> = eval.execute(&on_done, |feeder| {
         loop {
             if stop.load(Ordering::Relaxed) {
                 return Ok(());
@@ -249,7 +256,8 @@ fn interrupted() -> PyErr {
 fn result(py: Python<'_>, world: &World, ran: &EvalDone) -> PyResult<Py<PyAny>> {
     let finished = &ran.finished;
     let mut records = Vec::new();
-    for line in finished.lines() {
+    let mut calibration = Calibration::default();
+    for line in finished.calibrated_lines() {
         let d = match line.map_err(|e| PlangateError::new_err(chain(&e)))? {
             LineOutcome::Task(d) => d,
             LineOutcome::Bad(line, e) => {
@@ -257,6 +265,9 @@ fn result(py: Python<'_>, world: &World, ran: &EvalDone) -> PyResult<Py<PyAny>> 
                 continue;
             }
         };
+        if let Some(o) = &d.calibration {
+            calibration.add(finished.grid(), o);
+        }
         let record = Record::of(&d, &finished.epoch_id, &ran.retries.retried);
         let text =
             serde_json::to_string(&record).map_err(|e| PlangateError::new_err(e.to_string()))?;
@@ -272,6 +283,7 @@ fn result(py: Python<'_>, world: &World, ran: &EvalDone) -> PyResult<Py<PyAny>> 
             "guest": c.guest, "at_start": c.at_start, "at_end": c.now, "changed": c.changed(),
         })).collect::<Vec<_>>(),
         "retry": ran.retries.report,
+        "calibration": calibration.report(),
     });
     let loads = py.import("json")?.getattr("loads")?;
     let out = loads.call1((rest.to_string(),))?;

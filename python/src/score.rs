@@ -7,6 +7,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use plangate_gate::calibration::{Calibration, Grid};
 use plangate_gate::catalog::Catalog;
 use plangate_gate::decide::Options;
 use plangate_gate::score::{DecidedLine, LineScorer, Scored, bad_line_record};
@@ -30,6 +31,15 @@ struct Shared {
     max_line_bytes: u64,
     /// Where a results file's lines came from in it.
     places: Option<Places>,
+    /// The calibration grid, when asked for (`calibrate=True`).
+    calibration: Option<Grid>,
+}
+
+/// A worker's chunk, scored: its records, and what its labelled tasks add to the
+/// calibration.
+struct ChunkScored {
+    records: Encoded,
+    calibration: Calibration,
 }
 
 /// Decision records, in input order, as dicts equal to the lines `plangate score`
@@ -45,7 +55,11 @@ struct State {
     /// Where chunks go to the workers; dropped at the input's end.
     feed: Option<Feed<Chunk>>,
     /// The workers' records, in input order.
-    scored: InOrder<Chunk, Encoded>,
+    scored: InOrder<Chunk, ChunkScored>,
+    /// The calibration of the labelled tasks of the records taken so far.
+    calibration: Calibration,
+    /// Whether the run calibrates.
+    calibrating: bool,
     ready: VecDeque<Py<PyAny>>,
     max_line_bytes: u64,
     loads: Loads,
@@ -58,7 +72,7 @@ impl Scores {
     #[new]
     #[pyo3(signature = (catalog, samples, *, arg_accept=None, arg_reject=None,
         result_accept=None, result_suspect=None, min_samples=None, seed_compat=None,
-        jobs=None, max_line_bytes=64 << 20))]
+        jobs=None, max_line_bytes=64 << 20, calibrate=false))]
     #[expect(clippy::too_many_arguments, reason = "the CLI's flags, each a keyword")]
     fn new<'py>(
         py: Python<'py>,
@@ -72,6 +86,7 @@ impl Scores {
         seed_compat: Option<&str>,
         jobs: Option<usize>,
         max_line_bytes: u64,
+        calibrate: bool,
     ) -> PyResult<Self> {
         let opts = Thresholds {
             arg_accept,
@@ -103,6 +118,7 @@ impl Scores {
             seed_compat,
             max_line_bytes,
             places: input.places(),
+            calibration: calibrate.then(|| Grid::around(&opts)),
         });
         let worker = move || {
             let shared = shared.clone();
@@ -116,6 +132,8 @@ impl Scores {
                 input: Some(input),
                 feed: Some(feed),
                 scored,
+                calibration: Calibration::default(),
+                calibrating: calibrate,
                 ready: VecDeque::new(),
                 max_line_bytes,
                 loads,
@@ -130,6 +148,25 @@ impl Scores {
 
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
         self.state()?.next_record(py)
+    }
+
+    /// The calibration block of `--summary-json` over the records taken so far (the
+    /// whole input's once the iterator is done), as a dict: None without
+    /// `calibrate=True`, and until a labelled task was taken.
+    #[getter]
+    fn calibration(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        let state = self.state()?;
+        let Some(report) = state.calibration.report().filter(|_| state.calibrating) else {
+            return Ok(None);
+        };
+        let text =
+            serde_json::to_string(&report).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        Ok(Some(
+            py.import("json")?
+                .getattr("loads")?
+                .call1((text,))?
+                .unbind(),
+        ))
     }
 
     /// The records not yet taken, as a list: `print(plangate.score(...))` shows the
@@ -235,10 +272,11 @@ impl State {
         loop {
             let scored = &mut self.scored;
             match py.detach(|| scored.next_within(Duration::from_millis(100))) {
-                Ok(Some((mut chunk, records))) => {
+                Ok(Some((mut chunk, scored))) => {
                     chunk.clear();
                     self.scored.recycle(chunk);
-                    return Ok(records);
+                    self.calibration.merge(&scored.calibration);
+                    return Ok(scored.records);
                 }
                 Err(NotReady::NotYet) => py.check_signals()?,
                 Ok(None) | Err(NotReady::Lost(_)) => return Err(stopped()),
@@ -303,22 +341,34 @@ impl Drop for GcPause<'_> {
     }
 }
 
-/// A worker's chunk: every line scored, the records encoded for one `pickle.loads`.
+/// A worker's chunk: every line scored, the records encoded for one `pickle.loads`,
+/// and the labelled tasks counted in the chunk's calibration when the run calibrates.
 /// The gate's scorer is made per chunk: its tool states are a few small allocations,
 /// against a chunk's hundreds of lines.
-fn score_chunk(shared: &Shared, chunk: &mut Chunk) -> Encoded {
+fn score_chunk(shared: &Shared, chunk: &mut Chunk) -> ChunkScored {
     let scorer = LineScorer {
         seed_compat: shared
             .seed_compat
             .map(|entry| (entry, SeedOptions::from_gate(&shared.opts))),
+        calibration: shared.calibration.clone(),
         ..LineScorer::new(&shared.catalog, shared.opts)
     };
     let mut records = Vec::with_capacity(chunk.lines.len());
+    let mut calibration = Calibration::default();
     // A `--seed-compat` record's text; taken by each record written to it.
     let mut text = String::new();
     for (number, at) in &chunk.lines {
         let decided = match at {
-            Ok(range) => scorer.decide_guarded(&chunk.data[range.clone()], &mut text),
+            Ok(range) => {
+                let (decided, compared) =
+                    scorer.decide_guarded(&chunk.data[range.clone()], &mut text);
+                if let (Some(grid), Some(o)) =
+                    (&shared.calibration, compared.and_then(|c| c.calibration))
+                {
+                    calibration.add(grid, &o);
+                }
+                decided
+            }
             Err(unread) => DecidedLine::Scored(Scored::Bad(unread.error(shared.max_line_bytes))),
         };
         records.push(match decided {
@@ -334,5 +384,8 @@ fn score_chunk(shared: &Shared, chunk: &mut Chunk) -> Encoded {
             }
         });
     }
-    Encoded::of(&records)
+    ChunkScored {
+        records: Encoded::of(&records),
+        calibration,
+    }
 }

@@ -72,3 +72,6 @@ mod components;
 mod shard;
 // The Ray example: shards as Ray tasks on a local cluster, merged (needs Ray).
 mod ray;
+// The summary's calibration (AUROC, ROC, threshold sweep) against pairwise AUROCs and
+// runs of the gate at the swept thresholds, from score, eval and merge.
+mod calibration;

@@ -227,6 +227,58 @@ fn a_page_resumed_from_a_run_without_one_says_what_it_covers() {
     assert!(tasks <= lines - through && tasks > 300, "{tasks}");
 }
 
+/// The calibration a summary counts rides in the checkpoints: a labelled batch killed
+/// and resumed writes the uninterrupted run's summary, calibration and all.
+#[test]
+fn score_killed_and_resumed_calibrates_as_an_uninterrupted_run() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (catalog, unlabelled) = score_batch(dir.path(), 8_000);
+    let samples = dir.path().join("labelled.jsonl");
+    let text = std::fs::read_to_string(&unlabelled).expect("samples");
+    let labelled: Vec<String> = (text.lines().enumerate())
+        .map(|(i, line)| match line.strip_prefix('{') {
+            Some(rest) if line.contains("task_id") => {
+                let label = ["correct", "hallucinated"][usize::from(i % 3 == 0 || i % 7 == 0)];
+                format!("{{\"label\":\"{label}\",{rest}")
+            }
+            _ => line.to_string(),
+        })
+        .collect();
+    std::fs::write(&samples, labelled.join("\n") + "\n").expect("samples");
+    let (whole_summary, summary) = (dir.path().join("whole.json"), dir.path().join("s.json"));
+    let base = ["score", "--catalog", s(&catalog), "--samples", s(&samples)];
+    let (_, whole) = uninterrupted(
+        dir.path(),
+        &[&base[..], &["--summary-json", s(&whole_summary)]].concat(),
+        exit::USAGE,
+    );
+    let resumed = [&base[..], &["--summary-json", s(&summary)]].concat();
+    killed_to_whole(
+        dir.path(),
+        &resumed,
+        &whole,
+        &kill_points(3, 900, 11),
+        exit::USAGE,
+    );
+    let read = |p: &Path| -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(p).expect("summary")).expect("JSON")
+    };
+    let (want, got) = (read(&whole_summary), read(&summary));
+    assert!(want["calibration"]["auroc"].is_number(), "{want}");
+    assert_eq!(got, want);
+    // Without the summary the journal is another run's: not resumed, started over.
+    let out = dir.path().join("out.jsonl");
+    let mut child = spawn(&[&resumed[..], &["--out", s(&out)]].concat());
+    std::thread::sleep(Duration::from_millis(300));
+    let _ = child.kill();
+    let _ = child.wait();
+    if dir.path().join("out.jsonl.journal").exists() {
+        let run = plangate(&[&base[..], &["--out", s(&out), "--resume"]].concat());
+        assert_eq!(run.code, exit::USAGE, "{}", run.stderr);
+        assert!(run.stderr.contains("cannot resume"), "{}", run.stderr);
+    }
+}
+
 fn demo_batch(dir: &Path, tasks: &str) -> PathBuf {
     let samples = dir.join("batch.jsonl");
     let run = plangate(&[

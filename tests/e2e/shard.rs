@@ -422,10 +422,10 @@ fn shards_that_are_not_one_batch_are_refused() {
     let evidence = PathBuf::from(format!("{}.evidence", two.display()));
     let text = std::fs::read_to_string(&evidence).unwrap();
     let (header, rest) = text.split_once('\n').unwrap();
-    let unsealed = header[..header.len() - 33].replacen("\"version\":2", "\"version\":1", 1);
+    let unsealed = header[..header.len() - 33].replacen("\"version\":3", "\"version\":1", 1);
     std::fs::write(&evidence, format!("{unsealed}\n{rest}")).unwrap();
     refused(&[one.clone(), two.clone()], &["version", "format 1"]);
-    let newer = header[..header.len() - 33].replacen("\"version\":2", "\"version\":99", 1);
+    let newer = header[..header.len() - 33].replacen("\"version\":3", "\"version\":99", 1);
     std::fs::write(&evidence, format!("{}\n{rest}", sealed(&newer))).unwrap();
     refused(&[one.clone(), two.clone()], &["version", "format 99"]);
     // And a shard run without one epoch to replay is refused before any work.

@@ -208,7 +208,8 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
     };
     let retry_done = started.elapsed();
     let mut outputs = Outputs::open(&args.reports, args.io.out.as_deref(), &source.name)?;
-    match outputs.write_all(&finished, &retried, &mut tally) {
+    let calibrate = args.reports.summary_json.is_some();
+    match outputs.write_all(&finished, &retried, &mut tally, calibrate) {
         Err(e) if e.is::<Interrupted>() => return interrupted(journal.as_ref(), &tally),
         written => written.map_err(|e| after_the_work(e, journal.as_ref()))?,
     }
@@ -527,7 +528,7 @@ fn execute(
     let threshold = args.thresholds.arg_accept;
     let on_done = |_line: usize, task: &Task| {
         bar.inc(1);
-        compares_baseline(args.baseline, task).then(|| naive(task, threshold).decision)
+        compares_baseline(args.baseline, task).then(|| naive(task, threshold))
     };
     let mut ids = TaskIds::default();
     let mut line_hashes = Vec::new();

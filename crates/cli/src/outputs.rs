@@ -68,13 +68,21 @@ impl<'a> Outputs<'a> {
     }
 
     /// Writes every decision, with the lines that were not tasks in their input place.
+    /// With `calibrate` (the run writes a summary), the labelled tasks are also decided
+    /// on the run's calibration grid and counted in the tally's calibration.
     pub(crate) fn write_all(
         &mut self,
         finished: &Finished,
         retried: &BTreeMap<usize, Retried>,
         tally: &mut Tally,
+        calibrate: bool,
     ) -> Result<()> {
-        for line in finished.lines() {
+        let lines: Box<dyn Iterator<Item = _>> = if calibrate {
+            Box::new(finished.calibrated_lines())
+        } else {
+            Box::new(finished.lines())
+        };
+        for line in lines {
             if crate::interrupt::stopping() {
                 return Err(crate::interrupt::Interrupted.into());
             }
@@ -85,6 +93,9 @@ impl<'a> Outputs<'a> {
                     continue;
                 }
             };
+            if let Some(o) = &d.calibration {
+                tally.calibration.add(finished.grid(), o);
+            }
             let record = Record::of(&d, &finished.epoch_id, retried);
             if let Some(digest) = self.digest.as_mut() {
                 digest.add(d.line, record.decision);
@@ -223,6 +234,46 @@ fn run_page<'a>(
     page
 }
 
+/// `score --summary-json`: line counts, counts by label, the naive comparison and the
+/// calibration, with the exit code (`score` executes nothing: no epoch, tool health or
+/// phases). Counts by label are the calibration's row at the run's own thresholds,
+/// which counts every labelled task as decided; `--seed-compat` calibrates nothing.
+pub(crate) fn score_summary(tally: &Tally) -> serde_json::Value {
+    let calibration = tally.calibration.report();
+    let own = (calibration.iter())
+        .flat_map(|c| &c.sweep)
+        .find(|row| row.run);
+    let by_label: serde_json::Map<String, serde_json::Value> = own
+        .map(|row| {
+            [("correct", row.correct), ("hallucinated", row.hallucinated)]
+                .into_iter()
+                .filter(|(_, v)| v.accept + v.defer + v.reject > 0)
+                .map(|(label, v)| (label.to_string(), json!(v)))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut counts = lines(tally);
+    if tally.refused > 0 {
+        counts["refused"] = json!(tally.refused);
+    }
+    json!({
+        "lines": counts,
+        "by_label": by_label,
+        "baseline": tally.baseline.line().map(|_| &tally.baseline),
+        "by_outcome": (!tally.by_outcome.is_empty()).then_some(&tally.by_outcome),
+        "calibration": calibration,
+        "exit_code": tally.exit_code(),
+    })
+}
+
+/// The summary's `lines`: what happened to every input line.
+fn lines(tally: &Tally) -> serde_json::Value {
+    json!({
+        "total": tally.lines, "blank": tally.blank, "skipped": tally.skipped,
+        "accept": tally.accept, "reject": tally.reject, "defer": tally.defer,
+    })
+}
+
 /// The `--summary-json` document: counts, tool health, the epoch, and how long each
 /// phase took (the total up to now).
 fn summary(
@@ -236,10 +287,7 @@ fn summary(
     let mut summary = json!({
         "epoch_id": finished.epoch_id,
         "epoch": ran.epoch,
-        "lines": {
-            "total": tally.lines, "blank": tally.blank, "skipped": tally.skipped,
-            "accept": tally.accept, "reject": tally.reject, "defer": tally.defer,
-        },
+        "lines": lines(tally),
         "by_label": labels.iter().map(|(l, c)| (l.clone(), json!({
             "accept": c[Verdict::Accept as usize],
             "defer": c[Verdict::Defer as usize],
@@ -247,6 +295,7 @@ fn summary(
         }))).collect::<serde_json::Map<_, _>>(),
         "baseline": tally.baseline.line().map(|_| &tally.baseline),
         "by_outcome": (!tally.by_outcome.is_empty()).then_some(&tally.by_outcome),
+        "calibration": tally.calibration.report(),
         "stats": finished.stats,
         "tools": finished.health.tools,
         "quarantined": finished.quarantined(),

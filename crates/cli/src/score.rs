@@ -6,8 +6,9 @@ use std::io::{BufRead, Write};
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
+use plangate_gate::calibration::Grid;
 use plangate_gate::catalog::Catalog;
-use plangate_gate::score::{self, Scored};
+use plangate_gate::score::{self, Compared, Scored};
 use plangate_gate::seed;
 use plangate_harness::SpilledLine;
 use plangate_harness::pipeline::{self, Feed, InOrder};
@@ -66,6 +67,10 @@ pub(crate) struct ScoreArgs {
     /// leave the evidence `plangate merge` needs beside --out (`OUT.evidence`).
     #[arg(long, value_name = "K/M")]
     shard: Option<Shard>,
+    /// Write the run summary here: line counts, counts by label, the naive comparison
+    /// and, for labelled tasks, the calibration (AUROC, ROC curve, threshold sweep).
+    #[arg(long, value_name = "FILE")]
+    summary_json: Option<std::path::PathBuf>,
     #[command(flatten)]
     page: PageArgs,
     #[command(flatten)]
@@ -151,6 +156,8 @@ struct RecordWriter<'a> {
     evidence: Option<std::io::BufWriter<std::fs::File>>,
     /// The page's digest of every decision written (`--html`).
     page: Option<RunDigest>,
+    /// The calibration grid, when the run writes a summary.
+    grid: Option<&'a Grid>,
 }
 
 impl RecordWriter<'_> {
@@ -200,8 +207,9 @@ impl RecordWriter<'_> {
                         }
                         None => tally.refused += 1,
                     }
-                    if let (Some(gate), Some((naive, label))) = (r.verdict, r.compared) {
-                        tally.baseline.count(gate, naive, label);
+                    if let (Some(gate), Some(c)) = (r.verdict, r.compared) {
+                        tally.baseline.count(gate, c.naive, c.label);
+                        count_calibration(tally, self.grid, &c);
                     }
                 }
                 Scored::Bad(e) => {
@@ -226,14 +234,16 @@ impl RecordWriter<'_> {
                     tally.prose.add(&prose);
                     tally.count(d.decision);
                     tally.by_outcome.count(&d.outcomes, d.decision);
-                    if let Some((naive, label)) = compared {
-                        tally.baseline.count(d.decision, naive, label);
+                    if let Some(c) = &compared {
+                        tally.baseline.count(d.decision, c.naive, c.label);
+                        count_calibration(tally, self.grid, c);
                     }
                     let entry = SpilledLine::Task {
                         line: number,
                         prepared,
                         live: Vec::new(),
-                        naive: compared.map(|(v, _)| v),
+                        naive: compared.map(|c| c.naive),
+                        naive_agreement: compared.and_then(|c| c.naive_agreement),
                     };
                     let ev = self.evidence.as_mut().context("a shard keeps evidence")?;
                     writeln!(ev, "{}", entry.to_line()).context("failed to keep evidence")?;
@@ -241,6 +251,13 @@ impl RecordWriter<'_> {
             }
         }
         write_records(&mut self.out, &chunk.records[from..])
+    }
+}
+
+/// Counts a labelled task's observation in the run's calibration, when it has one.
+fn count_calibration(tally: &mut Tally, grid: Option<&Grid>, c: &Compared) {
+    if let (Some(grid), Some(o)) = (grid, &c.calibration) {
+        tally.calibration.add(grid, o);
     }
 }
 
@@ -416,6 +433,8 @@ pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
     let (input, source) = open_samples(&args.io.samples, args.io.max_line_bytes)?;
     let (out, journal, mut done) = open_resumable(&args)?;
     let (page, partial) = resumed_page(&args, &mut done);
+    // Labelled tasks are calibrated only for a summary: the sweep decides each again.
+    let grid = (args.summary_json.as_ref()).map(|_| Grid::around(&args.thresholds.options()));
     let mut writer = RecordWriter {
         out,
         source: &source,
@@ -431,6 +450,7 @@ pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
             None => None,
         },
         page,
+        grid: grid.as_ref(),
     };
     let mut digest = args.shard.map(|_| SamplesDigest::default());
     let done = Checkpoint {
@@ -445,6 +465,7 @@ pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
                 .map(|entry| (entry.into(), args.thresholds.seed_options())),
             baseline: args.baseline.is_some(),
             shard: args.shard.map(|_| &owns as &(dyn Fn(&str) -> bool + Sync)),
+            calibration: grid.clone(),
             ..score::LineScorer::new(&catalog, args.thresholds.options())
         },
         args: &args,
@@ -486,12 +507,16 @@ pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
         journal.remove()?;
     }
     writer.ids.report(&source.name);
+    if let Some(file) = &args.summary_json {
+        crate::files::write_json(file, &crate::outputs::score_summary(&tally))?;
+    }
     tally.report(&source.name);
     Ok(tally.exit_code())
 }
 
 /// Refuses, before any work, an output that names an input or another output, or
-/// cannot be written: `--html`, and `--out` with the files kept beside it.
+/// cannot be written: `--html`, `--summary-json`, and `--out` with the files kept
+/// beside it.
 fn check_score_outputs(args: &ScoreArgs, catalog: &Catalog) -> Result<()> {
     let mut outputs: Vec<(&str, &std::path::Path)> = Vec::new();
     if let Some(html) = args.page.html.as_deref() {
@@ -514,6 +539,9 @@ fn check_score_outputs(args: &ScoreArgs, catalog: &Catalog) -> Result<()> {
         if args.shard.is_some() {
             outputs.push(("--out's shard evidence", evidence.as_path()));
         }
+    }
+    if let Some(summary) = args.summary_json.as_deref() {
+        outputs.push(("--summary-json", summary));
     }
     check_outputs(
         &outputs,
@@ -611,9 +639,15 @@ fn open_resumable(args: &ScoreArgs) -> Result<(Output, Option<ScoreJournal>, Che
         }
         return Ok((open_out(out)?, None, Checkpoint::default()));
     };
+    // A summary's calibration counts every labelled task, so a run that writes one
+    // resumes only a run that counted them too.
     let flags = format!(
-        "{:?} {:?} {:?} {}",
-        args.thresholds, args.baseline, args.seed_compat, args.io.max_line_bytes
+        "{:?} {:?} {:?} {} calibrated: {}",
+        args.thresholds,
+        args.baseline,
+        args.seed_compat,
+        args.io.max_line_bytes,
+        args.summary_json.is_some()
     );
     let header = plangate_harness::JournalHeader::new(
         "score",

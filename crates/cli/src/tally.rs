@@ -1,6 +1,7 @@
 //! The count of what happened to every input line (decided, refused, skipped, blank),
 //! shared by `score` and `eval`: one summary wording and one exit-code rule for both.
 
+use plangate_gate::calibration::Calibration;
 use plangate_gate::decide::{PROSE_CHARS, PROSE_WORDS, ProseParameter, Verdict};
 use plangate_gate::outcome::VerdictsByOutcome;
 use plangate_gate::task::{IdMatching, Label};
@@ -35,6 +36,10 @@ pub(crate) struct Tally {
     /// Parameters that looked like unmarked prose, said once for the run.
     #[serde(default)]
     pub(crate) prose: ProseTally,
+    /// The labelled tasks' calibration, when the run writes a summary (docs/design.md,
+    /// "Calibration"); kept in checkpoints with the rest.
+    #[serde(default, skip_serializing_if = "Calibration::is_empty")]
+    pub(crate) calibration: Calibration,
 }
 
 /// The parameters that looked like prose not marked `prose` (the gate's

@@ -281,6 +281,14 @@ pub fn naive_verdict(task: &Task, prepared: &Prepared, threshold: Ratio) -> Verd
         .decision
 }
 
+/// [`naive`]'s decision with its agreement, the cheapest way that gives the agreement:
+/// from the gate's keys ([`naive_prepared`]), else by keying every call again. A
+/// calibration ranks tasks by the agreement, which [`naive_verdict`]'s shortcut through
+/// repeated samples does not count.
+pub fn naive_decided(task: &Task, prepared: &Prepared, threshold: Ratio) -> NaiveDecision {
+    naive_prepared(task, prepared, threshold).unwrap_or_else(|| naive(task, threshold))
+}
+
 /// Whether one sample stands for enough of `samples` to meet `threshold` by itself. The
 /// reader gives a sample written byte for byte like an earlier one that one's reading
 /// (one `Arc`), and copies of a sample are one plan to [`naive`], whatever they hold: its

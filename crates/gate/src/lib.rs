@@ -26,6 +26,7 @@
 //! ```
 
 pub mod baseline;
+pub mod calibration;
 pub mod canon;
 pub mod catalog;
 pub mod decide;

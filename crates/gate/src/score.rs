@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
-use crate::baseline::naive_verdict;
+use crate::baseline::{naive_decided, naive_verdict};
+use crate::calibration::{Grid, Observation};
 use crate::catalog::Catalog;
 use crate::decide::{self, Options, Prepared, ProseParameter, Verdict, prose_like};
 use crate::outcome::TrialOutcomes;
@@ -33,8 +34,8 @@ pub enum Scored {
 pub struct ScoredRecord {
     /// The verdict (None: the seed's gate refused).
     pub verdict: Option<Verdict>,
-    /// The naive scorer's verdict with the task's label, when they are compared.
-    pub compared: Option<(Verdict, Option<Label>)>,
+    /// The naive scorer's comparison, when there is one.
+    pub compared: Option<Compared>,
     /// The task's ID.
     pub task_id: String,
     /// How its transcript's results found their calls.
@@ -46,17 +47,31 @@ pub struct ScoredRecord {
     pub prose: Vec<ProseParameter>,
 }
 
-/// A shard's decision with its prepared task, the naive scorer's verdict (with the
-/// task's label) when they are compared, how its transcript's results found their
-/// calls, and the parameters that looked like unmarked prose: `merge` classifies the
+/// A shard's decision with its prepared task, the naive scorer's comparison when there
+/// is one, how its transcript's results found their calls, and the parameters that
+/// looked like unmarked prose: `merge` classifies the
 /// prepared task again.
 pub type KeptDecision = (
     decide::Decision,
     decide::Prepared,
-    Option<(Verdict, Option<Label>)>,
+    Option<Compared>,
     IdMatching,
     Vec<ProseParameter>,
 );
+
+/// The naive scorer beside the gate on one task (`--baseline`, or a labelled task).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Compared {
+    /// The naive scorer's verdict.
+    pub naive: Verdict,
+    /// Its agreement, (count, n): counted for a labelled task when the scorer calibrates
+    /// or is a shard's (`merge` calibrates from the shards' evidence).
+    pub naive_agreement: Option<(usize, usize)>,
+    /// The task's label.
+    pub label: Option<Label>,
+    /// What a labelled task adds to the run's calibration, when the scorer calibrates.
+    pub calibration: Option<Observation>,
+}
 
 /// Everything a line is decided against; shared read-only by the threads that score.
 pub struct LineScorer<'a> {
@@ -73,6 +88,10 @@ pub struct LineScorer<'a> {
     /// A shard's scorer (`--shard K/M`) decides only the tasks whose ID this says it
     /// owns, and keeps each one's prepared form ([`Scored::Kept`]).
     pub shard: Option<&'a (dyn Fn(&str) -> bool + Sync)>,
+    /// Calibrate on this grid (around [`LineScorer::opts`]): each labelled task is also
+    /// decided at every point of it, and its observation comes back with its
+    /// comparison ([`Compared::calibration`]).
+    pub calibration: Option<Grid>,
 }
 
 impl std::fmt::Debug for LineScorer<'_> {
@@ -82,6 +101,7 @@ impl std::fmt::Debug for LineScorer<'_> {
             .field("seed_compat", &self.seed_compat)
             .field("baseline", &self.baseline)
             .field("shard", &self.shard.is_some())
+            .field("calibration", &self.calibration.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -96,6 +116,7 @@ impl<'a> LineScorer<'a> {
             seed_compat: None,
             baseline: false,
             shard: None,
+            calibration: None,
         }
     }
 
@@ -138,11 +159,12 @@ impl<'a> LineScorer<'a> {
 
     /// Decides one line as [`LineScorer::score`] does, but hands the gate's decision over
     /// as it is, with its task, instead of its record: the Python package builds its
-    /// records from the decision itself, and reads no naive comparison. A
+    /// records from the decision itself. It reads the naive comparison only to
+    /// calibrate, so a task is compared only when the scorer calibrates. A
     /// `--seed-compat` record (written to `out`), a shard's work (its record not
     /// written) and a line that is not a task come back as `score` gives them.
-    pub fn decide(&self, line: &[u8], out: &mut String) -> DecidedLine {
-        self.decide_comparing(line, out, false).0
+    pub fn decide(&self, line: &[u8], out: &mut String) -> (DecidedLine, Option<Compared>) {
+        self.decide_comparing(line, out, self.calibration.is_some())
     }
 
     /// [`LineScorer::decide`], with the naive scorer's verdict on a task the gate decided
@@ -153,7 +175,7 @@ impl<'a> LineScorer<'a> {
         line: &[u8],
         out: &mut String,
         compare: bool,
-    ) -> (DecidedLine, Option<(Verdict, Option<Label>)>) {
+    ) -> (DecidedLine, Option<Compared>) {
         let task = match parse_task_line(line) {
             Ok(t) => t,
             Err(e) => return (DecidedLine::Scored(Scored::Bad(e)), None),
@@ -185,15 +207,18 @@ impl<'a> LineScorer<'a> {
             return (DecidedLine::Scored(bad), None);
         }
         let prepared = decide::prepare(&task, self.catalog, None);
-        let d = decide::classify(&prepared, &self.states, &self.opts);
+        let (d, observation) = match &self.calibration {
+            Some(grid) => grid.classify(&prepared, &self.states),
+            None => (decide::classify(&prepared, &self.states, &self.opts), None),
+        };
         if self.shard.is_some() {
-            let compared = self.compared(&task, &prepared);
+            let compared = self.compared(&task, &prepared, observation);
             let prose = self.prose_like(&task, &d);
             let kept = Scored::Kept(Box::new((d, prepared, compared, task.id_matching, prose)));
             return (DecidedLine::Scored(kept), None);
         }
         let compared = if compare {
-            self.compared(&task, &prepared)
+            self.compared(&task, &prepared, observation)
         } else {
             None
         };
@@ -227,20 +252,44 @@ impl<'a> LineScorer<'a> {
         prose_like(task, self.catalog)
     }
 
-    /// The naive scorer's verdict on `task`, with its label, when the two are compared.
-    fn compared(&self, task: &Task, prepared: &Prepared) -> Option<(Verdict, Option<Label>)> {
+    /// The naive scorer's comparison on `task`, when the two are compared, with the
+    /// task's calibration `observation` and the naive agreement it ranks the task by.
+    /// The agreement is counted for a labelled task when a calibration or a shard's
+    /// evidence reads it; else the verdict alone is found, the cheapest way.
+    fn compared(
+        &self,
+        task: &Task,
+        prepared: &Prepared,
+        observation: Option<Observation>,
+    ) -> Option<Compared> {
         compares_baseline(self.baseline, task).then(|| {
             let threshold = self.opts.arg_accept;
-            (naive_verdict(task, prepared, threshold), task.label)
+            let counted =
+                task.label.is_some() && (self.calibration.is_some() || self.shard.is_some());
+            let (naive, naive_agreement) = if counted {
+                let d = naive_decided(task, prepared, threshold);
+                (d.decision, Some((d.agreement.count, d.agreement.n)))
+            } else {
+                (naive_verdict(task, prepared, threshold), None)
+            };
+            Compared {
+                naive,
+                naive_agreement,
+                label: task.label,
+                calibration: observation.map(|mut o| {
+                    o.naive = naive_agreement;
+                    o
+                }),
+            }
         })
     }
 
     /// [`LineScorer::decide`], guarded as [`LineScorer::score_guarded`] is.
-    pub fn decide_guarded(&self, line: &[u8], out: &mut String) -> DecidedLine {
+    pub fn decide_guarded(&self, line: &[u8], out: &mut String) -> (DecidedLine, Option<Compared>) {
         guarded(
             out,
             |out| self.decide(line, out),
-            |e| DecidedLine::Scored(Scored::Bad(e)),
+            |e| (DecidedLine::Scored(Scored::Bad(e)), None),
         )
     }
 }

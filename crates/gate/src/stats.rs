@@ -64,6 +64,10 @@ impl Ratio {
     pub fn missed_by(self, count: usize, n: usize) -> bool {
         !self.met_by(count, n)
     }
+    /// The two thresholds' values compared, exactly (`0.8` and `0.80` are equal).
+    pub fn cmp_value(self, other: Ratio) -> std::cmp::Ordering {
+        ((self.num as u128) * (other.den as u128)).cmp(&((other.num as u128) * (self.den as u128)))
+    }
     /// The decimal it was written as (trailing zeros aside), exactly: parsing it
     /// gives the same threshold back.
     pub fn decimal(self) -> String {
@@ -77,6 +81,21 @@ impl Ratio {
     /// The nearest double, for display.
     pub fn as_f64(self) -> f64 {
         self.num as f64 / self.den as f64
+    }
+}
+
+/// Written as the decimal it was read from ([`Ratio::decimal`]), which reads back as
+/// the same threshold.
+impl serde::Serialize for Ratio {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.decimal())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Ratio {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse().map_err(serde::de::Error::custom)
     }
 }
 
@@ -204,6 +223,17 @@ mod tests {
         for bad in ["", ".", "1.5", "-0.1", "abc", "0.1234567891"] {
             assert!(bad.parse::<Ratio>().is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn thresholds_compare_by_value_and_serialize_as_written() {
+        let at = |t: &str| t.parse::<Ratio>().unwrap();
+        assert_eq!(at("0.8").cmp_value(at("0.80")), std::cmp::Ordering::Equal);
+        assert_eq!(at("0.05").cmp_value(at("0.1")), std::cmp::Ordering::Less);
+        assert_eq!(serde_json::to_string(&at("0.80")).unwrap(), "\"0.80\"");
+        let back: Ratio = serde_json::from_str("\"0.80\"").unwrap();
+        assert_eq!(back, at("0.80"));
+        assert!(serde_json::from_str::<Ratio>("\"1.5\"").is_err());
     }
 
     #[test]

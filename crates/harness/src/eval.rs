@@ -9,6 +9,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use plangate_gate::baseline::NaiveDecision;
+use plangate_gate::calibration::{Grid, Observation};
 use plangate_gate::catalog::Catalog;
 use plangate_gate::decide::{self, Decision, ToolState, Verdict};
 use plangate_gate::jcs;
@@ -147,8 +149,9 @@ struct Shell {
 
 /// Called with each task as it finishes executing (from a worker), its calls carrying
 /// what they returned, and the input line it was pushed with; returns the naive
-/// scorer's verdict when it compares the task, kept with the task for phase two.
-pub type OnDone<'a> = dyn Fn(usize, &Task) -> Option<Verdict> + Sync + 'a;
+/// scorer's decision when it compares the task, kept with the task for phase two (its
+/// verdict, and its agreement for the calibration of a labelled task).
+pub type OnDone<'a> = dyn Fn(usize, &Task) -> Option<NaiveDecision> + Sync + 'a;
 
 struct Job {
     shell: Arc<Shell>,
@@ -350,7 +353,7 @@ impl<'w> Eval<'w> {
         line: usize,
         task: Task,
         mut touched: BTreeSet<String>,
-        naive: Option<Verdict>,
+        naive: Option<NaiveDecision>,
     ) {
         let mut resolver = TaskResolver {
             shared: &self.resolver,
@@ -370,7 +373,8 @@ impl<'w> Eval<'w> {
             line,
             prepared,
             live: live.into_iter().cloned().collect(),
-            naive,
+            naive: naive.map(|d| d.decision),
+            naive_agreement: naive.map(|d| (d.agreement.count, d.agreement.n)),
         };
         let text = entry.to_line();
         lock(&self.spill).put(index, text);
@@ -667,6 +671,9 @@ pub struct Decided {
     pub decision: Decision,
     /// The naive scorer's verdict, when it compared the task.
     pub naive: Option<Verdict>,
+    /// What the task adds to the run's calibration: a labelled task's, from
+    /// [`Finished::calibrated_lines`].
+    pub calibration: Option<Observation>,
 }
 
 /// One input line's outcome, in input order: a decision, or why the line is no task.
@@ -712,6 +719,8 @@ pub struct Finished {
     changed: BTreeSet<String>,
     spilled: Spilled,
     options: decide::Options,
+    /// The calibration grid around `options`.
+    grid: Grid,
 }
 
 impl std::fmt::Debug for Finished {
@@ -750,6 +759,7 @@ impl Finished {
             stats,
             changed,
             spilled,
+            grid: Grid::around(&options),
             options,
         }
     }
@@ -759,15 +769,36 @@ impl Finished {
         self.lines_with(self.options)
     }
 
+    /// [`Finished::lines`], each labelled task also decided at every point of the run's
+    /// calibration grid ([`Finished::grid`]), its observation in
+    /// [`Decided::calibration`]: the pass that writes a run's summary.
+    pub fn calibrated_lines(&self) -> impl Iterator<Item = Result<LineOutcome, HarnessError>> + '_ {
+        self.spilled.entries().map(move |e| {
+            Ok(classify_entry(
+                e?,
+                &self.changed,
+                &self.states,
+                Sweep::Grid(&self.grid),
+            ))
+        })
+    }
+
+    /// The grid [`Finished::calibrated_lines`] decides labelled tasks on: around the
+    /// run's options.
+    pub fn grid(&self) -> &Grid {
+        &self.grid
+    }
+
     /// The same evidence classified under other options (another rule, other
     /// thresholds), for comparing decision boundaries on one run.
     pub fn lines_with(
         &self,
         options: decide::Options,
     ) -> impl Iterator<Item = Result<LineOutcome, HarnessError>> + '_ {
-        self.spilled
-            .entries()
-            .map(move |e| Ok(classify_entry(e?, &self.changed, &self.states, &options)))
+        self.spilled.entries().map(move |e| {
+            let under = Sweep::Options(&options);
+            Ok(classify_entry(e?, &self.changed, &self.states, under))
+        })
     }
 
     /// Every task's decision, in input order (lines that are no task left out).
@@ -803,13 +834,21 @@ impl Finished {
     }
 }
 
+/// What phase two classifies a task under: options, or a calibration grid (around the
+/// run's options) for a labelled task's observation.
+#[derive(Clone, Copy)]
+enum Sweep<'a> {
+    Options(&'a decide::Options),
+    Grid(&'a Grid),
+}
+
 /// Phase two for one line: a task is classified, its epoch not fixed if a live mount
 /// it read changed.
 fn classify_entry(
     entry: SpilledLine,
     changed: &BTreeSet<String>,
     states: &BTreeMap<String, ToolState>,
-    options: &decide::Options,
+    under: Sweep<'_>,
 ) -> LineOutcome {
     match entry {
         SpilledLine::Task {
@@ -817,12 +856,21 @@ fn classify_entry(
             mut prepared,
             live,
             naive,
+            naive_agreement,
         } => {
             prepared.set_epoch_fixed(!live.iter().any(|g| changed.contains(g)));
+            let (decision, calibration) = match under {
+                Sweep::Options(options) => (decide::classify(&prepared, states, options), None),
+                Sweep::Grid(grid) => grid.classify(&prepared, states),
+            };
             LineOutcome::Task(Box::new(Decided {
                 line,
-                decision: decide::classify(&prepared, states, options),
+                decision,
                 naive,
+                calibration: calibration.map(|mut o| {
+                    o.naive = naive_agreement;
+                    o
+                }),
             }))
         }
         SpilledLine::Bad { line, error } => LineOutcome::Bad(line, error),

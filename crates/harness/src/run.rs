@@ -70,6 +70,11 @@ impl<'a> EvalRun<'a> {
         self
     }
 
+    /// How the run probes, executes and decides.
+    pub fn options(&self) -> &EvalOptions {
+        &self.eval
+    }
+
     /// Whether the defer path runs after phase two.
     pub fn retries(&self) -> bool {
         self.retry_rounds > 0

@@ -47,7 +47,7 @@ impl<T> Context<T> for Option<T> {
 /// What an evidence file says it is on its first line.
 const FORMAT: &str = "plangate-shard-evidence";
 /// Bumped whenever an evidence file's shape changes: `merge` refuses any other.
-const VERSION: u32 = 2;
+const VERSION: u32 = 3;
 /// The longest header read: tool books with their evidence, for thousands of tools.
 const HEADER_BYTES: u64 = 64 << 20;
 

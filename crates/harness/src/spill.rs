@@ -31,6 +31,9 @@ pub enum SpilledLine {
         live: Vec<String>,
         /// The naive scorer's verdict, when it compared this task.
         naive: Option<Verdict>,
+        /// The naive scorer's agreement, (count, n), when it was counted: a
+        /// calibration ranks labelled tasks by it.
+        naive_agreement: Option<(usize, usize)>,
     },
     /// A line that is not a task, reported in its place.
     Bad {
@@ -57,10 +60,12 @@ impl SpilledLine {
                 prepared,
                 live,
                 naive,
+                naive_agreement,
             } => SpilledLineJson {
                 line: *line,
                 live: live.clone(),
                 naive: *naive,
+                naive_agreement: *naive_agreement,
                 task: RawValue::from_string(prepared.to_line()).ok(),
                 error: None,
             },
@@ -68,6 +73,7 @@ impl SpilledLine {
                 line: *line,
                 live: Vec::new(),
                 naive: None,
+                naive_agreement: None,
                 task: None,
                 error: Some(WireError {
                     field: error.field.clone(),
@@ -88,6 +94,7 @@ impl SpilledLine {
                 prepared: Prepared::from_line(task.get()).map_err(|e| e.to_string())?,
                 live: w.live,
                 naive: w.naive,
+                naive_agreement: w.naive_agreement,
             }),
             (None, Some(e)) => Ok(SpilledLine::Bad {
                 line: w.line,
@@ -116,6 +123,8 @@ struct SpilledLineJson {
     live: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     naive: Option<Verdict>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    naive_agreement: Option<(usize, usize)>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     task: Option<Box<RawValue>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

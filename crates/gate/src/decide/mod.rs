@@ -35,7 +35,7 @@ pub use paths::path_member;
 pub use prepare::{Prepared, prepare};
 pub use prepared_line::PreparedLineError;
 pub use prose::{PROSE_CHARS, PROSE_WORDS, ProseParameter, looks_like_prose, prose_like};
-pub use rule::classify;
+pub use rule::{classify, classify_also};
 
 /// The catalog the unit tests of this module decide against: one deterministic,
 /// verified tool `w`, whose `unit` has a default.

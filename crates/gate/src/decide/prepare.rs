@@ -35,6 +35,14 @@ impl Prepared {
     pub fn task_id(&self) -> &str {
         &self.task_id
     }
+    /// The number of samples.
+    pub fn n(&self) -> usize {
+        self.samples.len()
+    }
+    /// The task's label, when it carries one.
+    pub fn label(&self) -> Option<Label> {
+        self.label
+    }
     /// Records that the epoch was not fixed for this task (a live source it read changed).
     pub fn set_epoch_fixed(&mut self, fixed: bool) {
         self.epoch_fixed = fixed;

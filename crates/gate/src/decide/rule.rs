@@ -4,6 +4,8 @@
 
 use std::collections::BTreeSet;
 
+use smallvec::SmallVec;
+
 use super::decision::{Decision, DivergentPath, Reason, SchemaViolation, Verdict};
 use super::explain::{Sentence, one_in, quoted};
 use super::health::{TaskToolStates, ToolState, ToolStates};
@@ -13,9 +15,35 @@ use super::prepare::{Prepared, PreparedSample};
 
 /// Applies docs/design.md, "Decision" to a prepared task.
 pub fn classify(p: &Prepared, tools: &dyn ToolStates, opts: &Options) -> Decision {
+    classify_also(p, tools, opts, |_, _| {})
+}
+
+/// [`classify`], and the verdicts the same rule gives the task under other options
+/// (a threshold sweep, `crate::calibration`). `others` is handed the counts the rule
+/// compares with the argument thresholds ([`argument_counts`]) and a function that
+/// applies the rule under the options it is given and says the verdict. The task is
+/// measured once, and each verdict is the rule's own steps, run on the measured task
+/// and then taken back: the rule writes only the verdict, its reasons and its
+/// sentences.
+pub fn classify_also(
+    p: &Prepared,
+    tools: &dyn ToolStates,
+    opts: &Options,
+    others: impl FnOnce(&[usize], &mut dyn FnMut(&Options) -> Verdict),
+) -> Decision {
     let samples = distinct_samples(p);
     let tools = &TaskToolStates::of(&samples, tools);
     let mut d = analyse(p, &samples, tools);
+    let counts = argument_counts(&d);
+    others(&counts, &mut |other: &Options| {
+        let (verdict, reasons, said) = (d.decision, d.reasons.len(), d.explanation.len());
+        apply(&mut d, p, tools, other);
+        let decided = d.decision;
+        d.decision = verdict;
+        d.reasons.truncate(reasons);
+        d.explanation.truncate(said);
+        decided
+    });
     if d.n > 0 && !opts.arg_reject.missed_by(1, d.n) {
         d.warnings.push(
             Sentence::new("reject_unreachable: with n = ")
@@ -32,6 +60,21 @@ pub fn classify(p: &Prepared, tools: &dyn ToolStates, opts: &Options) -> Decisio
     }
     apply(&mut d, p, tools, opts);
     d
+}
+
+/// Every count (of the task's n) that [`apply`] compares with `arg_reject` or
+/// `arg_accept`, in order, once each: the argument agreement and each divergent path's
+/// own. The rule reads the two thresholds through these comparisons alone, so options
+/// whose argument thresholds meet the same of these counts (their other thresholds
+/// equal) decide the task alike. A comparison added to the rule is added here, or
+/// `tests/calibration.rs` finds a sweep that is not the rule's.
+fn argument_counts(d: &Decision) -> SmallVec<[usize; 8]> {
+    let mut counts: SmallVec<[usize; 8]> = std::iter::once(d.arg_agreement.count)
+        .chain(d.divergent_paths.iter().map(|p| p.agreement.count))
+        .collect();
+    counts.sort_unstable();
+    counts.dedup();
+    counts
 }
 
 /// What the gate's rule adds to the seed's boundary. Every way `Rule::Seed` decides
