@@ -14,16 +14,18 @@ use crate::tally::Tally;
 
 /// Opens a samples file, or standard input for `-`, as samples lines: a benchmark's
 /// results file (a tau-bench or tau2-bench one) is made into one line per task, and
-/// said so. `max` bounds a line, as it bounds every samples line.
+/// said so. `max` bounds a line, as it bounds every samples line. Standard input is
+/// read as samples lines only: telling the shapes apart reads a first line, which a
+/// pipe may be slow to give, before the run has set up.
 pub(crate) fn open_samples(path: &Path, max: u64) -> Result<(Box<dyn BufRead>, Source)> {
-    let input: Box<dyn BufRead> = if path == Path::new("-") {
-        Box::new(BufReader::new(io::stdin()))
-    } else {
-        let f = File::open(path)
-            .with_context(|| format!("failed to open samples {}", path.display()))?;
-        Box::new(BufReader::with_capacity(1 << 16, f))
-    };
     let name = source_name(path);
+    if path == Path::new("-") {
+        let stdin = Box::new(BufReader::new(io::stdin()));
+        return Ok((stdin, Source { name, places: None }));
+    }
+    let f =
+        File::open(path).with_context(|| format!("failed to open samples {}", path.display()))?;
+    let input = BufReader::with_capacity(1 << 16, f);
     let opened = trials::open(input, max).with_context(|| format!("{name}: cannot be read"))?;
     Ok(match opened {
         Samples::Lines(lines) => (Box::new(lines), Source { name, places: None }),
