@@ -115,6 +115,7 @@ fn the_eval_page_renders_every_section() {
             "lines",
             "reasons",
             "agreement",
+            "calibration",
             "results",
             "health",
             "retry",
@@ -122,6 +123,7 @@ fn the_eval_page_renders_every_section() {
             "run"
         ]
     );
+    assert!(dom.contains("<svg id=\"roc\""), "the ROC plot");
     check_common(&page, &dom, &summary);
     assert_eq!(count(&dom, "skipped"), 1);
     // Tool health: the quarantined tool first, with its probe's drift.
@@ -202,10 +204,37 @@ fn a_score_page_of_100000_tasks_renders_and_stays_under_2_mb() {
     assert!(size < 2_000_000, "the page is {size} bytes");
     let page = std::fs::read_to_string(&html).unwrap();
     let dom = rendered_dom(&html);
-    // Recorded results: no tool health, no defer path.
+    // Recorded results: no tool health, no defer path; labelled tasks: a calibration.
     assert_eq!(
         section_ids(&dom),
-        ["lines", "reasons", "agreement", "results", "notable", "run"]
+        [
+            "lines",
+            "reasons",
+            "agreement",
+            "calibration",
+            "results",
+            "notable",
+            "run"
+        ]
+    );
+    // The ROC curves are drawn, the AUROC said, and the sweep has a row per grid point.
+    assert!(dom.contains("<svg id=\"roc\""), "the ROC plot");
+    assert!(
+        dom.contains("<polyline class=\"roc-0\""),
+        "the gate's curve"
+    );
+    let at = "id=\"auroc\">";
+    let auroc: f64 = dom[dom.find(at).expect("the AUROC") + at.len()..]
+        .split('<')
+        .next()
+        .and_then(|a| a.parse().ok())
+        .expect("a number");
+    assert!((0.5..=1.0).contains(&auroc), "{auroc}");
+    let sweep = rows(&dom, "sweep");
+    assert!(sweep.len() >= 30, "{}", sweep.len());
+    assert_eq!(
+        sweep.iter().filter(|r| r.contains("class=\"run\"")).count(),
+        2
     );
     // The counts are the summary line's.
     let said = run

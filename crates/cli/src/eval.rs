@@ -208,7 +208,7 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
     };
     let retry_done = started.elapsed();
     let mut outputs = Outputs::open(&args.reports, args.io.out.as_deref(), &source.name)?;
-    let calibrate = args.reports.summary_json.is_some();
+    let calibrate = args.reports.summary_json.is_some() || args.reports.page.html.is_some();
     match outputs.write_all(&finished, &retried, &mut tally, calibrate) {
         Err(e) if e.is::<Interrupted>() => return interrupted(journal.as_ref(), &tally),
         written => written.map_err(|e| after_the_work(e, journal.as_ref()))?,

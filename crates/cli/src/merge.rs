@@ -58,7 +58,7 @@ pub(crate) fn run(args: MergeArgs) -> Result<u8> {
         ..Tally::default()
     };
     let mut outputs = Outputs::open(&args.reports, args.out.as_deref(), &first.source)?;
-    let calibrate = args.reports.summary_json.is_some();
+    let calibrate = args.reports.summary_json.is_some() || args.reports.page.html.is_some();
     match outputs.write_all(&finished, &BTreeMap::new(), &mut tally, calibrate) {
         Err(e) if e.is::<crate::interrupt::Interrupted>() => {
             eprintln!("plangate: interrupted: nothing was written; run the merge again");

@@ -175,7 +175,10 @@ pub(crate) fn write_reports(
         write_json(file, &summary)?;
     }
     if let (Some(file), Some(digest)) = (&args.page.html, &digest) {
-        write_page(file, &run_page(ran, source, tally, digest, timings))?;
+        let calibration = tally.calibration.report();
+        let mut page = run_page(ran, source, tally, digest, timings);
+        page.calibration = calibration.as_ref();
+        write_page(file, &page)?;
     }
     out.finish()
 }

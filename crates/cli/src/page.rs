@@ -75,6 +75,7 @@ pub(crate) fn page<'a>(
             "command",
             &format!("plangate {command}"),
         )],
+        calibration: None,
     }
 }
 

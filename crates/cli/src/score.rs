@@ -156,7 +156,7 @@ struct RecordWriter<'a> {
     evidence: Option<std::io::BufWriter<std::fs::File>>,
     /// The page's digest of every decision written (`--html`).
     page: Option<RunDigest>,
-    /// The calibration grid, when the run writes a summary.
+    /// The calibration grid, when the run writes a summary or a page.
     grid: Option<&'a Grid>,
 }
 
@@ -252,6 +252,12 @@ impl RecordWriter<'_> {
         }
         write_records(&mut self.out, &chunk.records[from..])
     }
+}
+
+/// Whether the run calibrates its labelled tasks: for a summary or a page, which show
+/// the calibration.
+fn calibrates(args: &ScoreArgs) -> bool {
+    args.summary_json.is_some() || args.page.html.is_some()
 }
 
 /// Counts a labelled task's observation in the run's calibration, when it has one.
@@ -433,8 +439,9 @@ pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
     let (input, source) = open_samples(&args.io.samples, args.io.max_line_bytes)?;
     let (out, journal, mut done) = open_resumable(&args)?;
     let (page, partial) = resumed_page(&args, &mut done);
-    // Labelled tasks are calibrated only for a summary: the sweep decides each again.
-    let grid = (args.summary_json.as_ref()).map(|_| Grid::around(&args.thresholds.options()));
+    // Labelled tasks are calibrated only for a summary or a page: the sweep decides each
+    // again.
+    let grid = calibrates(&args).then(|| Grid::around(&args.thresholds.options()));
     let mut writer = RecordWriter {
         out,
         source: &source,
@@ -485,8 +492,10 @@ pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
     // While the journal still holds every checkpoint: a page that cannot be written
     // is written by `--resume`, which then decides nothing again.
     if let (Some(file), Some(digest)) = (&args.page.html, &writer.page) {
+        let calibration = tally.calibration.report();
         let mut page = crate::page::page("score", &source.name, &tally, digest);
         page.partial = partial;
+        page.calibration = calibration.as_ref();
         page.facts.extend([
             crate::page::fact("jobs", "threads deciding", &jobs.to_string()),
             crate::page::fact("resumed", "resumed after line", &done.through.to_string()),
@@ -639,15 +648,15 @@ fn open_resumable(args: &ScoreArgs) -> Result<(Output, Option<ScoreJournal>, Che
         }
         return Ok((open_out(out)?, None, Checkpoint::default()));
     };
-    // A summary's calibration counts every labelled task, so a run that writes one
-    // resumes only a run that counted them too.
+    // A calibration counts every labelled task, so a run that writes one resumes only a
+    // run that counted them too.
     let flags = format!(
         "{:?} {:?} {:?} {} calibrated: {}",
         args.thresholds,
         args.baseline,
         args.seed_compat,
         args.io.max_line_bytes,
-        args.summary_json.is_some()
+        calibrates(args)
     );
     let header = plangate_harness::JournalHeader::new(
         "score",

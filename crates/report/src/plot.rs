@@ -5,9 +5,14 @@
 
 use std::fmt::Write as _;
 
-use crate::agreement::{Histogram, Series, ToolRow};
+use plangate_gate::calibration::Report;
+
+use crate::agreement::{HALLUCINATED, Histogram, Series, ToolRow};
 use crate::html::escape;
 use crate::svg::{count_ticks, legend, open as svg_open, tick};
+
+/// The naive scorer's curve.
+pub const NAIVE: &str = "#7f8c8d";
 
 /// A quarantined tool's mark.
 pub const QUARANTINED: &str = "#c0392b";
@@ -330,6 +335,84 @@ fn tool_row(s: &mut String, l: &ToolsLayout, y0: f64, r: &ToolRow, series: &[Ser
             by + bar_h - 2.0
         );
     }
+}
+
+/// The ROC curves of a labelled run (`<svg id="roc">`): the gate's argument agreement
+/// and the naive scorer's agreement, each flagging as hallucinated the tasks at or below
+/// a threshold, from the strictest to the loosest; the diagonal is a coin.
+pub fn roc_svg(c: &Report) -> String {
+    let (w, ht) = (520.0, 440.0);
+    let (left, right, top, bottom) = (60.0, 180.0, 40.0, 50.0);
+    let (pw, ph) = (w - left - right, ht - top - bottom);
+    let x = |fpr: f64| left + pw * fpr;
+    let y = |tpr: f64| top + ph - ph * tpr;
+    let mut s = String::new();
+    let title = "ROC of argument agreement";
+    svg_open(&mut s, "roc", title, w, ht);
+    let _ = writeln!(
+        s,
+        "<text class=\"title\" x=\"{left}\" y=\"22\">{title}</text>"
+    );
+    for t in [0.0, 0.25, 0.5, 0.75, 1.0] {
+        let _ = writeln!(
+            s,
+            "<line class=\"grid\" x1=\"{left}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+            y(t),
+            left + pw,
+            y(t),
+            left - 6.0,
+            y(t) + 4.0,
+            tick(t),
+            x(t),
+            top + ph + 16.0,
+            tick(t)
+        );
+    }
+    let _ = writeln!(
+        s,
+        "<line class=\"axis\" x1=\"{left}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{top}\" stroke-dasharray=\"4 4\"/>",
+        top + ph,
+        left + pw
+    );
+    let _ = writeln!(
+        s,
+        "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">share of correct tasks flagged</text><text x=\"16\" y=\"{:.1}\" transform=\"rotate(-90 16 {:.1})\" text-anchor=\"middle\">share of hallucinated tasks flagged</text>",
+        left + pw / 2.0,
+        ht - 10.0,
+        top + ph / 2.0,
+        top + ph / 2.0
+    );
+    let curves = [
+        ("gate", HALLUCINATED, &c.roc, c.auroc),
+        ("naive scorer", NAIVE, &c.naive_roc, c.naive_auroc),
+    ];
+    for (i, (name, color, points, auroc)) in curves.iter().enumerate() {
+        if points.is_empty() {
+            continue;
+        }
+        let path: Vec<String> = points
+            .iter()
+            .map(|p| format!("{:.1},{:.1}", x(p.fpr), y(p.tpr)))
+            .collect();
+        let auc = auroc.map_or_else(|| "n/a".to_string(), |a| format!("{a:.3}"));
+        let _ = writeln!(
+            s,
+            "<polyline class=\"roc-{i}\" fill=\"none\" stroke=\"{color}\" stroke-width=\"2\" points=\"{}\"><title>{} (AUROC {auc})</title></polyline>",
+            path.join(" "),
+            escape(name)
+        );
+        let ly = top + 10.0 + 22.0 * i as f64;
+        let _ = writeln!(
+            s,
+            "<rect x=\"{:.1}\" y=\"{ly:.1}\" width=\"12\" height=\"12\" fill=\"{color}\"/><text x=\"{:.1}\" y=\"{:.1}\">{} AUROC {auc}</text>",
+            left + pw + 14.0,
+            left + pw + 32.0,
+            ly + 10.5,
+            escape(name)
+        );
+    }
+    s.push_str("</svg>\n");
+    s
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 
 use std::fmt::Write as _;
 
+use plangate_gate::calibration::Report;
 use plangate_gate::decide::Verdict;
 use plangate_harness::{Evidence, FirstDifference, HealthReport, RetryReport, ToolHealth};
 
@@ -14,7 +15,8 @@ use crate::agreement::Series;
 use crate::digest::RunDigest;
 use crate::html::{Page, count_table, cut, escape, facts_table};
 use crate::notable::{Bounded, LIST_LEN};
-use crate::plot::{histogram_svg, histogram_title, tools_svg};
+use crate::plot::{histogram_svg, histogram_title, roc_svg, tools_svg};
+use crate::svg::tick;
 
 /// Rows of the per-tool plot; the other tools are added up in one row after them.
 pub const TOOL_ROWS: usize = 40;
@@ -76,6 +78,9 @@ pub struct RunPage<'a> {
     pub retry: Option<&'a RetryReport>,
     /// The run's own facts: command, inputs, epoch, timings.
     pub facts: Vec<Fact>,
+    /// The labelled tasks' calibration (docs/design.md, "Calibration"), when the run
+    /// had labelled tasks.
+    pub calibration: Option<&'a Report>,
 }
 
 /// One section of the page: its id (`<section id>`), heading and body.
@@ -92,12 +97,12 @@ pub struct Section {
 /// A section of the page, from the run's data; None when the run has nothing for it.
 pub type SectionFn = fn(&RunPage<'_>) -> Option<Section>;
 
-/// The page's sections, in order: a new section (a calibration plot from labelled
-/// tasks, say) is one more function here.
+/// The page's sections, in order: a new section is one more function here.
 pub const SECTIONS: &[SectionFn] = &[
     lines_section,
     reasons_section,
     agreement_section,
+    calibration_section,
     results_section,
     health_section,
     retry_section,
@@ -231,6 +236,56 @@ fn agreement_section(run: &RunPage<'_>) -> Option<Section> {
     Some(Section {
         id: "agreement",
         title: histogram_title(&hist).into(),
+        body,
+    })
+}
+
+/// How well argument agreement tells the labels apart, and what other thresholds would
+/// have decided: the ROC curves and the sweep, from the summary's `calibration`.
+fn calibration_section(run: &RunPage<'_>) -> Option<Section> {
+    let c = run.calibration?;
+    let auc = |a: Option<f64>| a.map_or_else(|| "n/a".to_string(), |a| format!("{a:.3}"));
+    let mut body = String::new();
+    let _ = writeln!(
+        body,
+        "<p>{} tasks labelled correct and {} hallucinated. AUROC of argument agreement: <b id=\"auroc\">{}</b> (the naive scorer&#39;s: <span id=\"naive-auroc\">{}</span>); 1 tells every hallucinated task from every correct one, 0.5 is a coin.</p>",
+        c.tasks.correct,
+        c.tasks.hallucinated,
+        auc(c.auroc),
+        auc(c.naive_auroc)
+    );
+    body.push_str(&roc_svg(c));
+    body.push_str(
+        "<p>What the rule would have decided at other thresholds, on the same prepared \
+         tasks (one threshold moved, the other as the run had it; the run&#39;s own \
+         thresholds marked <b>run</b>):</p>\n<table id=\"sweep\"><thead><tr><th>arg_reject</th><th>arg_accept</th>\
+         <th>rejected</th><th>of them correct</th><th>false-positive share</th>\
+         <th>hallucinations caught</th><th>hallucinations accepted</th></tr></thead><tbody>\n",
+    );
+    let share =
+        |x: Option<f64>| x.map_or_else(|| "-".to_string(), |x| format!("{:.1}%", 100.0 * x));
+    for row in &c.sweep {
+        let _ = writeln!(
+            body,
+            "<tr><td{}>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            if row.run { " class=\"run\"" } else { "" },
+            if row.run {
+                format!("{} <b>run</b>", tick(row.arg_reject))
+            } else {
+                tick(row.arg_reject)
+            },
+            tick(row.arg_accept),
+            row.rejected,
+            row.rejected_correct,
+            share(row.false_positive_share),
+            share(row.caught),
+            row.accepted_hallucinated
+        );
+    }
+    body.push_str("</tbody></table>\n");
+    Some(Section {
+        id: "calibration",
+        title: "Calibration".into(),
         body,
     })
 }
@@ -639,6 +694,7 @@ mod tests {
                 name: "command".into(),
                 html: "<code>eval</code>".into(),
             }],
+            calibration: None,
         }
     }
 
