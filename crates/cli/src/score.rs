@@ -648,15 +648,16 @@ fn open_resumable(args: &ScoreArgs) -> Result<(Output, Option<ScoreJournal>, Che
         }
         return Ok((open_out(out)?, None, Checkpoint::default()));
     };
-    // A calibration counts every labelled task, so a run that writes one resumes only a
-    // run that counted them too.
+    // A summary's calibration counts every labelled task, so a run that writes one
+    // resumes only a run that counted them too. A page resumed from a run without one
+    // says which lines it covers, its calibration with the rest (`resumed_page`).
     let flags = format!(
         "{:?} {:?} {:?} {} calibrated: {}",
         args.thresholds,
         args.baseline,
         args.seed_compat,
         args.io.max_line_bytes,
-        calibrates(args)
+        args.summary_json.is_some()
     );
     let header = plangate_harness::JournalHeader::new(
         "score",

@@ -155,6 +155,11 @@ pub fn open<R: BufRead>(mut input: R, max: u64) -> Result<Samples<R>, TrialsErro
     }
     let mut text = first;
     input.read_to_end(&mut text)?;
+    // Not JSON as a whole: samples lines after all, each bad one reported on its own
+    // and the rest decided.
+    if serde_json::from_slice::<serde::de::IgnoredAny>(&text).is_err() {
+        return Ok(Samples::Lines(io::Cursor::new(text).chain(input)));
+    }
     trials_of(&text).map(Samples::Trials)
 }
 
@@ -652,7 +657,11 @@ mod tests {
             .err()
             .expect("refused");
         assert!(e.to_string().contains("tau-bench"), "{e}");
-        let e = open("[1, 2".as_bytes(), 1 << 20).err().expect("refused");
-        assert!(e.to_string().contains("line 1"), "{e}");
+        // A broken document is read as samples lines, so each bad line is reported
+        // and the rest decided.
+        assert_eq!(
+            read_all(open_str("[1, 2\n{\"task_id\": 1}\n")),
+            "[1, 2\n{\"task_id\": 1}\n"
+        );
     }
 }
