@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use plangate_gate::score::bad_line_record;
-use plangate_gate::task::parse_task_line;
+use plangate_gate::task::{RunNotes, parse_task_line};
 use plangate_harness::{
     EvalOptions, EvalRun, Finished, HarnessError, LimitsGiven, LineOutcome, Record, Retries, World,
     WorldOptions,
@@ -115,6 +115,7 @@ pub(crate) fn eval<'py>(
         PlangateError::new_err(message)
     })?;
     let ran = run_watched(py, &run, &world, input, max_line_bytes)?;
+    args::warn_notes(py, "plangate.eval", &ran.notes)?;
     result(py, &world, &ran)
 }
 
@@ -137,10 +138,11 @@ fn manifest_of(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<EpochManife
 }
 
 /// A finished run: the first epoch (the lines that were not tasks in their place),
-/// and what the defer path retried, when it ran.
+/// what the defer path retried, when it ran, and what reading the lines noted.
 struct EvalDone {
     finished: Finished,
     retries: Retries,
+    notes: RunNotes,
 }
 
 /// Runs the batch, then the defer path, on a thread of their own, checking for Ctrl-C
@@ -185,6 +187,7 @@ fn run_batch(
     stop: &AtomicBool,
 ) -> PyResult<EvalDone> {
     let mut kept: BTreeMap<usize, Vec<u8>> = BTreeMap::new();
+    let mut notes = RunNotes::default();
     let eval = run.start(world, None);
     let fed: PyResult<()> = eval.execute(&|_, _| None, |feeder| {
         loop {
@@ -204,7 +207,10 @@ fn run_batch(
                     Err(unread) => Err(unread.error(max)),
                 };
                 match read {
-                    Ok(task) => feeder.push(*number, task),
+                    Ok(task) => {
+                        notes.add(&task.notes);
+                        feeder.push(*number, task);
+                    }
                     Err(e) => feeder.skip(*number, e),
                 }
             }
@@ -236,7 +242,11 @@ fn run_batch(
         HarnessError::Interrupted => interrupted(),
         e => PlangateError::new_err(format!("the defer path failed: {}", chain(&e))),
     })?;
-    Ok(EvalDone { finished, retries })
+    Ok(EvalDone {
+        finished,
+        retries,
+        notes,
+    })
 }
 
 fn interrupted() -> PyErr {

@@ -11,6 +11,7 @@ use plangate_gate::catalog::Catalog;
 use plangate_gate::decide::Options;
 use plangate_gate::score::{DecidedLine, LineScorer, Scored, bad_line_record};
 use plangate_gate::seed::{self, SeedOptions};
+use plangate_gate::task::RunNotes;
 use plangate_harness::pipeline::{self, Feed, InOrder, NotReady};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -41,8 +42,10 @@ struct State {
     input: Option<Input>,
     /// Where chunks go to the workers; dropped at the input's end.
     feed: Option<Feed<Chunk>>,
-    /// The workers' records, in input order.
-    scored: InOrder<Chunk, Encoded>,
+    /// The workers' records, in input order, each chunk's with what reading it noted.
+    scored: InOrder<Chunk, (Encoded, RunNotes)>,
+    /// What reading the lines taken so far noted, said once the input ends.
+    notes: RunNotes,
     ready: VecDeque<Py<PyAny>>,
     max_line_bytes: u64,
     loads: Loads,
@@ -113,6 +116,7 @@ impl Scores {
                 feed: Some(feed),
                 scored,
                 ready: VecDeque::new(),
+                notes: RunNotes::default(),
                 max_line_bytes,
                 loads,
                 failed: None,
@@ -210,13 +214,16 @@ impl State {
             }
             let sent = self.feed.as_ref().map_or(self.scored.taken(), Feed::sent);
             if self.scored.taken() == sent {
-                self.feed = None;
+                if self.feed.take().is_some() {
+                    args::warn_notes(py, "plangate.score", &self.notes)?;
+                }
                 return match self.failed.take() {
                     Some(e) => Err(e),
                     None => Ok(None),
                 };
             }
-            let records = self.wait_for_next(py)?;
+            let (records, notes) = self.wait_for_next(py)?;
+            self.notes.merge(&notes);
             let list = {
                 let _paused = GcPause::new(py)?;
                 records.load(py, &self.loads)?
@@ -227,7 +234,7 @@ impl State {
 
     /// The next chunk's records, waiting for its worker with the GIL released, and
     /// checking for Ctrl-C every so often.
-    fn wait_for_next(&mut self, py: Python<'_>) -> PyResult<Encoded> {
+    fn wait_for_next(&mut self, py: Python<'_>) -> PyResult<(Encoded, RunNotes)> {
         loop {
             let scored = &mut self.scored;
             match py.detach(|| scored.next_within(Duration::from_millis(100))) {
@@ -299,10 +306,10 @@ impl Drop for GcPause<'_> {
     }
 }
 
-/// A worker's chunk: every line scored, the records encoded for one `pickle.loads`.
-/// The gate's scorer is made per chunk: its tool states are a few small allocations,
-/// against a chunk's hundreds of lines.
-fn score_chunk(shared: &Shared, chunk: &mut Chunk) -> Encoded {
+/// A worker's chunk: every line scored, the records encoded for one `pickle.loads`, with
+/// what reading the chunk's lines noted. The gate's scorer is made per chunk: its tool
+/// states are a few small allocations, against a chunk's hundreds of lines.
+fn score_chunk(shared: &Shared, chunk: &mut Chunk) -> (Encoded, RunNotes) {
     let scorer = LineScorer {
         seed_compat: shared
             .seed_compat
@@ -310,6 +317,7 @@ fn score_chunk(shared: &Shared, chunk: &mut Chunk) -> Encoded {
         ..LineScorer::new(&shared.catalog, shared.opts)
     };
     let mut records = Vec::with_capacity(chunk.lines.len());
+    let mut notes = RunNotes::default();
     // A `--seed-compat` record's text; taken by each record written to it.
     let mut text = String::new();
     for (number, at) in &chunk.lines {
@@ -318,8 +326,14 @@ fn score_chunk(shared: &Shared, chunk: &mut Chunk) -> Encoded {
             Err(unread) => DecidedLine::Scored(Scored::Bad(unread.error(shared.max_line_bytes))),
         };
         records.push(match decided {
-            DecidedLine::Gate(d, _) => Record::Decision(d),
-            DecidedLine::Scored(Scored::Record(..)) => Record::Text(std::mem::take(&mut text)),
+            DecidedLine::Gate(d, task) => {
+                notes.add(&task.notes);
+                Record::Decision(d)
+            }
+            DecidedLine::Scored(Scored::Record(_, _, _, read)) => {
+                notes.add(&read);
+                Record::Text(std::mem::take(&mut text))
+            }
             DecidedLine::Scored(Scored::Bad(e)) => Record::Text(bad_line_record(*number, &e)),
             // This scorer is never a shard's: it decides every line.
             DecidedLine::Scored(Scored::Other | Scored::Kept(_)) => {
@@ -327,5 +341,5 @@ fn score_chunk(shared: &Shared, chunk: &mut Chunk) -> Encoded {
             }
         });
     }
-    Encoded::of(&records)
+    (Encoded::of(&records), notes)
 }

@@ -36,6 +36,9 @@ mod report;
 mod malformed;
 // `plangate score` on the README example, with the naive baseline in its summary.
 mod score;
+// Foreign fields in samples lines, passed over and named once per run, and misspelt
+// ones refused, through `score` and `eval`.
+mod fields;
 // Outputs checked against inputs and each other, and written whole or not at all.
 mod outputs;
 // What a run refuses before the work (outputs on a module or in a mount, unwritable

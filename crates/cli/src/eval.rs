@@ -566,7 +566,7 @@ fn execute(
                     }
                     Ok(task) => {
                         ids.check(&source, number, &task.task_id);
-                        tally.ids += task.id_matching;
+                        tally.notes.add(&task.notes);
                         if args.retry_deferred > 0 {
                             line_hashes.push((number, line_hash(line)));
                         }

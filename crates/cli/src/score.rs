@@ -162,9 +162,9 @@ impl RecordWriter<'_> {
         let mut from = 0;
         for (number, scored, end) in scored {
             match scored {
-                Scored::Record(verdict, compared, task_id, id_matching) => {
+                Scored::Record(verdict, compared, task_id, notes) => {
                     self.ids.check(self.source, number, &task_id);
-                    tally.ids += id_matching;
+                    tally.notes.add(&notes);
                     match verdict {
                         Some(v) => tally.count(v),
                         None => tally.refused += 1,
@@ -188,9 +188,9 @@ impl RecordWriter<'_> {
                 }
                 Scored::Other => tally.other_shards += 1,
                 Scored::Kept(b) => {
-                    let (d, prepared, compared, id_matching) = *b;
+                    let (d, prepared, compared, notes) = *b;
                     self.ids.check(self.source, number, &d.task_id);
-                    tally.ids += id_matching;
+                    tally.notes.add(&notes);
                     tally.count(d.decision);
                     if let Some((naive, label)) = compared {
                         tally.baseline.count(d.decision, naive, label);

@@ -11,19 +11,19 @@ use crate::baseline::naive_verdict;
 use crate::catalog::Catalog;
 use crate::decide::{self, Options, Prepared, Verdict};
 use crate::seed::{self, SeedOptions};
-use crate::task::{IdMatching, Label, Observed, Task, TaskError, parse_task_line};
+use crate::task::{Label, Observed, ReadingNotes, Task, TaskError, parse_task_line};
 
 /// What scoring one line produced.
 #[derive(Debug)]
 pub enum Scored {
     /// A record, written to the caller's buffer: the verdict it carries (None: the
     /// seed's gate refused), the naive scorer's verdict with the task's label when they
-    /// are compared, the task's ID, and how its transcript's results found their calls.
+    /// are compared, the task's ID, and what reading it noted for the run.
     Record(
         Option<Verdict>,
         Option<(Verdict, Option<Label>)>,
         String,
-        IdMatching,
+        ReadingNotes,
     ),
     /// The line is not a task.
     Bad(TaskError),
@@ -35,13 +35,13 @@ pub enum Scored {
 }
 
 /// A shard's decision with its prepared task, the naive scorer's verdict (with the
-/// task's label) when they are compared, and how its transcript's results found their
-/// calls: `merge` classifies the prepared task again.
+/// task's label) when they are compared, and what reading it noted for the run: `merge`
+/// classifies the prepared task again.
 pub type KeptDecision = (
     decide::Decision,
     decide::Prepared,
     Option<(Verdict, Option<Label>)>,
-    IdMatching,
+    ReadingNotes,
 );
 
 /// Everything a line is decided against; shared read-only by the threads that score.
@@ -91,7 +91,7 @@ impl<'a> LineScorer<'a> {
         match self.decide_comparing(line, out, true) {
             (DecidedLine::Gate(d, task), compared) => {
                 crate::record::write_decision(&d, out);
-                Scored::Record(Some(d.decision), compared, task.task_id, task.id_matching)
+                Scored::Record(Some(d.decision), compared, task.task_id, task.notes)
             }
             (DecidedLine::Scored(Scored::Kept(kept)), _) => {
                 crate::record::write_decision(&kept.0, out);
@@ -129,7 +129,7 @@ impl<'a> LineScorer<'a> {
         if let Some((entry, seed_opts)) = self.seed_compat {
             let outcome = seed::judge(&task, self.catalog, entry, &seed_opts);
             crate::record::write_seed(&task.task_id, &outcome, out);
-            let record = Scored::Record(outcome.verdict(), None, task.task_id, task.id_matching);
+            let record = Scored::Record(outcome.verdict(), None, task.task_id, task.notes);
             return (DecidedLine::Scored(record), None);
         }
         if let Some(bad) = missing_result(&task) {
@@ -146,7 +146,7 @@ impl<'a> LineScorer<'a> {
         let d = decide::classify(&prepared, &self.states, &self.opts);
         if self.shard.is_some() {
             let compared = self.compared(&task, &prepared);
-            let kept = Scored::Kept(Box::new((d, prepared, compared, task.id_matching)));
+            let kept = Scored::Kept(Box::new((d, prepared, compared, task.notes)));
             return (DecidedLine::Scored(kept), None);
         }
         let compared = if compare {
