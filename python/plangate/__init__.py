@@ -68,6 +68,11 @@ def score(
     items before it come first, then that error, and the iterator is done. The iterator
     is for one caller at a time: advanced while it runs (from another thread, or from
     the generator it reads) it raises ``ValueError``, as a running generator does.
+
+    Fields a line carries that plangate does not know are passed over; once the
+    iterator is exhausted it raises one ``UserWarning`` per field name, worded as the
+    CLI's stderr line (as it does for transcript results placed by a reused call id or
+    by position). A misspelling of a field plangate reads is that line's error record.
     """
     return Scores(
         catalog,
@@ -148,7 +153,8 @@ def eval(  # noqa: A001 - the CLI's command name
     in ``history``; with it on, every task's line is kept in memory for the rounds. A
     run that cannot start raises :class:`PlangateError` (or
     :class:`CatalogError`) with the CLI's message; Ctrl-C stops the workers and raises
-    ``KeyboardInterrupt``.
+    ``KeyboardInterrupt``. Fields plangate does not know are passed over and said once,
+    as by :func:`score`.
     """
     run = _eval(
         catalog,
