@@ -115,7 +115,7 @@ impl Level {
 
 /// The name read at `level` that the unknown field `key` misspells, if any: one of a
 /// group the object has none of (`present` says which names it has), written the same
-/// once case, `_` and `-` are set aside (`taskId`, `Task-ID`), or within a few edits
+/// once ASCII case, `_` and `-` are set aside (`taskId`, `Task-ID`), or within a few edits
 /// of it (optimal string alignment distance, a swap of two neighbours counting one):
 /// none for a name under 4 characters, 1 under 6, 2 from 6 on. The nearest wins.
 pub(crate) fn near_miss(
@@ -145,18 +145,41 @@ fn distance(key: &str, name: &str) -> Option<usize> {
     };
     // A key longer than the name by more than the limit is no misspelling of it;
     // counted only that far, so a long key costs no more than a short one.
-    if key.chars().nth(name.len() + limit).is_some() {
+    let longer = key.len() > name.len() + limit && key.chars().nth(name.len() + limit).is_some();
+    if longer || letters_apart(key, name) > limit {
         return None;
     }
     let d = strsim::osa_distance(key, name);
     (d <= limit).then_some(d)
 }
 
-/// A name with case, `_` and `-` set aside.
-fn folded(name: &str) -> impl Iterator<Item = char> + '_ {
-    name.chars()
-        .filter(|c| !matches!(c, '_' | '-'))
-        .flat_map(char::to_lowercase)
+/// A lower bound of the edit distance between `key` and the ASCII `name` from their
+/// letters alone: a letter of one that the other lacks anywhere must be changed or
+/// dropped, one edit each (a swap moves letters, it changes none), so the distance is
+/// at least the count of such letters in either. Letters are told apart by their low
+/// six bits, which can only take some for the same and lower the bound; most foreign
+/// names are still told apart by it, without the distance's table.
+fn letters_apart(key: &str, name: &str) -> usize {
+    let bit = |b: u8| 1u64 << (b & 63);
+    let has = |mask: u64, b: u8| mask & bit(b) != 0;
+    let key_mask = (key.bytes().filter(u8::is_ascii)).fold(0, |m, b| m | bit(b));
+    let name_mask = name.bytes().fold(0, |m, b| m | bit(b));
+    let key_only = match key.is_ascii() {
+        true => key.bytes().filter(|&b| !has(name_mask, b)).count(),
+        // A character beyond ASCII is in no name.
+        false => (key.chars())
+            .filter(|&c| u8::try_from(c).map_or(true, |b| !b.is_ascii() || !has(name_mask, b)))
+            .count(),
+    };
+    let name_only = name.bytes().filter(|&b| !has(key_mask, b)).count();
+    key_only.max(name_only)
+}
+
+/// A name's bytes with ASCII case, `_` and `-` set aside.
+fn folded(name: &str) -> impl Iterator<Item = u8> + '_ {
+    name.bytes()
+        .filter(|b| !matches!(b, b'_' | b'-'))
+        .map(|b| b.to_ascii_lowercase())
 }
 
 #[cfg(test)]
@@ -236,6 +259,40 @@ mod tests {
                 assert_eq!(missed, None, "{key} in {}", level.plural());
             }
         }
+    }
+
+    /// The letters' bound never exceeds the distance itself, so it never hides a
+    /// misspelling.
+    #[test]
+    fn the_letters_bound_is_below_the_distance() {
+        let names = Level::ALL
+            .iter()
+            .flat_map(|l| l.read().iter().flat_map(|g| g.iter()));
+        for name in names {
+            for key in FOREIGN.iter().copied().chain([
+                "",
+                "x",
+                "é",
+                "tool",
+                "TOOL",
+                "lool",
+                "ool",
+                "otol",
+                "tooll",
+                "t\u{e9}ol",
+                "sampels",
+                "task_ld",
+                "argumnets",
+                "labell",
+                "\u{1F600}result",
+            ]) {
+                let bound = letters_apart(key, name);
+                assert!(bound <= strsim::osa_distance(key, name), "{key} {name}");
+            }
+        }
+        assert_eq!(letters_apart("trial", "label"), 3);
+        assert_eq!(letters_apart("r\u{e9}sult", "result"), 1);
+        assert_eq!(letters_apart("sampels", "samples"), 0);
     }
 
     #[test]

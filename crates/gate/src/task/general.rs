@@ -176,37 +176,33 @@ fn parse_call(c: &Value, field: &str, notes: &mut Notes) -> Result<Call, TaskErr
     check_fields(o, field, Level::Call, notes)?;
     let result_field = format!("{field}.result");
     let result = (o.get("result").cloned()).map(|v| observed_result(v, &result_field, notes));
+    let observed = || match (result, o.get("error")) {
+        (Some(_), Some(_)) => Err(err(field, "a call has a result or an error, not both")),
+        (Some(r), None) => Ok(r),
+        (None, Some(e)) => parse_error(e, &format!("{field}.error"), notes),
+        (None, None) => Ok(Observed::Missing),
+    };
     call_of(
         o.get("tool").cloned(),
         o.get("arguments").cloned(),
-        result,
-        o.get("error"),
+        observed,
         field,
-        notes,
     )
 }
 
-/// A native call from its fields, however they were read.
+/// A native call from its fields, however they were read; `observed` reads what it
+/// returned, once its tool is known to be named.
 pub(super) fn call_of(
     tool: Option<Value>,
     arguments: Option<Value>,
-    result: Option<Observed>,
-    error: Option<&Value>,
+    observed: impl FnOnce() -> Result<Observed, TaskError>,
     field: &str,
-    notes: &mut Notes,
 ) -> Result<Call, TaskError> {
     let tool = match tool {
         Some(Value::String(s)) => s,
         _ => return Err(err(format!("{field}.tool"), "expected the tool's name")),
     };
-    let observed = match (result, error) {
-        (Some(_), Some(_)) => {
-            return Err(err(field, "a call has a result or an error, not both"));
-        }
-        (Some(r), None) => r,
-        (None, Some(e)) => parse_error(e, &format!("{field}.error"), notes)?,
-        (None, None) => Observed::Missing,
-    };
+    let observed = observed()?;
     Ok(Call {
         origin: None,
         tool,

@@ -5,8 +5,10 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
+use smallvec::SmallVec;
+
 use super::fields::{Level, near_miss};
-use super::general::{Notes, call_of, epoch_fixed_of, label_of, task_id_of};
+use super::general::{call_of, epoch_fixed_of, label_of, task_id_of};
 use super::{Call, Observed, Payload, ReadingNotes, Sample, Task};
 use crate::jcs::Fingerprint;
 use crate::json::{Cursor, Duplicates};
@@ -66,7 +68,7 @@ pub(super) fn read_native(line: &[u8]) -> Option<Task> {
 /// repeated, or more unknown fields than a few send the line there too.
 struct Unknown<'a> {
     level: Level,
-    keys: Vec<Cow<'a, str>>,
+    keys: SmallVec<[Cow<'a, str>; 2]>,
 }
 
 impl<'a> Unknown<'a> {
@@ -76,7 +78,7 @@ impl<'a> Unknown<'a> {
     fn new(level: Level) -> Self {
         Unknown {
             level,
-            keys: Vec::new(),
+            keys: SmallVec::new(),
         }
     }
 
@@ -266,8 +268,8 @@ fn native_call<'a>(
         (Some(_), Some(_)) => return None,
         (r, e) => r.or(e),
     };
-    // The error's own fields are read and noted above; nothing is noted here.
-    call_of(tool, arguments, observed, None, "", &mut Notes::default()).ok()
+    let observed = || Ok(observed.unwrap_or(Observed::Missing));
+    call_of(tool, arguments, observed, "").ok()
 }
 
 /// A call's `error` as [`parse_error`] reads it, without building the object: a string
