@@ -3,6 +3,7 @@
 //! [`ReadingNotes`] go up with its outcome; a front end adds them into one [`RunNotes`]
 //! per run and says each thing once ([`RunNotes::warnings`]), never once per line.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use super::fields::Level;
@@ -144,20 +145,28 @@ impl RunNotes {
     }
 
     fn count(&mut self, name: &str, levels: Levels, lines: u64) {
-        let name = match name.char_indices().nth(Self::NAME_CHARS) {
-            Some((cut, _)) => format!("{}...", &name[..cut]),
-            None => name.to_string(),
+        // A name is cut only when it may be too long, and copied only when it is new.
+        let cut = match name.len() > Self::NAME_CHARS {
+            true => name
+                .char_indices()
+                .nth(Self::NAME_CHARS)
+                .map(|(cut, _)| cut),
+            false => None,
+        };
+        let name = match cut {
+            Some(cut) => Cow::Owned(format!("{}...", &name[..cut])),
+            None => Cow::Borrowed(name),
         };
         let full = self.unknown_fields.len() >= Self::NAMES;
-        match self.unknown_fields.get_mut(&name) {
+        match self.unknown_fields.get_mut(&*name) {
             Some(seen) => {
                 seen.levels.0 |= levels.0;
                 seen.lines = seen.lines.saturating_add(lines);
             }
             None if full => self.unnamed = self.unnamed.saturating_add(lines),
             None => {
-                self.unknown_fields
-                    .insert(name, FieldSeen { levels, lines });
+                let seen = FieldSeen { levels, lines };
+                self.unknown_fields.insert(name.into_owned(), seen);
             }
         }
     }
