@@ -1,6 +1,6 @@
 //! Fuzzes the samples-line parser and the decision on whatever it reads: a line is a task
 //! or an error naming its field, the same through both readers; a task always gets a
-//! decision.
+//! decision, and what reading it noted can be said.
 #![no_main]
 
 #[path = "seed_catalog.rs"]
@@ -24,6 +24,10 @@ fuzz_target!(|data: &[u8]| {
             );
             assert_eq!(d.n, t.samples.len());
             assert!(!d.reasons.is_empty());
+            // What reading noted sums into a run's notes and is said, however odd.
+            let mut run = task::RunNotes::default();
+            run.add(&t.notes);
+            assert_eq!(run.warnings().is_empty(), run == task::RunNotes::default());
         }
         Err(e) => assert!(!e.message.is_empty()),
     }

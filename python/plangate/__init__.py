@@ -77,6 +77,11 @@ def score(
     agreement and of the naive scorer's, their ROC curves, and what other
     ``arg_reject`` and ``arg_accept`` would have decided. It is ``None`` without
     ``calibrate=True`` or before a labelled task was taken.
+
+    Fields a line carries that plangate does not know are passed over; once the
+    iterator is exhausted it raises one ``UserWarning`` per field name, worded as the
+    CLI's stderr line (as it does for transcript results placed by a reused call id or
+    by position). A misspelling of a field plangate reads is that line's error record.
     """
     return Scores(
         catalog,
@@ -162,7 +167,8 @@ def eval(  # noqa: A001 - the CLI's command name
     in ``history``; with it on, every task's line is kept in memory for the rounds. A
     run that cannot start raises :class:`PlangateError` (or
     :class:`CatalogError`) with the CLI's message; Ctrl-C stops the workers and raises
-    ``KeyboardInterrupt``.
+    ``KeyboardInterrupt``. Fields plangate does not know are passed over and said once,
+    as by :func:`score`.
     """
     run = _eval(
         catalog,

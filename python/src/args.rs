@@ -1,6 +1,6 @@
 //! The arguments `score` and `eval` share, read from Python values: the catalog (a
 //! path, JSON text or a dict), the samples (a path or an iterable) and the thresholds,
-//! named and checked as the CLI's flags are.
+//! named and checked as the CLI's flags are; and the warnings reading them gives.
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -8,6 +8,7 @@ use std::str::FromStr;
 use plangate_gate::catalog::Catalog;
 use plangate_gate::decide::Options;
 use plangate_gate::stats::Ratio;
+use plangate_gate::task::RunNotes;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
@@ -55,15 +56,29 @@ pub(crate) fn catalog(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<Load
     };
     let catalog = catalog.map_err(|e| CatalogError::new_err(chain(&e)))?;
     for w in catalog.warnings() {
-        let message = std::ffi::CString::new(format!("catalog {name}: {w}")).unwrap_or_default();
-        PyErr::warn(
-            py,
-            &py.get_type::<pyo3::exceptions::PyUserWarning>(),
-            &message,
-            1,
-        )?;
+        warn(py, &format!("catalog {name}: {w}"))?;
     }
     Ok(LoadedCatalog { catalog, dir, name })
+}
+
+/// Says what reading a call's samples noted, once for the call (not once per line),
+/// each worded as `plangate score` words it on stderr.
+pub(crate) fn warn_notes(py: Python<'_>, call: &str, notes: &RunNotes) -> PyResult<()> {
+    for w in notes.warnings() {
+        warn(py, &format!("{call}: {w}"))?;
+    }
+    Ok(())
+}
+
+/// A Python `UserWarning`.
+fn warn(py: Python<'_>, message: &str) -> PyResult<()> {
+    let message = std::ffi::CString::new(message).unwrap_or_default();
+    PyErr::warn(
+        py,
+        &py.get_type::<pyo3::exceptions::PyUserWarning>(),
+        &message,
+        1,
+    )
 }
 /// A path from a `str` or an `os.PathLike`.
 pub(crate) fn path_of(value: &Bound<'_, PyAny>, what: &str) -> PyResult<PathBuf> {

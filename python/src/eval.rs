@@ -14,7 +14,7 @@ use std::time::Duration;
 use plangate_gate::baseline::naive;
 use plangate_gate::calibration::Calibration;
 use plangate_gate::score::bad_line_record;
-use plangate_gate::task::{Task, parse_task_line};
+use plangate_gate::task::{RunNotes, Task, parse_task_line};
 use plangate_harness::{
     EvalOptions, EvalRun, Finished, HarnessError, LimitsGiven, LineOutcome, Record, Retries, World,
     WorldOptions,
@@ -118,6 +118,7 @@ pub(crate) fn eval<'py>(
         PlangateError::new_err(message)
     })?;
     let ran = run_watched(py, &run, &world, input, max_line_bytes)?;
+    args::warn_notes(py, "plangate.eval", &ran.notes)?;
     result(py, &world, &ran)
 }
 
@@ -140,10 +141,11 @@ fn manifest_of(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<EpochManife
 }
 
 /// A finished run: the first epoch (the lines that were not tasks in their place),
-/// and what the defer path retried, when it ran.
+/// what the defer path retried, when it ran, and what reading the lines noted.
 struct EvalDone {
     finished: Finished,
     retries: Retries,
+    notes: RunNotes,
 }
 
 /// Runs the batch, then the defer path, on a thread of their own, checking for Ctrl-C
@@ -189,6 +191,7 @@ fn run_batch(
 ) -> PyResult<EvalDone> {
     let mut kept: BTreeMap<usize, Vec<u8>> = BTreeMap::new();
     let places = input.places();
+    let mut notes = RunNotes::default();
     let eval = run.start(world, None);
     // A labelled task is scored the naive way too, as the CLI scores it: the
     // calibration ranks it by the naive scorer's agreement beside the gate's.
@@ -212,7 +215,10 @@ fn run_batch(
                     Err(unread) => Err(unread.error(max)),
                 };
                 match read {
-                    Ok(task) => feeder.push(*number, task),
+                    Ok(task) => {
+                        notes.add(&task.notes);
+                        feeder.push(*number, task);
+                    }
                     Err(e) => feeder.skip(*number, placed(places.as_ref(), *number, e)),
                 }
             }
@@ -244,7 +250,11 @@ fn run_batch(
         HarnessError::Interrupted => interrupted(),
         e => PlangateError::new_err(format!("the defer path failed: {}", chain(&e))),
     })?;
-    Ok(EvalDone { finished, retries })
+    Ok(EvalDone {
+        finished,
+        retries,
+        notes,
+    })
 }
 
 fn interrupted() -> PyErr {

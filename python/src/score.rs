@@ -12,6 +12,7 @@ use plangate_gate::catalog::Catalog;
 use plangate_gate::decide::Options;
 use plangate_gate::score::{DecidedLine, LineScorer, Scored, bad_line_record};
 use plangate_gate::seed::{self, SeedOptions};
+use plangate_gate::task::RunNotes;
 use plangate_harness::pipeline::{self, Feed, InOrder, NotReady};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -40,6 +41,7 @@ struct Shared {
 struct ChunkScored {
     records: Encoded,
     calibration: Calibration,
+    notes: RunNotes,
 }
 
 /// Decision records, in input order, as dicts equal to the lines `plangate score`
@@ -60,6 +62,8 @@ struct State {
     calibration: Calibration,
     /// Whether the run calibrates.
     calibrating: bool,
+    /// What reading the lines taken so far noted, said once the input ends.
+    notes: RunNotes,
     ready: VecDeque<Py<PyAny>>,
     max_line_bytes: u64,
     loads: Loads,
@@ -135,6 +139,7 @@ impl Scores {
                 calibration: Calibration::default(),
                 calibrating: calibrate,
                 ready: VecDeque::new(),
+                notes: RunNotes::default(),
                 max_line_bytes,
                 loads,
                 failed: None,
@@ -251,7 +256,9 @@ impl State {
             }
             let sent = self.feed.as_ref().map_or(self.scored.taken(), Feed::sent);
             if self.scored.taken() == sent {
-                self.feed = None;
+                if self.feed.take().is_some() {
+                    args::warn_notes(py, "plangate.score", &self.notes)?;
+                }
                 return match self.failed.take() {
                     Some(e) => Err(e),
                     None => Ok(None),
@@ -276,6 +283,7 @@ impl State {
                     chunk.clear();
                     self.scored.recycle(chunk);
                     self.calibration.merge(&scored.calibration);
+                    self.notes.merge(&scored.notes);
                     return Ok(scored.records);
                 }
                 Err(NotReady::NotYet) => py.check_signals()?,
@@ -342,9 +350,9 @@ impl Drop for GcPause<'_> {
 }
 
 /// A worker's chunk: every line scored, the records encoded for one `pickle.loads`,
-/// and the labelled tasks counted in the chunk's calibration when the run calibrates.
-/// The gate's scorer is made per chunk: its tool states are a few small allocations,
-/// against a chunk's hundreds of lines.
+/// the labelled tasks counted in the chunk's calibration when the run calibrates, and
+/// what reading the chunk's lines noted. The gate's scorer is made per chunk: its tool
+/// states are a few small allocations, against a chunk's hundreds of lines.
 fn score_chunk(shared: &Shared, chunk: &mut Chunk) -> ChunkScored {
     let scorer = LineScorer {
         seed_compat: shared
@@ -355,6 +363,7 @@ fn score_chunk(shared: &Shared, chunk: &mut Chunk) -> ChunkScored {
     };
     let mut records = Vec::with_capacity(chunk.lines.len());
     let mut calibration = Calibration::default();
+    let mut notes = RunNotes::default();
     // A `--seed-compat` record's text; taken by each record written to it.
     let mut text = String::new();
     for (number, at) in &chunk.lines {
@@ -372,8 +381,14 @@ fn score_chunk(shared: &Shared, chunk: &mut Chunk) -> ChunkScored {
             Err(unread) => DecidedLine::Scored(Scored::Bad(unread.error(shared.max_line_bytes))),
         };
         records.push(match decided {
-            DecidedLine::Gate(d, _) => Record::Decision(d),
-            DecidedLine::Scored(Scored::Record(..)) => Record::Text(std::mem::take(&mut text)),
+            DecidedLine::Gate(d, task) => {
+                notes.add(&task.notes);
+                Record::Decision(d)
+            }
+            DecidedLine::Scored(Scored::Record(r)) => {
+                notes.add(&r.notes);
+                Record::Text(std::mem::take(&mut text))
+            }
             DecidedLine::Scored(Scored::Bad(e)) => {
                 let e = placed(shared.places.as_ref(), *number, e);
                 Record::Text(bad_line_record(*number, &e))
@@ -387,5 +402,6 @@ fn score_chunk(shared: &Shared, chunk: &mut Chunk) -> ChunkScored {
     ChunkScored {
         records: Encoded::of(&records),
         calibration,
+        notes,
     }
 }

@@ -50,6 +50,22 @@ def test_eval_from_dicts_with_bad_lines_and_a_replayed_epoch(repo, cli, world, t
     assert again.epoch_id == run.epoch_id and again.decisions == run.decisions
 
 
+def test_eval_says_foreign_fields_once_and_decides_as_without_them(repo, cli, world):
+    lines = (repo / CASES / "plans.jsonl").read_text().splitlines()
+    tasks = [json.loads(line) for line in lines if line.strip()]
+    for task in tasks:
+        task["reward"] = 1.0
+    plain = plangate.eval(world, lines)
+    with pytest.warns(UserWarning) as caught:
+        run = plangate.eval(world, tasks)
+    assert run.decisions == plain.decisions
+    said = [str(w.message) for w in caught if "unknown field" in str(w.message)]
+    assert said == [
+        f'plangate.eval: unknown field "reward" in tasks passed over on {len(tasks)} lines '
+        '(docs/inputs.md, "Unknown fields")'
+    ]
+
+
 def test_eval_setup_errors_raise_the_cli_message(repo, cli, tmp_path):
     catalog = tmp_path / "catalog.json"
     catalog.write_text('{"tools": [{"name": "t", "deterministic": false, "module": "missing.wasm"}]}')

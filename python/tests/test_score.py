@@ -134,6 +134,43 @@ def test_bad_lines_come_back_as_the_cli_writes_them(repo, cli, tmp_path):
     assert plangate.score_list(catalog, samples) == want
 
 
+def _field_warnings(texts):
+    """The unknown-field warnings among `texts`, without the prefix naming the run."""
+    return [t[t.index("unknown field"):] for t in texts if "unknown field" in t]
+
+
+def test_foreign_fields_warn_once_per_call_as_the_cli_does(repo, cli, tmp_path):
+    # 600 lines over three chunks, each with fields plangate does not know: the records
+    # are the CLI's and equal to those without them, and each name is said once.
+    good = [json.loads(line) for line in (repo / EXAMPLE / "samples.jsonl").read_text().splitlines()]
+    plain, extra = [], []
+    for k in range(120):
+        for task in good:
+            task = dict(task, task_id=f"{task['task_id']}-{k}")
+            plain.append(json.dumps(task))
+            task = json.loads(json.dumps(task))
+            task["trial"] = k
+            for sample in task["samples"]:
+                sample["model"] = "m-1"
+                for call in sample["calls"]:
+                    call["id"] = "c-1"
+            extra.append(json.dumps(task))
+    samples = tmp_path / "extra.jsonl"
+    samples.write_text("\n".join(extra) + "\n")
+    catalog = repo / EXAMPLE / "catalog.json"
+    _, want, stderr = cli("score", "--catalog", catalog, "--samples", samples)
+    said = _field_warnings(stderr.splitlines())
+    assert [w.split('"')[1] for w in said] == ["id", "model", "trial"], stderr
+    assert "passed over on 600 lines" in said[2], stderr
+    with pytest.warns(UserWarning) as caught:
+        got = plangate.score_list(catalog, extra, jobs=3)
+    assert got == want
+    assert got == plangate.score_list(catalog, plain)
+    messages = [str(w.message) for w in caught]
+    assert _field_warnings(messages) == said
+    assert all(m.startswith("plangate.score: ") for m in messages if "unknown field" in m)
+
+
 def test_a_line_over_max_line_bytes_is_a_bad_line(repo, cli):
     catalog, samples = repo / EXAMPLE / "catalog.json", repo / EXAMPLE / "samples.jsonl"
     _, want, _ = cli("score", "--catalog", catalog, "--samples", samples, "--max-line-bytes", "700")

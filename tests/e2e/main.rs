@@ -41,6 +41,9 @@ mod malformed;
 mod score;
 // Free text in arguments: the run's one warning about prose, and the hint it gives.
 mod prose;
+// Foreign fields in samples lines, passed over and named once per run, and misspelt
+// ones refused, through `score` and `eval`.
+mod fields;
 // Outputs checked against inputs and each other, and written whole or not at all.
 mod outputs;
 // What a run refuses before the work (outputs on a module or in a mount, unwritable

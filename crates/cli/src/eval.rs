@@ -566,7 +566,7 @@ fn execute(
                     }
                     Ok(task) => {
                         ids.check(&source.name, number, &task.task_id);
-                        tally.ids += task.id_matching;
+                        tally.notes.add(&task.notes);
                         tally.prose.add(&prose_like(&task, catalog));
                         if args.retry_deferred > 0 {
                             line_hashes.push((number, line_hash(line)));

@@ -198,7 +198,7 @@ impl RecordWriter<'_> {
             match scored {
                 Scored::Record(r) => {
                     self.ids.check(&self.source.name, number, &r.task_id);
-                    tally.ids += r.ids;
+                    tally.notes.add(&r.notes);
                     tally.prose.add(&r.prose);
                     match r.verdict {
                         Some(v) => {
@@ -228,9 +228,9 @@ impl RecordWriter<'_> {
                 }
                 Scored::Other => tally.other_shards += 1,
                 Scored::Kept(b) => {
-                    let (d, prepared, compared, id_matching, prose) = *b;
+                    let (d, prepared, compared, notes, prose) = *b;
                     self.ids.check(&self.source.name, number, &d.task_id);
-                    tally.ids += id_matching;
+                    tally.notes.add(&notes);
                     tally.prose.add(&prose);
                     tally.count(d.decision);
                     tally.by_outcome.count(&d.outcomes, d.decision);

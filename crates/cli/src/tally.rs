@@ -4,7 +4,7 @@
 use plangate_gate::calibration::Calibration;
 use plangate_gate::decide::{PROSE_CHARS, PROSE_WORDS, ProseParameter, Verdict};
 use plangate_gate::outcome::VerdictsByOutcome;
-use plangate_gate::task::{IdMatching, Label};
+use plangate_gate::task::{Label, RunNotes};
 
 use crate::exit;
 
@@ -26,10 +26,11 @@ pub(crate) struct Tally {
     pub(crate) other_shards: usize,
     /// The naive scorer beside the gate, when asked for or when tasks carry labels.
     pub(crate) baseline: BaselineTally,
-    /// Transcript results placed by a reused call id or by position (no id): read, and
-    /// said once for the run.
-    #[serde(default)]
-    pub(crate) ids: IdMatching,
+    /// What reading the lines noted (transcript results placed by a reused call id or
+    /// by position, fields passed over): read, and said once for the run. Flattened, so
+    /// a journal keeps the call-id counts under `ids` as it always has.
+    #[serde(flatten)]
+    pub(crate) notes: RunNotes,
     /// Verdicts by how each task's samples fared where they came from (their outcomes).
     #[serde(default)]
     pub(crate) by_outcome: VerdictsByOutcome,
@@ -201,22 +202,11 @@ impl Tally {
         s
     }
 
-    /// Says on stderr what the run did with its lines, and the baseline's comparison.
-    /// The run's one warning about call ids, or None when every result named its call
-    /// by an id no other call carries.
-    pub(crate) fn ids_line(&self) -> Option<String> {
-        if self.ids.is_exact() {
-            return None;
-        }
-        Some(format!(
-            "warning: {} tool results found their call by a call id other calls carry too and {} by position (no id): each answers the first waiting call with its id in the latest turn that has one, or the oldest waiting call (docs/inputs.md, \"Matching results to calls\")",
-            self.ids.reused, self.ids.positional
-        ))
-    }
-
+    /// Says on stderr what reading noted, once for the run, what the run did with its
+    /// lines, and the baseline's comparison.
     pub(crate) fn report(&self, source: &str) {
-        if let Some(line) = self.ids_line() {
-            eprintln!("plangate: {source}: {line}");
+        for line in self.notes.warnings() {
+            eprintln!("plangate: {source}: warning: {line}");
         }
         if let Some(line) = self.prose.line() {
             eprintln!("plangate: {source}: {line}");
@@ -296,5 +286,32 @@ mod tests {
         let back: Tally = serde_json::from_str(&serde_json::to_string(&t).unwrap()).unwrap();
         assert_eq!(back.prose.line(), t.prose.line());
         assert!(back.prose.line().is_some());
+    }
+
+    /// A checkpoint keeps the run's notes, and one written before the tally kept field
+    /// names still reads its call-id counts.
+    #[test]
+    fn a_journal_keeps_the_runs_notes() {
+        let line = plangate_gate::task::parse_task_line(
+            br#"{"task_id":"t","trial":1,"samples":[{"calls":[{"tool":"a","result":1,"id":"c"}]}]}"#,
+        )
+        .unwrap();
+        let mut tally = Tally::default();
+        tally.notes.add(&line.notes);
+        let text = serde_json::to_string(&tally).unwrap();
+        let back: Tally = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.notes, tally.notes);
+        assert_eq!(back.notes.warnings().len(), 2, "{text}");
+        let mut old = serde_json::to_value(Tally::default()).unwrap();
+        let old = old.as_object_mut().unwrap();
+        old.remove("unknown_fields");
+        old.remove("unnamed");
+        old.insert(
+            "ids".into(),
+            serde_json::json!({"reused": 3, "positional": 4}),
+        );
+        let back: Tally = serde_json::from_value(serde_json::Value::Object(old.clone())).unwrap();
+        assert_eq!((back.notes.ids.reused, back.notes.ids.positional), (3, 4));
+        assert!(back.notes.unknown_fields.is_empty());
     }
 }

@@ -119,6 +119,21 @@ fn single_call_line(n: usize) -> String {
     )
 }
 
+/// `line` with the fields an agent log carries beside plangate's, at the task, each
+/// sample and each call: the one-pass reader passes them over and notes them.
+fn with_foreign_fields(line: &str) -> String {
+    line.replacen(
+        r#"{"task_id""#,
+        r#"{"trial":3,"reward":0.5,"info":{"steps":[1,2]},"task_id""#,
+        1,
+    )
+    .replace(r#"{"calls""#, r#"{"id":"s-1","model":"m-1","calls""#)
+    .replace(
+        r#"{"tool""#,
+        r#"{"id":"c-1","timestamp":"2025-01-01T00:00:00Z","tool""#,
+    )
+}
+
 fn bench(c: &mut Criterion) {
     let catalog = catalog();
     let states = states(&catalog);
@@ -191,9 +206,33 @@ fn bench(c: &mut Criterion) {
     }
 }
 
+/// Reading a line whose parts carry foreign fields, beside the same line without them,
+/// through the one-pass reader and the general one.
+fn foreign_fields(c: &mut Criterion) {
+    let plain = single_call_line(10);
+    let foreign = with_foreign_fields(&plain);
+    let t = task::parse_task_line(foreign.as_bytes()).expect("bench task parses");
+    assert_eq!(
+        t.notes.unknown_fields.len(),
+        6,
+        "every foreign field is noted"
+    );
+    let mut g = c.benchmark_group("samples_line_single_call_n10");
+    g.throughput(Throughput::Elements(1));
+    for (name, line) in [("plain", &plain), ("foreign_fields", &foreign)] {
+        g.bench_function(format!("{name}/one_pass"), |b| {
+            b.iter(|| black_box(task::parse_task_line(black_box(line.as_bytes()))))
+        });
+        g.bench_function(format!("{name}/general"), |b| {
+            b.iter(|| black_box(task::parse_task_line_general(black_box(line.as_bytes()))))
+        });
+    }
+    g.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_secs(1));
-    targets = bench
+    targets = bench, foreign_fields
 }
 criterion_main!(benches);

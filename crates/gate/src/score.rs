@@ -13,7 +13,7 @@ use crate::catalog::Catalog;
 use crate::decide::{self, Options, Prepared, ProseParameter, Verdict, prose_like};
 use crate::outcome::TrialOutcomes;
 use crate::seed::{self, SeedOptions};
-use crate::task::{IdMatching, Label, Observed, Task, TaskError, parse_task_line};
+use crate::task::{Label, Observed, ReadingNotes, Task, TaskError, parse_task_line};
 
 /// What scoring one line produced.
 #[derive(Debug)]
@@ -38,8 +38,8 @@ pub struct ScoredRecord {
     pub compared: Option<Compared>,
     /// The task's ID.
     pub task_id: String,
-    /// How its transcript's results found their calls.
-    pub ids: IdMatching,
+    /// What reading it noted for the run (call ids matched by rule, unknown fields).
+    pub notes: ReadingNotes,
     /// How its samples fared where they came from.
     pub outcomes: Option<TrialOutcomes>,
     /// The parameters that looked like unmarked prose ([`prose_like`]; none for the
@@ -48,14 +48,13 @@ pub struct ScoredRecord {
 }
 
 /// A shard's decision with its prepared task, the naive scorer's comparison when there
-/// is one, how its transcript's results found their calls, and the parameters that
-/// looked like unmarked prose: `merge` classifies the
-/// prepared task again.
+/// is one, what reading it noted for the run, and the parameters that looked like
+/// unmarked prose: `merge` classifies the prepared task again.
 pub type KeptDecision = (
     decide::Decision,
     decide::Prepared,
     Option<Compared>,
-    IdMatching,
+    ReadingNotes,
     Vec<ProseParameter>,
 );
 
@@ -145,7 +144,7 @@ impl<'a> LineScorer<'a> {
                     outcomes: TrialOutcomes::of(d.outcomes.iter().copied()),
                     prose: self.prose_like(&task, &d),
                     task_id: task.task_id,
-                    ids: task.id_matching,
+                    notes: task.notes,
                 }))
             }
             (DecidedLine::Scored(Scored::Kept(kept)), _) => {
@@ -192,7 +191,7 @@ impl<'a> LineScorer<'a> {
                 outcomes: TrialOutcomes::of(task.samples.iter().map(|s| s.outcome)),
                 prose: Vec::new(),
                 task_id: task.task_id,
-                ids: task.id_matching,
+                notes: task.notes,
             }));
             return (DecidedLine::Scored(record), None);
         }
@@ -214,7 +213,8 @@ impl<'a> LineScorer<'a> {
         if self.shard.is_some() {
             let compared = self.compared(&task, &prepared, observation);
             let prose = self.prose_like(&task, &d);
-            let kept = Scored::Kept(Box::new((d, prepared, compared, task.id_matching, prose)));
+            let notes = task.notes;
+            let kept = Scored::Kept(Box::new((d, prepared, compared, notes, prose)));
             return (DecidedLine::Scored(kept), None);
         }
         let compared = if compare {

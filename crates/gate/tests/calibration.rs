@@ -65,7 +65,7 @@ fn task() -> impl Strategy<Value = Task> {
         }),
         epoch_fixed: Some(fixed),
         warnings: Vec::new(),
-        id_matching: Default::default(),
+        notes: Default::default(),
     })
 }
 

@@ -439,7 +439,7 @@ fn task() -> impl Strategy<Value = Task> {
         label: None,
         epoch_fixed: Some(fixed),
         warnings: Vec::new(),
-        id_matching: Default::default(),
+        notes: Default::default(),
     })
 }
 
@@ -603,7 +603,7 @@ fn referential_task() -> impl Strategy<Value = Task> {
         label: None,
         epoch_fixed: Some(fixed > 0),
         warnings: Vec::new(),
-        id_matching: Default::default(),
+        notes: Default::default(),
     })
 }
 
@@ -751,7 +751,7 @@ fn naive_task() -> impl Strategy<Value = Task> {
         label: None,
         epoch_fixed: Some(true),
         warnings: Vec::new(),
-        id_matching: Default::default(),
+        notes: Default::default(),
     })
 }
 

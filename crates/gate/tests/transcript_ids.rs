@@ -5,7 +5,7 @@
 use plangate_gate::catalog::Catalog;
 use plangate_gate::decide::{self, Options, tool_states};
 use plangate_gate::json;
-use plangate_gate::task::{IdMatching, Observed, Task, TaskError, parse_task_line};
+use plangate_gate::task::{IdMatching, Level, Observed, Task, TaskError, parse_task_line};
 
 /// How a transcript spells its call ids.
 #[derive(Debug, Clone, Copy)]
@@ -169,7 +169,7 @@ fn ids_unique_alike_or_absent_decide_the_same() {
     let c = catalog();
     for shape in [openai as fn(&[&[Call]], Ids) -> String, anthropic] {
         let unique = read(&line(shape, Ids::Unique)).unwrap();
-        assert_eq!(unique.id_matching, IdMatching::default());
+        assert_eq!(unique.notes.id_matching, IdMatching::default());
         assert!(
             (unique.samples.iter())
                 .flat_map(|s| &s.calls)
@@ -181,14 +181,14 @@ fn ids_unique_alike_or_absent_decide_the_same() {
             let spelled = line(shape, ids);
             let mut task = read(&spelled).unwrap_or_else(|e| panic!("{ids:?}: {e}"));
             assert_eq!(outputs(&task, &c), want, "{ids:?}: {spelled}");
-            let counts = task.id_matching;
+            let counts = task.notes.id_matching;
             let (reused, positional) = match ids {
                 Ids::Unique => (0, 0),
                 Ids::Same => (12, 0),
                 Ids::Absent | Ids::Blank => (0, 12),
             };
             assert_eq!(counts, IdMatching { reused, positional }, "{ids:?}");
-            task.id_matching = IdMatching::default();
+            task.notes.id_matching = IdMatching::default();
             assert_eq!(task, unique, "{ids:?}: {spelled}");
         }
     }
@@ -199,10 +199,12 @@ fn ids_unique_alike_or_absent_decide_the_same() {
 fn results_without_ids_answer_calls_with_ids_in_order() {
     let unique = read(&line(openai, Ids::Unique)).unwrap();
     let calls_only = line(openai, Ids::Unique).replace(r#""tool_call_id":"c"#, r#""x":"c"#);
-    // The tool messages' ids are gone; `x` is a field the reader passes over.
+    // The tool messages' ids are gone; `x` is a field the reader passes over, noted.
     let mut task = read(&calls_only).unwrap();
-    assert_eq!(task.id_matching.positional, 12);
-    task.id_matching = IdMatching::default();
+    assert_eq!(task.notes.id_matching.positional, 12);
+    let noted: Vec<_> = task.notes.unknown_fields["x"].iter().collect();
+    assert_eq!(noted, [Level::Message]);
+    task.notes = Default::default();
     assert_eq!(task, unique);
 }
 
@@ -222,7 +224,7 @@ fn a_result_answers_the_latest_turn_with_its_id() {
         let got: Vec<bool> = (calls.iter())
             .map(|c| !matches!(c.observed, Observed::Missing))
             .collect();
-        (got, t.id_matching)
+        (got, t.notes.id_matching)
     };
     let (unique, _) = observed(Ids::Unique);
     assert_eq!(unique, [false, true]);
@@ -301,7 +303,7 @@ fn reused_ids_in_one_message_read() {
         assert_eq!(t.samples[0].calls.len(), 2);
         assert_eq!(t.samples[0].turns, [2]);
         // Calls with no result placed nothing.
-        assert!(t.id_matching.is_exact());
+        assert!(t.notes.id_matching.is_exact());
     }
 }
 
@@ -320,7 +322,7 @@ fn the_counts_add_over_samples() {
         .replace(['\n', ' '], "");
     let one = read(&format!(r#"{{"task_id":"t","samples":[{sample}]}}"#)).unwrap();
     assert_eq!(
-        one.id_matching,
+        one.notes.id_matching,
         IdMatching {
             reused: 1,
             positional: 2
@@ -337,7 +339,7 @@ fn the_counts_add_over_samples() {
     ))
     .unwrap();
     assert_eq!(
-        three.id_matching,
+        three.notes.id_matching,
         IdMatching {
             reused: 3,
             positional: 6

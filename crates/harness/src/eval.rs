@@ -14,7 +14,7 @@ use plangate_gate::calibration::{Grid, Observation};
 use plangate_gate::catalog::Catalog;
 use plangate_gate::decide::{self, Decision, ToolState, Verdict};
 use plangate_gate::jcs;
-use plangate_gate::task::{Arguments, IdMatching, Label, Observed, Sample, Task, TaskError};
+use plangate_gate::task::{Arguments, Label, Observed, ReadingNotes, Sample, Task, TaskError};
 use plangate_sandbox::{LiveCheck, Outcome};
 use serde::Serialize;
 
@@ -141,7 +141,7 @@ struct Shell {
     label: Option<Label>,
     /// What reading the line noted, for the decision.
     warnings: Vec<String>,
-    id_matching: IdMatching,
+    notes: ReadingNotes,
     samples: Mutex<Vec<Option<Sample>>>,
     remaining: AtomicUsize,
     touched: Mutex<BTreeSet<String>>,
@@ -337,7 +337,7 @@ impl<'w> Eval<'w> {
                     label: shell.label,
                     epoch_fixed: None,
                     warnings: shell.warnings.clone(),
-                    id_matching: shell.id_matching,
+                    notes: shell.notes.clone(),
                 };
                 let naive = on_done(shell.line, &task);
                 self.settle(shell.index, shell.line, task, touched, naive);
@@ -613,7 +613,7 @@ impl Feeder<'_, '_> {
             task_id: task.task_id,
             label: task.label,
             warnings: task.warnings,
-            id_matching: task.id_matching,
+            notes: task.notes,
             samples: Mutex::new((0..n).map(|_| None).collect()),
             remaining: AtomicUsize::new(n),
             touched: Mutex::new(BTreeSet::new()),

@@ -5,8 +5,11 @@
 
 use std::sync::Arc;
 
+use super::fields::{Level, near_miss};
 use super::transcript::{Transcript, check_role, content_value, parse_transcript, text_of};
-use super::{Arguments, Call, IdMatching, Label, Observed, Payload, Sample, Task, TaskError, err};
+use super::{
+    Arguments, Call, Label, Observed, Payload, ReadingNotes, Sample, Task, TaskError, err,
+};
 use crate::json::{Duplicates, Object, Value, parse_with};
 
 /// [`parse_task_line`] without its one-pass reader for native lines: every line through
@@ -35,13 +38,9 @@ pub fn task_from_value(doc: &Value) -> Result<Task, TaskError> {
     let o = doc
         .as_object()
         .ok_or_else(|| err("", format!("expected a task object, found {}", doc.kind())))?;
-    known_fields(
-        o,
-        "",
-        &["task_id", "samples", "label", "epoch_fixed", "meta"],
-    )?;
-    let task_id = task_id_of(o.get("task_id"))?;
     let mut notes = Notes::default();
+    check_fields(o, "", Level::Task, &mut notes)?;
+    let task_id = task_id_of(o.get("task_id"))?;
     let samples = match o.get("samples") {
         Some(Value::Array(items)) => items
             .iter()
@@ -51,13 +50,16 @@ pub fn task_from_value(doc: &Value) -> Result<Task, TaskError> {
         Some(_) => return Err(err("samples", "expected an array of samples")),
         None => return Err(err("samples", "missing")),
     };
+    let label = label_of(o.get("label"))?;
+    let epoch_fixed = epoch_fixed_of(o.get("epoch_fixed"))?;
+    let (warnings, notes) = notes.into_parts();
     Ok(Task {
         task_id,
         samples,
-        label: label_of(o.get("label"))?,
-        epoch_fixed: epoch_fixed_of(o.get("epoch_fixed"))?,
-        id_matching: notes.id_matching,
-        warnings: notes.into_warnings(),
+        label,
+        epoch_fixed,
+        warnings,
+        notes,
     })
 }
 
@@ -107,12 +109,16 @@ fn parse_sample_shape(s: &Value, field: &str, notes: &mut Notes) -> Result<Sampl
         )
     };
     let o = match s {
-        Value::Array(items) => return parse_mcp_calls(items, field),
+        Value::Array(items) => return parse_mcp_calls(items, field, notes),
         Value::Object(o) => o,
         _ => return Err(shape_error()),
     };
+    let one_of = || err(field, "a sample has one of `calls`, `turns` or `messages`");
     if o.contains_key("messages") {
-        known_fields(o, field, &["messages", "outcome"])?;
+        check_fields(o, field, Level::Sample, notes)?;
+        if o.contains_key("calls") || o.contains_key("turns") {
+            return Err(one_of());
+        }
         let Some(Value::Array(messages)) = o.get("messages") else {
             return Err(err(
                 format!("{field}.messages"),
@@ -125,15 +131,15 @@ fn parse_sample_shape(s: &Value, field: &str, notes: &mut Notes) -> Result<Sampl
     let message = o.contains_key("role") || matches!(o.get("content"), Some(Value::Array(_)));
     if o.contains_key("tool_calls") || (!native && message) {
         // One assistant message is one turn; one with no tool call is a plan of none.
-        no_duplicates(o, field)?;
+        check_fields(o, field, Level::Message, notes)?;
         check_role(o, field)?;
         let mut t = Transcript::default();
-        t.assistant(o, field)?;
+        t.assistant(o, field, notes)?;
         return Ok(t.sample);
     }
-    known_fields(o, field, &["calls", "turns", "outcome"])?;
+    check_fields(o, field, Level::Sample, notes)?;
     match (o.get("calls"), o.get("turns")) {
-        (Some(_), Some(_)) => Err(err(field, "a sample has `calls` or `turns`, not both")),
+        (Some(_), Some(_)) => Err(one_of()),
         (Some(Value::Array(items)), None) => Ok(Sample {
             calls: items
                 .iter()
@@ -170,7 +176,7 @@ fn parse_sample_shape(s: &Value, field: &str, notes: &mut Notes) -> Result<Sampl
 }
 
 /// `[{"name":..,"arguments":{..}}, ...]`: the params of successive MCP `tools/call`s.
-fn parse_mcp_calls(items: &[Value], field: &str) -> Result<Sample, TaskError> {
+fn parse_mcp_calls(items: &[Value], field: &str, notes: &mut Notes) -> Result<Sample, TaskError> {
     let mut calls = Vec::with_capacity(items.len());
     for (i, c) in items.iter().enumerate() {
         let at = format!("{field}[{i}]");
@@ -180,7 +186,7 @@ fn parse_mcp_calls(items: &[Value], field: &str) -> Result<Sample, TaskError> {
                 "expected tools/call params {\"name\": ..., \"arguments\": {...}}",
             )
         })?;
-        known_fields(o, &at, &["name", "arguments", "_meta"])?;
+        check_fields(o, &at, Level::McpCall, notes)?;
         let tool = tool_name(o, "name", &at)?;
         let arguments = json_arguments(o, "arguments");
         calls.push(foreign_call(tool, arguments, at));
@@ -195,39 +201,36 @@ fn parse_call(c: &Value, field: &str, notes: &mut Notes) -> Result<Call, TaskErr
     let o = c
         .as_object()
         .ok_or_else(|| err(field, format!("expected a call object, found {}", c.kind())))?;
-    known_fields(o, field, &["tool", "arguments", "result", "error"])?;
+    check_fields(o, field, Level::Call, notes)?;
     let result_field = format!("{field}.result");
+    let result = (o.get("result").cloned()).map(|v| observed_result(v, &result_field, notes));
+    let observed = || match (result, o.get("error")) {
+        (Some(_), Some(_)) => Err(err(field, "a call has a result or an error, not both")),
+        (Some(r), None) => Ok(r),
+        (None, Some(e)) => parse_error(e, &format!("{field}.error"), notes),
+        (None, None) => Ok(Observed::Missing),
+    };
     call_of(
         o.get("tool").cloned(),
         o.get("arguments").cloned(),
-        o.get("result")
-            .cloned()
-            .map(|v| observed_result(v, &result_field, notes)),
-        o.get("error"),
+        observed,
         field,
     )
 }
 
-/// A native call from its fields, however they were read.
+/// A native call from its fields, however they were read; `observed` reads what it
+/// returned, once its tool is known to be named.
 pub(super) fn call_of(
     tool: Option<Value>,
     arguments: Option<Value>,
-    result: Option<Observed>,
-    error: Option<&Value>,
+    observed: impl FnOnce() -> Result<Observed, TaskError>,
     field: &str,
 ) -> Result<Call, TaskError> {
     let tool = match tool {
         Some(Value::String(s)) => s,
         _ => return Err(err(format!("{field}.tool"), "expected the tool's name")),
     };
-    let observed = match (result, error) {
-        (Some(_), Some(_)) => {
-            return Err(err(field, "a call has a result or an error, not both"));
-        }
-        (Some(r), None) => r,
-        (None, Some(e)) => parse_error(e, &format!("{field}.error"))?,
-        (None, None) => Observed::Missing,
-    };
+    let observed = observed()?;
     Ok(Call {
         origin: None,
         tool,
@@ -238,11 +241,11 @@ pub(super) fn call_of(
     })
 }
 
-fn parse_error(e: &Value, field: &str) -> Result<Observed, TaskError> {
+fn parse_error(e: &Value, field: &str, notes: &mut Notes) -> Result<Observed, TaskError> {
     let o = e
         .as_object()
         .ok_or_else(|| err(field, "expected {\"kind\": ..., \"message\": ...}"))?;
-    no_duplicates(o, field)?;
+    check_fields(o, field, Level::CallError, notes)?;
     let kind = match o.get("kind") {
         Some(Value::String(s)) => s.clone(),
         _ => return Err(err(format!("{field}.kind"), "expected a string")),
@@ -303,25 +306,27 @@ pub(super) fn observed_result(v: Value, field: &str, notes: &mut Notes) -> Obser
     Observed::Result(Payload::from(v))
 }
 
-/// What a line's reader notes on the way, for the decision's warnings.
+/// What a line's reader notes on the way: for the decision's warnings, and for the run.
 #[derive(Default)]
 pub(super) struct Notes {
     /// Results that were whole JSON-RPC responses, by place.
     envelopes: Vec<String>,
-    /// Transcript results placed by the reading rule rather than by a unique id.
-    pub(super) id_matching: IdMatching,
+    /// What the run hears of: how transcript results were placed, the fields passed over.
+    pub(super) run: ReadingNotes,
 }
 
 impl Notes {
-    fn into_warnings(self) -> Vec<String> {
+    /// The decision's warnings, and the notes for the run.
+    fn into_parts(self) -> (Vec<String>, ReadingNotes) {
         let Some(first) = self.envelopes.first() else {
-            return Vec::new();
+            return (Vec::new(), self.run);
         };
-        vec![format!(
+        let warning = format!(
             "json_rpc_unwrapped: {} result(s) were whole JSON-RPC responses (first: {first}); \
              each response's `result` was compared, not its `id`, which differs per call",
             self.envelopes.len()
-        )]
+        );
+        (vec![warning], self.run)
     }
 }
 
@@ -332,10 +337,21 @@ pub(super) fn no_duplicates(o: &Object, field: &str) -> Result<(), TaskError> {
     }
 }
 
-pub(super) fn known_fields(o: &Object, field: &str, known: &[&str]) -> Result<(), TaskError> {
+/// Checks an object's keys against what its `level` knows (docs/inputs.md, "Unknown
+/// fields"): a duplicate, or a misspelling of a field read there that the object lacks,
+/// refuses the line; any other field the level does not know is noted and passed over.
+pub(super) fn check_fields(
+    o: &Object,
+    field: &str,
+    level: Level,
+    notes: &mut Notes,
+) -> Result<(), TaskError> {
     no_duplicates(o, field)?;
     for k in o.keys() {
-        if !known.contains(&k.as_str()) {
+        if level.knows(k) {
+            continue;
+        }
+        if let Some(name) = near_miss(level, k, |n| o.contains_key(n)) {
             let at = if field.is_empty() {
                 k.clone()
             } else {
@@ -343,9 +359,13 @@ pub(super) fn known_fields(o: &Object, field: &str, known: &[&str]) -> Result<()
             };
             return Err(err(
                 at,
-                format!("unknown field (expected one of {})", known.join(", ")),
+                format!(
+                    "unknown field: did you mean {name:?}? (a near miss of a field plangate \
+                     reads is taken for a misspelling, not passed over)"
+                ),
             ));
         }
+        notes.run.unknown(level, k);
     }
     Ok(())
 }

@@ -5,10 +5,14 @@
 //! The readers are split by the input they read: `native` reads the common native line
 //! in one pass, `general` reads any line from its parsed tree (and words every error),
 //! `transcript` reads provider messages, and `keys` gives a task's keys their ids.
+//! `fields` says which fields each part of a line has, and `notes` what reading noted
+//! for the run.
 
+mod fields;
 mod general;
 mod keys;
 mod native;
+mod notes;
 mod transcript;
 
 use std::borrow::Cow;
@@ -17,8 +21,10 @@ use std::sync::{Arc, OnceLock};
 use crate::jcs::{Fingerprint, fingerprint};
 use crate::json::{Duplicates, Object, Value, parse_str_with};
 
+pub use fields::Level;
 pub use general::{parse_task_line_general, task_from_value};
 pub(crate) use keys::{BoundedMemo, Form, IdsByForm, KeyInterner, Rfc8785Form, SmallMap};
+pub use notes::{FieldSeen, IdMatching, Levels, ReadingNotes, RunNotes};
 
 /// Ground truth attached to a task by an eval team.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -57,34 +63,10 @@ pub struct Task {
     /// What reading the line changed or assumed (a JSON-RPC envelope unwrapped), said in
     /// the decision.
     pub warnings: Vec<String>,
-    /// How a transcript's results found calls whose ids do not tell them apart, so a
-    /// run can say so once; never part of a decision.
-    pub id_matching: IdMatching,
-}
-
-/// Results of provider messages matched to their calls otherwise than by a unique id
-/// (docs/inputs.md, "Transcript"). Ids that repeat or are missing are read, but a run
-/// should say how many results were placed by the reading rule rather than by the log.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct IdMatching {
-    /// Results matched by an id that more than one call of their conversation carries.
-    pub reused: u32,
-    /// Results with no id, matched to the oldest call still waiting.
-    pub positional: u32,
-}
-
-impl IdMatching {
-    /// Whether every result found its call by an id no other call carries.
-    pub fn is_exact(self) -> bool {
-        self == IdMatching::default()
-    }
-}
-
-impl std::ops::AddAssign for IdMatching {
-    fn add_assign(&mut self, other: IdMatching) {
-        self.reused = self.reused.saturating_add(other.reused);
-        self.positional = self.positional.saturating_add(other.positional);
-    }
+    /// What reading the line noted for the run (how a transcript's results found their
+    /// calls, the fields passed over), so a run can say each once; never part of a
+    /// decision.
+    pub notes: ReadingNotes,
 }
 
 /// One sampled plan.

@@ -2,54 +2,113 @@
 //! checked text and shares repeated samples, so a line of N agreeing samples costs about
 //! one sample's reading. Anything it does not expect goes to the general reader.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
+use smallvec::SmallVec;
+
+use super::fields::{Level, near_miss};
 use super::general::{call_of, epoch_fixed_of, label_of, task_id_of};
-use super::{Call, IdMatching, Observed, Payload, Sample, Task};
+use super::{Call, Observed, Payload, ReadingNotes, Sample, Task};
 use crate::jcs::Fingerprint;
 use crate::json::{Cursor, Duplicates};
 
 /// The common line, read in one pass: native samples (`{"calls": [...]}` only), each
-/// call's result kept as checked text. Anything else (another shape, a field out of
-/// place, any error) answers None and [`task_from_value`] reads the line instead, which
-/// words the errors; for a line this reads, both give the same task (`tests/readers.rs`
-/// and the `samples_line` fuzz target hold them to it).
+/// call's result kept as checked text, fields the line's parts do not know noted as the
+/// general reader notes them. Anything else (another shape, a field out of place or
+/// misspelt, any error) answers None and [`task_from_value`] reads the line instead,
+/// which words the errors; for a line this reads, both give the same task
+/// (`tests/readers.rs` and the `samples_line` fuzz target hold them to it).
 pub(super) fn read_native(line: &[u8]) -> Option<Task> {
     let mut c = Cursor::new(line, Duplicates::Flag)?;
+    let mut notes = ReadingNotes::default();
     let (mut task_id, mut samples, mut label, mut epoch, mut meta) =
         (None, None, None, None, false);
+    let mut unknown = Unknown::new(Level::Task);
     members(&mut c, |c, key| {
         // Depths are the whole document's, so nesting limits match the general reader.
-        match key {
+        match &*key {
             "task_id" if task_id.is_none() => task_id = Some(c.value(1)?),
-            "samples" if samples.is_none() => samples = Some(native_samples(c)?),
+            "samples" if samples.is_none() => samples = Some(native_samples(c, &mut notes)?),
             "label" if label.is_none() => label = Some(c.value(1)?),
             "epoch_fixed" if epoch.is_none() => epoch = Some(c.value(1)?),
             "meta" if !meta => {
                 c.raw(1)?;
                 meta = true;
             }
-            _ => return None,
+            _ => unknown.skip(c, key, 1)?,
         }
         Some(())
     })?;
     if !c.at_end() {
         return None;
     }
+    let present = |name: &str| match name {
+        "task_id" => task_id.is_some(),
+        "samples" => samples.is_some(),
+        "label" => label.is_some(),
+        "epoch_fixed" => epoch.is_some(),
+        _ => false,
+    };
+    unknown.settle(present, &mut notes)?;
     Some(Task {
         task_id: task_id_of(task_id.as_ref()).ok()?,
         samples: samples?,
         label: label_of(label.as_ref()).ok()?,
         epoch_fixed: epoch_fixed_of(epoch.as_ref()).ok()?,
         warnings: Vec::new(),
-        id_matching: IdMatching::default(),
+        notes,
     })
+}
+
+/// The fields of one object that its level does not know, skipped as they come and
+/// settled once the object is read, when it is known which fields it has: a misspelling
+/// of a field it lacks sends the line to the general reader, which refuses it; the
+/// others are noted. A field the level knows that comes again (a duplicate), a field
+/// repeated, or more unknown fields than a few send the line there too.
+struct Unknown<'a> {
+    level: Level,
+    keys: SmallVec<[Cow<'a, str>; 2]>,
+}
+
+impl<'a> Unknown<'a> {
+    /// Past this many in one object the general reader reads the line.
+    const MAX: usize = 8;
+
+    fn new(level: Level) -> Self {
+        Unknown {
+            level,
+            keys: SmallVec::new(),
+        }
+    }
+
+    /// Moves past the value of `key`, a field not read here, at nesting `depth`.
+    fn skip(&mut self, c: &mut Cursor<'a>, key: Cow<'a, str>, depth: usize) -> Option<()> {
+        if self.level.knows(&key) || self.keys.len() == Self::MAX || self.keys.contains(&key) {
+            return None;
+        }
+        c.raw(depth)?;
+        self.keys.push(key);
+        Some(())
+    }
+
+    /// Notes the fields skipped, given which fields the object has; None when one of
+    /// them misspells a field it lacks.
+    fn settle(self, present: impl Fn(&str) -> bool, notes: &mut ReadingNotes) -> Option<()> {
+        if (self.keys.iter()).any(|k| near_miss(self.level, k, &present).is_some()) {
+            return None;
+        }
+        for k in &self.keys {
+            notes.unknown(self.level, k);
+        }
+        Some(())
+    }
 }
 
 /// Reads `{ "key": value, ... }`, handing each key to `member` to read its value.
 fn members<'a>(
     c: &mut Cursor<'a>,
-    mut member: impl FnMut(&mut Cursor<'a>, &str) -> Option<()>,
+    mut member: impl FnMut(&mut Cursor<'a>, Cow<'a, str>) -> Option<()>,
 ) -> Option<()> {
     if !c.eat(b'{') {
         return None;
@@ -59,7 +118,7 @@ fn members<'a>(
     }
     loop {
         let key = c.key()?;
-        member(c, &key)?;
+        member(c, key)?;
         if c.eat(b'}') {
             return Some(());
         }
@@ -95,7 +154,7 @@ fn elements<'a, T>(
 /// A line's samples. One written byte for byte like one of the last few distinct ones
 /// is that sample again and shares its reading ([`Seen`]): N samples that agree cost one
 /// reading, not N.
-fn native_samples<'a>(c: &mut Cursor<'a>) -> Option<Vec<Arc<Sample>>> {
+fn native_samples<'a>(c: &mut Cursor<'a>, notes: &mut ReadingNotes) -> Option<Vec<Arc<Sample>>> {
     let mut results = Seen::new(4);
     let mut samples = Seen::new(8);
     elements(c, |c| {
@@ -103,15 +162,24 @@ fn native_samples<'a>(c: &mut Cursor<'a>) -> Option<Vec<Arc<Sample>>> {
             return Some(sample);
         }
         let mut calls = None;
+        let mut unknown = Unknown::new(Level::Sample);
         let text = c.spanned(|c| {
             members(c, |c, key| {
-                (key == "calls" && calls.is_none()).then_some(())?;
-                calls = Some(elements(c, |c| native_call(c, &mut results))?);
+                match &*key {
+                    "calls" if calls.is_none() => {
+                        calls = Some(elements(c, |c| native_call(c, &mut results, notes))?);
+                    }
+                    // An OpenAI message, whatever else it has.
+                    "tool_calls" => return None,
+                    _ => unknown.skip(c, key, 3)?,
+                }
                 Some(())
             })
         })?;
+        let calls = calls?;
+        unknown.settle(|name| name == "calls", notes)?;
         let sample = Arc::new(Sample {
-            calls: calls?,
+            calls,
             ..Sample::default()
         });
         samples.keep(text, Arc::clone(&sample));
@@ -169,51 +237,63 @@ fn native_result<'a>(c: &mut Cursor<'a>, seen: &mut Seen<'a, Payload>) -> Option
     Some(p)
 }
 
-fn native_call<'a>(c: &mut Cursor<'a>, seen: &mut Seen<'a, Payload>) -> Option<Call> {
+fn native_call<'a>(
+    c: &mut Cursor<'a>,
+    seen: &mut Seen<'a, Payload>,
+    notes: &mut ReadingNotes,
+) -> Option<Call> {
     let (mut tool, mut arguments, mut result, mut error) = (None, None, None, None);
+    let mut unknown = Unknown::new(Level::Call);
     members(c, |c, key| {
-        match key {
+        match &*key {
             "tool" if tool.is_none() => tool = Some(c.value(5)?),
             "arguments" if arguments.is_none() => arguments = Some(c.value(5)?),
             "result" if result.is_none() => {
                 result = Some(Observed::Result(native_result(c, seen)?))
             }
-            "error" if error.is_none() => error = Some(native_error(c)?),
-            _ => return None,
+            "error" if error.is_none() => error = Some(native_error(c, notes)?),
+            _ => unknown.skip(c, key, 5)?,
         }
         Some(())
     })?;
+    let present = |name: &str| match name {
+        "tool" => tool.is_some(),
+        "arguments" => arguments.is_some(),
+        "result" => result.is_some(),
+        "error" => error.is_some(),
+        _ => false,
+    };
+    unknown.settle(present, notes)?;
     let observed = match (result, error) {
         (Some(_), Some(_)) => return None,
         (r, e) => r.or(e),
     };
-    call_of(tool, arguments, observed, None, "").ok()
+    let observed = || Ok(observed.unwrap_or(Observed::Missing));
+    call_of(tool, arguments, observed, "").ok()
 }
 
 /// A call's `error` as [`parse_error`] reads it, without building the object: a string
-/// `kind`, a string `message` or none, other members passed over. None for anything
-/// `parse_error` refuses (a repeated key among them), so the general reader says why.
-fn native_error(c: &mut Cursor<'_>) -> Option<Observed> {
+/// `kind`, a string `message` or none, other members noted and passed over. None for
+/// anything `parse_error` refuses (a repeated key, a misspelt one), so the general
+/// reader says why.
+fn native_error(c: &mut Cursor<'_>, notes: &mut ReadingNotes) -> Option<Observed> {
     let (mut kind, mut message) = (None, None);
-    let mut others: Vec<String> = Vec::new();
+    let mut unknown = Unknown::new(Level::CallError);
     members(c, |c, key| {
-        let slot = match key {
-            "kind" => &mut kind,
-            "message" => &mut message,
-            _ => {
-                if others.iter().any(|k| *k == key) {
-                    return None;
-                }
-                others.push(key.to_string());
-                return c.raw(6).map(drop);
-            }
+        let slot = match &*key {
+            "kind" if kind.is_none() => &mut kind,
+            "message" if message.is_none() => &mut message,
+            _ => return unknown.skip(c, key, 6),
         };
-        if slot.is_some() {
-            return None;
-        }
         *slot = Some(c.string_value()?.into_owned());
         Some(())
     })?;
+    let present = |name: &str| match name {
+        "kind" => kind.is_some(),
+        "message" => message.is_some(),
+        _ => false,
+    };
+    unknown.settle(present, notes)?;
     Some(Observed::Error {
         kind: kind?,
         message: message.unwrap_or_default(),

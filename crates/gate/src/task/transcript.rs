@@ -1,13 +1,14 @@
 //! Provider messages as samples: one OpenAI or Anthropic assistant message, or a whole
 //! logged conversation (`{"messages": [...]}`), whose results find their calls by the
-//! provider's call id. Kept apart because these shapes grow fields often and are read
-//! leniently, unlike the native ones.
+//! provider's call id. Kept apart because these shapes are the providers', not ours: they
+//! grow fields often, and a message says its role rather than its shape.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
+use super::fields::Level;
 use super::general::{
-    Notes, foreign_call, json_arguments, no_duplicates, observed_result, tool_name,
+    Notes, check_fields, foreign_call, json_arguments, observed_result, tool_name,
 };
 use super::{Arguments, IdMatching, Observed, Sample, TaskError, err};
 use crate::json::{Duplicates, Object, Value, parse_with};
@@ -42,12 +43,17 @@ struct IdCalls {
 impl Transcript {
     /// An assistant message in either provider's shape: OpenAI `tool_calls`, or
     /// Anthropic `tool_use` content blocks. Text is the model's prose, not plan.
-    pub(super) fn assistant(&mut self, o: &Object, field: &str) -> Result<(), TaskError> {
+    pub(super) fn assistant(
+        &mut self,
+        o: &Object,
+        field: &str,
+        notes: &mut Notes,
+    ) -> Result<(), TaskError> {
         let before = self.sample.calls.len();
         if o.contains_key("tool_calls") {
-            self.openai_calls(o, field)?;
+            self.openai_calls(o, field, notes)?;
         } else if let Some(Value::Array(blocks)) = o.get("content") {
-            self.anthropic_calls(blocks, &format!("{field}.content"))?;
+            self.anthropic_calls(blocks, &format!("{field}.content"), notes)?;
         }
         let made = self.sample.calls.len() - before;
         if made > 0 {
@@ -92,7 +98,12 @@ impl Transcript {
     /// `{"role":"assistant","tool_calls":[{"id":..,"type":"function","function":{"name":..,
     /// "arguments":"<JSON text>"}}]}`. The arguments text is the model's output: text that
     /// is not JSON spoils that call (`Arguments::Malformed`), not the task.
-    fn openai_calls(&mut self, o: &Object, field: &str) -> Result<(), TaskError> {
+    fn openai_calls(
+        &mut self,
+        o: &Object,
+        field: &str,
+        notes: &mut Notes,
+    ) -> Result<(), TaskError> {
         let list = match o.get("tool_calls") {
             Some(Value::Array(items)) => items,
             Some(Value::Null) => return Ok(()),
@@ -108,7 +119,7 @@ impl Transcript {
             let tc = tc
                 .as_object()
                 .ok_or_else(|| err(&at, "expected a tool call object"))?;
-            no_duplicates(tc, &at)?;
+            check_fields(tc, &at, Level::ToolCall, notes)?;
             if let Some(t) = tc.get("type")
                 && t.as_str() != Some("function")
             {
@@ -124,7 +135,7 @@ impl Transcript {
                 }
             };
             let fat = format!("{at}.function");
-            no_duplicates(f, &fat)?;
+            check_fields(f, &fat, Level::Function, notes)?;
             let tool = tool_name(f, "name", &fat)?;
             let arguments = match f.get("arguments") {
                 None => Arguments::Json(Arc::new(Value::Object(Object::new()))),
@@ -147,7 +158,12 @@ impl Transcript {
 
     /// `[{"type":"text",..},{"type":"tool_use","id":..,"name":..,"input":{..}}]`: the
     /// `tool_use` blocks in order.
-    fn anthropic_calls(&mut self, blocks: &[Value], field: &str) -> Result<(), TaskError> {
+    fn anthropic_calls(
+        &mut self,
+        blocks: &[Value],
+        field: &str,
+        notes: &mut Notes,
+    ) -> Result<(), TaskError> {
         for (i, b) in blocks.iter().enumerate() {
             let at = format!("{field}[{i}]");
             let b = b
@@ -156,7 +172,7 @@ impl Transcript {
             if b.get("type").and_then(Value::as_str) != Some("tool_use") {
                 continue;
             }
-            no_duplicates(b, &at)?;
+            check_fields(b, &at, Level::ToolUse, notes)?;
             let tool = tool_name(b, "name", &at)?;
             let arguments = json_arguments(b, "input");
             self.register(b.get("id"), &format!("{at}.id"))?;
@@ -249,9 +265,9 @@ pub(super) fn parse_transcript(
                 format!("expected a message object, found {}", m.kind()),
             )
         })?;
-        no_duplicates(o, &at)?;
+        check_fields(o, &at, Level::Message, notes)?;
         match o.get("role").and_then(Value::as_str) {
-            Some("assistant") => t.assistant(o, &at)?,
+            Some("assistant") => t.assistant(o, &at, notes)?,
             Some("tool") => {
                 let content = format!("{at}.content");
                 let observed = observed_result(content_value(o.get("content")), &content, notes);
@@ -271,7 +287,7 @@ pub(super) fn parse_transcript(
                     if b.get("type").and_then(Value::as_str) != Some("tool_result") {
                         continue;
                     }
-                    no_duplicates(b, &bat)?;
+                    check_fields(b, &bat, Level::ToolResult, notes)?;
                     let value = content_value(b.get("content"));
                     let observed = match b.get("is_error") {
                         Some(Value::Bool(true)) => Observed::Error {
@@ -301,12 +317,11 @@ pub(super) fn parse_transcript(
             }
         }
     }
-    notes.id_matching += t.id_matching();
+    notes.run.id_matching += t.id_matching();
     Ok(t.sample)
 }
 
-/// Provider messages are read leniently (they grow fields often), but a message from
-/// another role than the assistant is not a plan.
+/// A message from another role than the assistant is not a plan.
 pub(super) fn check_role(o: &Object, field: &str) -> Result<(), TaskError> {
     match o.get("role") {
         None => Ok(()),
