@@ -35,6 +35,11 @@ struct Run {
 /// `plangate score` on `samples` with the fixture's catalog, its decisions written
 /// under `dir`.
 fn score(samples: &Path, dir: &Path, extra: &[&str]) -> Run {
+    score_with(&fixture("catalog.json"), samples, dir, extra)
+}
+
+/// [`score`] with another catalog.
+fn score_with(catalog: &Path, samples: &Path, dir: &Path, extra: &[&str]) -> Run {
     let stem = samples
         .file_stem()
         .and_then(|s| s.to_str())
@@ -42,7 +47,7 @@ fn score(samples: &Path, dir: &Path, extra: &[&str]) -> Run {
     let out = dir.join(format!("{stem}-{}.out.jsonl", extra.join("")));
     let output = Command::new(env!("CARGO_BIN_EXE_plangate"))
         .args(["score", "--jobs", "2", "--catalog"])
-        .arg(fixture("catalog.json"))
+        .arg(catalog)
         .arg("--samples")
         .arg(samples)
         .arg("--out")
@@ -294,17 +299,13 @@ fn prose_marked_parameters_are_never_divergent_paths() {
     assert!(!plain.contains("prose"), "the hints are removed");
     let plain_path = dir.path().join("plain.json");
     std::fs::write(&plain_path, plain).expect("write");
-    let out = dir.path().join("plain.out.jsonl");
-    let output = Command::new(env!("CARGO_BIN_EXE_plangate"))
-        .args(["score", "--min-samples", "4", "--catalog"])
-        .arg(&plain_path)
-        .arg("--samples")
-        .arg(fixture("gpt-4o-airline.json"))
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .expect("plangate runs");
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let plain = score_with(
+        &plain_path,
+        &fixture("gpt-4o-airline.json"),
+        dir.path(),
+        &["--min-samples", "4"],
+    );
+    let stderr = &plain.stderr;
     assert_eq!(stderr.matches("looks like prose").count(), 1, "{stderr}");
     assert!(stderr.contains(r#"tool "think" $.thought"#), "{stderr}");
     assert!(
@@ -316,13 +317,8 @@ fn prose_marked_parameters_are_never_divergent_paths() {
             .filter(|r| r["decision"] == "accept")
             .count()
     };
-    let plain_records: Vec<Value> = std::fs::read_to_string(&out)
-        .expect("decisions")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a record"))
-        .collect();
     assert!(
-        accepted(&marked.records) > accepted(&plain_records),
+        accepted(&marked.records) > accepted(&plain.records),
         "marking prose lets agreeing plans accept"
     );
 }
