@@ -24,8 +24,9 @@ use pyo3::prelude::*;
 
 use crate::args::{self, Thresholds, chain};
 use crate::pickled::{self, Encoded, Loads};
-use crate::samples::{After, Input, placed};
+use crate::samples::{After, Input};
 use crate::{PlangateError, dumps};
+use plangate_harness::trials::place;
 
 /// Runs the whole evaluation; returns a dict: `decisions` (the records `plangate eval`
 /// writes, bad lines in their place), `tool_health`, `epoch_id`, `epoch` (the manifest
@@ -219,7 +220,7 @@ fn run_batch(
                         notes.add(&task.notes);
                         feeder.push(*number, task);
                     }
-                    Err(e) => feeder.skip(*number, placed(places.as_ref(), *number, e)),
+                    Err(e) => feeder.skip(*number, place(places.as_ref(), *number, e)),
                 }
             }
             match after {

@@ -202,11 +202,3 @@ fn read_items(
     }
     Ok(false)
 }
-
-/// `e`, the problem with line `number`, placed where it sits in a results file.
-pub(crate) fn placed(places: Option<&Places>, number: usize, e: TaskError) -> TaskError {
-    match places {
-        Some(p) => p.relocate(number, &e),
-        None => e,
-    }
-}

@@ -21,8 +21,9 @@ use pyo3::{PyTraverseError, PyVisit};
 
 use crate::args::{self, Thresholds};
 use crate::pickled::{Encoded, Loads, Record};
-use crate::samples::{After, Chunk, Input, placed};
+use crate::samples::{After, Chunk, Input};
 use plangate_harness::trials::Places;
+use plangate_harness::trials::place;
 
 /// What a worker scores with; one per run, shared by the workers.
 struct Shared {
@@ -390,7 +391,7 @@ fn score_chunk(shared: &Shared, chunk: &mut Chunk) -> ChunkScored {
                 Record::Text(std::mem::take(&mut text))
             }
             DecidedLine::Scored(Scored::Bad(e)) => {
-                let e = placed(shared.places.as_ref(), *number, e);
+                let e = place(shared.places.as_ref(), *number, e);
                 Record::Text(bad_line_record(*number, &e))
             }
             // This scorer is never a shard's: it decides every line.

@@ -58,10 +58,7 @@ impl Source {
     /// `e`, the problem with line `number`, placed where it sits in the file as its
     /// author wrote it (a results file's lines are made from it).
     pub(crate) fn place(&self, number: usize, e: TaskError) -> TaskError {
-        match &self.places {
-            Some(p) => p.relocate(number, &e),
-            None => e,
-        }
+        trials::place(self.places.as_ref(), number, e)
     }
 }
 

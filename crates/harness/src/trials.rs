@@ -134,6 +134,15 @@ impl Places {
     }
 }
 
+/// `e`, the problem with line `number` of a samples input, placed where it sits in the
+/// results file the input was made from, if it was (`places`); as it is otherwise.
+pub fn place(places: Option<&Places>, number: usize, e: TaskError) -> TaskError {
+    match places {
+        Some(p) => p.relocate(number, &e),
+        None => e,
+    }
+}
+
 /// Reads the start of `input` to tell a results file from samples lines. A results file
 /// is read whole (its trials of one task may lie anywhere in it); samples lines are
 /// handed back to be read line by line. `max` bounds the first line, as it bounds every
@@ -155,12 +164,13 @@ pub fn open<R: BufRead>(mut input: R, max: u64) -> Result<Samples<R>, TrialsErro
     }
     let mut text = first;
     input.read_to_end(&mut text)?;
-    // Not JSON as a whole: samples lines after all, each bad one reported on its own
-    // and the rest decided.
-    if serde_json::from_slice::<serde::de::IgnoredAny>(&text).is_err() {
-        return Ok(Samples::Lines(io::Cursor::new(text).chain(input)));
+    let trials = entries(&text)?.map(|(shape, list)| trials_of(shape, &list, text.len()));
+    match trials {
+        Some(trials) => trials.map(Samples::Trials),
+        // Not JSON as a whole: samples lines after all, each bad one reported on its own
+        // and the rest decided.
+        None => Ok(Samples::Lines(io::Cursor::new(text).chain(input))),
     }
-    trials_of(&text).map(Samples::Trials)
 }
 
 /// Whether a whole line is a tau2 results object: it names `simulations` and no
@@ -197,30 +207,23 @@ struct Trial<'a> {
     messages: Option<&'a RawValue>,
 }
 
-/// The trials of a results file and which benchmark wrote it.
-fn entries(text: &[u8]) -> Result<(ResultsShape, Vec<&RawValue>), TrialsError> {
-    let bad = |e: serde_json::Error| {
-        TrialsError::Document(format!(
-            "not JSON at line {}, column {}: {e}",
-            e.line(),
-            e.column()
-        ))
-    };
+/// The trials of a results file and which benchmark wrote it, read in one pass; None
+/// when the text is not JSON as a whole.
+fn entries(text: &[u8]) -> Result<Option<(ResultsShape, Vec<&RawValue>)>, TrialsError> {
     #[derive(Deserialize)]
     struct Tau2<'a> {
         #[serde(borrow)]
         simulations: Option<Vec<&'a RawValue>>,
     }
-    let doc: &RawValue = serde_json::from_slice(text).map_err(bad)?;
-    let raw = doc.get().trim_start();
-    if raw.starts_with('[') {
-        let list: Vec<&RawValue> = serde_json::from_str(raw).map_err(bad)?;
-        return Ok((ResultsShape::TauBench, list));
-    }
-    match serde_json::from_str::<Tau2<'_>>(raw) {
-        Ok(Tau2 {
-            simulations: Some(list),
-        }) => Ok((ResultsShape::Tau2, list)),
+    let read = if text.trim_ascii_start().starts_with(b"[") {
+        serde_json::from_slice(text).map(|list| (ResultsShape::TauBench, Some(list)))
+    } else {
+        serde_json::from_slice(text).map(|t: Tau2<'_>| (ResultsShape::Tau2, t.simulations))
+    };
+    match read {
+        Ok((shape, Some(list))) => Ok(Some((shape, list))),
+        Err(e) if e.classify() != serde_json::error::Category::Data => Ok(None),
+        // JSON, but not a shape read here.
         _ => Err(TrialsError::Document(
             "a JSON document, not one task per line: plangate reads samples lines \
              (JSONL), a tau-bench results list or a tau2-bench results object with \
@@ -235,12 +238,12 @@ type Numbered<'a> = (Option<i64>, usize, Trial<'a>);
 
 /// The samples lines a results file makes: its trials grouped by task, in the order
 /// tasks first appear, each task's trials in trial order.
-fn trials_of(text: &[u8]) -> Result<Trials, TrialsError> {
-    let (shape, list) = entries(text)?;
+/// `size` is the file's, which the lines about match.
+fn trials_of(shape: ResultsShape, list: &[&RawValue], size: usize) -> Result<Trials, TrialsError> {
     // Trials by task, keyed by the task id as written (`7` and `"7"` are one task).
     let mut order: Vec<(String, Vec<Numbered<'_>>)> = Vec::new();
     let mut at: HashMap<String, usize> = HashMap::new();
-    let mut lines = Vec::with_capacity(text.len());
+    let mut lines = Vec::with_capacity(size);
     let mut places = Vec::new();
     for (k, entry) in list.iter().enumerate() {
         let trial = serde_json::from_str::<Trial<'_>>(entry.get()).ok();

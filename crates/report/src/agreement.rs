@@ -337,10 +337,11 @@ impl ToolCounts {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn plots() -> Plots {
+    /// A few tasks of both labels over three tools, for the plots' tests too.
+    pub(crate) fn plots() -> Plots {
         let mut p = Plots::default();
         let c = Series::Correct;
         let h = Series::Hallucinated;

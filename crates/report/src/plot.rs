@@ -420,16 +420,7 @@ pub(crate) mod tests {
     use super::*;
     use crate::agreement::Plots;
 
-    fn plots() -> Plots {
-        let mut p = Plots::default();
-        let (c, h) = (Series::Correct, Series::Hallucinated);
-        p.add(c, (10, 10), Some((10, 10)), ["get_user>get_order"]);
-        p.add(c, (10, 10), Some((9, 10)), ["get_user>get_order"]);
-        p.add(c, (9, 10), None, ["search<index>"]);
-        p.add(h, (3, 10), Some((4, 10)), ["search<index>"]);
-        p.add(h, (5, 7), None, ["read_file"]);
-        p
-    }
+    use crate::agreement::tests::plots;
 
     /// Checks that every element is closed in order, as an XML parser would.
     pub(crate) fn assert_balanced(svg: &str) {
