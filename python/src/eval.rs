@@ -8,22 +8,23 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use plangate_gate::baseline::naive;
 use plangate_gate::calibration::Calibration;
-use plangate_gate::score::bad_line_record;
+use plangate_gate::record::BadLine;
 use plangate_gate::task::{RunNotes, Task, parse_task_line};
 use plangate_harness::{
-    EvalOptions, EvalRun, Finished, HarnessError, LimitsGiven, LineOutcome, Record, Retries, World,
-    WorldOptions,
+    EvalOptions, EvalRecord, EvalRun, Finished, HarnessError, LimitsGiven, LineOutcome, Retries,
+    World, WorldOptions,
 };
 use plangate_sandbox::EpochManifest;
 use pyo3::prelude::*;
 
 use crate::args::{self, Thresholds, chain};
-use crate::pickled::{self, Encoded, Loads};
+use crate::pickled::{Loads, Pickler};
 use crate::samples::{After, Input};
 use crate::{PlangateError, dumps};
 use plangate_harness::trials::place;
@@ -108,7 +109,7 @@ pub(crate) fn eval<'py>(
         ..WorldOptions::default()
     };
     let run = EvalRun::new(
-        &loaded.catalog,
+        Arc::new(loaded.catalog.clone()),
         &base,
         world_opts,
         eval_opts,
@@ -154,7 +155,7 @@ struct EvalDone {
 fn run_watched(
     py: Python<'_>,
     run: &EvalRun<'_>,
-    world: &World,
+    world: &Arc<World>,
     input: Input,
     max: u64,
 ) -> PyResult<EvalDone> {
@@ -185,7 +186,7 @@ fn run_watched(
 /// With the defer path on, each task's line is kept: an iterable cannot be read twice.
 fn run_batch(
     run: &EvalRun<'_>,
-    world: &World,
+    world: &Arc<World>,
     mut input: Input,
     max: u64,
     stop: &AtomicBool,
@@ -193,7 +194,7 @@ fn run_batch(
     let mut kept: BTreeMap<usize, Vec<u8>> = BTreeMap::new();
     let places = input.places();
     let mut notes = RunNotes::default();
-    let eval = run.start(world, None);
+    let eval = run.start(world.clone(), None);
     // A labelled task is scored the naive way too, as the CLI scores it: the
     // calibration ranks it by the naive scorer's agreement beside the gate's.
     let threshold = run.options().decide.arg_accept;
@@ -266,23 +267,24 @@ fn interrupted() -> PyErr {
 /// the run's tool health, epoch and counts.
 fn result(py: Python<'_>, world: &World, ran: &EvalDone) -> PyResult<Py<PyAny>> {
     let finished = &ran.finished;
-    let mut records = Vec::new();
+    let mut records = Pickler::new(0);
     let mut calibration = Calibration::default();
     for line in finished.calibrated_lines() {
         let d = match line.map_err(|e| PlangateError::new_err(chain(&e)))? {
             LineOutcome::Task(d) => d,
             LineOutcome::Bad(line, e) => {
-                records.push(pickled::Record::Text(bad_line_record(line, &e)));
+                records.push(&BadLine { line, error: &e });
                 continue;
             }
         };
         if let Some(o) = &d.calibration {
             calibration.add(finished.grid(), o);
         }
-        let record = Record::of(&d, &finished.epoch_id, &ran.retries.retried);
-        let text =
-            serde_json::to_string(&record).map_err(|e| PlangateError::new_err(e.to_string()))?;
-        records.push(pickled::Record::Text(text));
+        records.push(&EvalRecord::of(
+            &d,
+            &finished.epoch_id,
+            &ran.retries.retried,
+        ));
     }
     let rest = serde_json::json!({
         "epoch_id": finished.epoch_id,
@@ -300,7 +302,7 @@ fn result(py: Python<'_>, world: &World, ran: &EvalDone) -> PyResult<Py<PyAny>> 
     let out = loads.call1((rest.to_string(),))?;
     let decisions = {
         let _paused = crate::score::GcPause::new(py)?;
-        Encoded::of(&records).load(py, &Loads::new(py)?)?
+        records.finish().load(py, &Loads::new(py)?)?
     };
     out.set_item("decisions", decisions)?;
     Ok(out.unbind())

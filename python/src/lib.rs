@@ -44,8 +44,11 @@ fn dumps_text(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<String> {
 #[pyo3(name = "_load_records")]
 fn load_records<'py>(py: Python<'py>, texts: Vec<String>) -> PyResult<Bound<'py, PyAny>> {
     let loads = pickled::Loads::new(py)?;
-    let records: Vec<_> = texts.into_iter().map(pickled::Record::Text).collect();
-    Ok(pickled::Encoded::of(&records).load(py, &loads)?.into_any())
+    let mut records = pickled::Pickler::new(texts.len());
+    for text in &texts {
+        records.push(&pickled::JsonText(text));
+    }
+    Ok(records.finish().load(py, &loads)?.into_any())
 }
 
 #[pymodule]

@@ -1,17 +1,15 @@
-//! A chunk of decision records as pickle bytes, written by a worker off the GIL, so that
-//! the one step holding the GIL is `pickle.loads`, which builds the same dicts faster
-//! than `json.loads` reads their text (docs/benchmarks.md, "The Python package"). A gate
-//! decision is pickled from the [`Decision`] itself, field by field as
-//! `gate::record::decision` writes it; any other record from its JSON text. Pickle
-//! protocol 4 is documented and every later Python reads it; only plain data opcodes are
-//! written (no globals, nothing to call), and a short string seen before in the chunk
-//! (every key, most verdicts and reasons) is one memo reference, so the records share
-//! those `str` objects as `json.loads` shares keys.
+//! A chunk of records as pickle bytes, written by a worker off the GIL, so that the one
+//! step holding the GIL is `pickle.loads`, which builds the same dicts faster than
+//! `json.loads` reads their text (docs/benchmarks.md, "The Python package"). The pickle
+//! is a [`Sink`] of the records' one declaration (`plangate_gate::record`), so a dict
+//! holds what the CLI's line holds, field for field. Pickle protocol 4 is documented and
+//! every later Python reads it; only plain data opcodes are written (no globals,
+//! nothing to call), and a short string seen before in the chunk (every key, most
+//! verdicts and reasons) is one memo reference, so the records share those `str`
+//! objects as `json.loads` shares keys.
 
-use plangate_gate::decide::{
-    Agreement, Decision, DivergentPath, MalformedSample, PlanStep, SchemaViolation, StepAgreement,
-};
 use plangate_gate::json::{self, Duplicates, Value};
+use plangate_gate::record::{Record, Sink};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 use rustc_hash::FxHashMap;
@@ -39,57 +37,86 @@ const LONG_BINGET: u8 = b'j';
 /// names repeat from record to record; longer text rarely does.
 const MEMO_MAX_LEN: usize = 40;
 
-/// One record as a worker has it.
-pub(crate) enum Record {
-    /// The gate's decision on a task.
-    Decision(Box<Decision>),
-    /// Any other record (a `--seed-compat` one, a line's error), as JSON text.
-    Text(String),
+/// One chunk's records as a worker hands them over: one pickled list, in which a record
+/// a pickle cannot carry as `json.loads` would read it (canonical arguments holding an
+/// integer past 128 bits) is `None`, its JSON text beside the list.
+pub(crate) struct Encoded {
+    pickle: Vec<u8>,
+    /// (index in the list, the record's JSON text).
+    texts: Vec<(usize, String)>,
 }
 
-impl Record {
-    /// The JSON text `plangate score` writes for this record.
-    fn text(&self) -> String {
-        match self {
-            Record::Decision(d) => plangate_gate::record::decision(d),
-            Record::Text(text) => text.clone(),
-        }
+/// A record given as its JSON text: pickled as the value it is.
+pub(crate) struct JsonText<'a>(pub(crate) &'a str);
+
+impl Record for JsonText<'_> {
+    fn emit<S: Sink + ?Sized>(&self, s: &mut S) {
+        s.json(self.0);
     }
 }
 
-/// One chunk's records as a worker hands them over.
-pub(crate) enum Encoded {
-    /// One pickled list of the records.
-    Pickle(Vec<u8>),
-    /// A JSON array of the records, for a chunk with a record only `json.loads` reads
-    /// as Python would: a lone surrogate escape, nesting past the gate's reader, an
-    /// integer past 128 bits.
-    Json(String),
+/// Pickles a chunk's records, one after another.
+pub(crate) struct Pickler {
+    w: Writer,
+    count: usize,
+    texts: Vec<(usize, String)>,
+}
+
+impl Pickler {
+    /// An empty chunk, with room for about `records` records.
+    pub(crate) fn new(records: usize) -> Pickler {
+        let mut w = Writer {
+            out: Vec::with_capacity(records * 1024 + 16),
+            memo: FxHashMap::default(),
+            failed: false,
+        };
+        w.out.extend_from_slice(&[PROTO, 4, EMPTY_LIST, MARK]);
+        Pickler {
+            w,
+            count: 0,
+            texts: Vec::new(),
+        }
+    }
+
+    /// Adds `record`: pickled, or, when the pickle cannot carry it, its JSON text.
+    pub(crate) fn push<R: Record + ?Sized>(&mut self, record: &R) {
+        let (start, memo) = (self.w.out.len(), self.w.memo.len());
+        record.emit(&mut self.w);
+        if std::mem::take(&mut self.w.failed) {
+            // Taken back whole, its memo entries too: the loader numbers them as it
+            // meets them.
+            self.w.out.truncate(start);
+            let memo = u32::try_from(memo).unwrap_or(u32::MAX);
+            self.w.memo.retain(|_, at| *at < memo);
+            self.w.out.push(NONE);
+            self.texts
+                .push((self.count, plangate_gate::record::json(record)));
+        }
+        self.count += 1;
+    }
+
+    /// The chunk, ready to be loaded.
+    pub(crate) fn finish(mut self) -> Encoded {
+        self.w.out.extend_from_slice(&[APPENDS, STOP]);
+        Encoded {
+            pickle: self.w.out,
+            texts: self.texts,
+        }
+    }
 }
 
 impl Encoded {
-    /// The records of one chunk.
-    pub(crate) fn of(records: &[Record]) -> Encoded {
-        match pickled(records) {
-            Some(bytes) => Encoded::Pickle(bytes),
-            None => Encoded::Json(format!(
-                "[{}]",
-                records
-                    .iter()
-                    .map(Record::text)
-                    .collect::<Vec<_>>()
-                    .join(",")
-            )),
-        }
-    }
-
     /// The records as a list of dicts, equal to `json.loads` of their texts.
     pub(crate) fn load<'py>(self, py: Python<'py>, with: &Loads) -> PyResult<Bound<'py, PyList>> {
-        let list = match self {
-            Encoded::Pickle(bytes) => with.pickle.bind(py).call1((PyBytes::new(py, &bytes),))?,
-            Encoded::Json(text) => with.json.bind(py).call1((text,))?,
-        };
-        Ok(list.cast_into::<PyList>()?)
+        let list = with
+            .pickle
+            .bind(py)
+            .call1((PyBytes::new(py, &self.pickle),))?
+            .cast_into::<PyList>()?;
+        for (at, text) in self.texts {
+            list.set_item(at, with.json.bind(py).call1((text,))?)?;
+        }
+        Ok(list)
     }
 }
 
@@ -108,28 +135,72 @@ impl Loads {
     }
 }
 
-fn pickled(records: &[Record]) -> Option<Vec<u8>> {
-    let mut w = Writer {
-        out: Vec::with_capacity(records.len() * 1024 + 16),
-        memo: FxHashMap::default(),
-    };
-    w.out.extend_from_slice(&[PROTO, 4, EMPTY_LIST, MARK]);
-    for record in records {
-        match record {
-            Record::Decision(d) => w.decision(d)?,
-            Record::Text(text) => {
-                w.value(&json::parse_str_with(text, Duplicates::LastWins).ok()?)?
-            }
-        }
-    }
-    w.out.extend_from_slice(&[APPENDS, STOP]);
-    Some(w.out)
-}
-
 struct Writer {
     out: Vec<u8>,
     /// Short strings already written, by their memo index.
     memo: FxHashMap<Box<str>, u32>,
+    /// The record being written holds what the pickle cannot carry.
+    failed: bool,
+}
+
+impl Sink for Writer {
+    fn object(&mut self) {
+        self.out.extend_from_slice(&[EMPTY_DICT, MARK]);
+    }
+
+    fn end_object(&mut self) {
+        self.out.push(SETITEMS);
+    }
+
+    fn list(&mut self) {
+        self.out.extend_from_slice(&[EMPTY_LIST, MARK]);
+    }
+
+    fn end_list(&mut self) {
+        self.out.push(APPENDS);
+    }
+
+    fn key(&mut self, key: &'static str) {
+        self.str(key);
+    }
+
+    fn str(&mut self, s: &str) {
+        if self.string(s).is_none() {
+            self.failed = true;
+        }
+    }
+
+    fn usize(&mut self, n: usize) {
+        match i128::try_from(n) {
+            Ok(n) => self.int(n),
+            Err(_) => self.failed = true,
+        }
+    }
+
+    /// A float as `json.loads` reads what the JSON sink writes: the same double (its
+    /// shortest form reads back exactly), `None` for the `null` of one not finite.
+    fn f64(&mut self, f: f64) {
+        if f.is_finite() {
+            self.double(f);
+        } else {
+            self.out.push(NONE);
+        }
+    }
+
+    fn null(&mut self) {
+        self.out.push(NONE);
+    }
+
+    fn json(&mut self, text: &str) {
+        match json::parse_str_with(text, Duplicates::LastWins) {
+            Ok(v) => {
+                if self.value(&v).is_none() {
+                    self.failed = true;
+                }
+            }
+            Err(_) => self.failed = true,
+        }
+    }
 }
 
 impl Writer {
@@ -144,205 +215,27 @@ impl Writer {
             Value::Number(n) => self.int(n.lexeme().parse::<i128>().ok()?),
             Value::String(s) => self.string(s)?,
             Value::Array(items) => {
-                self.list(items, |w, item| w.value(item))?;
+                Sink::list(self);
+                for item in items {
+                    self.value(item)?;
+                }
+                self.end_list();
             }
             Value::Object(members) => {
-                self.out.push(EMPTY_DICT);
-                if !members.is_empty() {
-                    self.out.push(MARK);
-                    for (key, item) in members.iter() {
-                        self.string(key)?;
-                        self.value(item)?;
-                    }
-                    self.out.push(SETITEMS);
+                self.object();
+                for (key, item) in members.iter() {
+                    self.string(key)?;
+                    self.value(item)?;
                 }
+                self.end_object();
             }
         }
         Some(())
-    }
-
-    /// A dict whose keys are written here and whose values `fields` writes, in order.
-    fn dict(&mut self, fields: impl FnOnce(&mut Self) -> Option<()>) -> Option<()> {
-        self.out.extend_from_slice(&[EMPTY_DICT, MARK]);
-        fields(self)?;
-        self.out.push(SETITEMS);
-        Some(())
-    }
-
-    fn list<T>(
-        &mut self,
-        items: &[T],
-        mut item: impl FnMut(&mut Self, &T) -> Option<()>,
-    ) -> Option<()> {
-        self.out.push(EMPTY_LIST);
-        if !items.is_empty() {
-            self.out.push(MARK);
-            for x in items {
-                item(self, x)?;
-            }
-            self.out.push(APPENDS);
-        }
-        Some(())
-    }
-
-    fn strings(&mut self, items: &[String]) -> Option<()> {
-        self.list(items, |w, s| w.string(s))
-    }
-
-    fn opt<T>(
-        &mut self,
-        v: Option<T>,
-        write: impl FnOnce(&mut Self, T) -> Option<()>,
-    ) -> Option<()> {
-        match v {
-            Some(v) => write(self, v),
-            None => {
-                self.out.push(NONE);
-                Some(())
-            }
-        }
-    }
-
-    fn usize(&mut self, n: usize) -> Option<()> {
-        self.int(i128::try_from(n).ok()?);
-        Some(())
-    }
-
-    /// A float as `json.loads` reads what `gate::record` writes: the same double (its
-    /// shortest form reads back exactly), `None` for the `null` of one not finite.
-    fn float(&mut self, f: f64) {
-        if f.is_finite() {
-            self.double(f);
-        } else {
-            self.out.push(NONE);
-        }
     }
 
     fn double(&mut self, f: f64) {
         self.out.push(BINFLOAT);
         self.out.extend_from_slice(&f.to_be_bytes());
-    }
-
-    /// A decision, as `json.loads` reads `gate::record::decision`'s text: the same keys
-    /// in the same order (`records_equal_the_clis` in python/tests holds them equal).
-    fn decision(&mut self, d: &Decision) -> Option<()> {
-        self.dict(|w| {
-            w.string("task_id")?;
-            w.string(&d.task_id)?;
-            w.string("decision")?;
-            w.string(d.decision.as_str())?;
-            w.string("reasons")?;
-            w.list(&d.reasons, |w, r| w.string(r.as_str()))?;
-            w.string("explanation")?;
-            w.strings(&d.explanation)?;
-            w.string("n")?;
-            w.usize(d.n)?;
-            w.string("arg_agreement")?;
-            w.agreement(&d.arg_agreement)?;
-            w.string("result_agreement")?;
-            w.opt(d.result_agreement.as_ref(), Self::agreement)?;
-            w.string("modal_plan")?;
-            w.opt(d.modal_plan.as_deref(), |w, plan| {
-                w.list(plan, Self::plan_step)
-            })?;
-            w.string("divergent_paths")?;
-            w.list(&d.divergent_paths, Self::divergent_path)?;
-            w.string("steps")?;
-            w.list(&d.steps, Self::step_agreement)?;
-            w.string("first_divergent_step")?;
-            w.opt(d.first_divergent_step, Self::usize)?;
-            w.string("tools")?;
-            w.strings(&d.tools)?;
-            w.string("suspect_tools")?;
-            w.strings(&d.suspect_tools)?;
-            w.string("malformed")?;
-            w.list(&d.malformed, Self::malformed)?;
-            w.string("schema_violations")?;
-            w.list(&d.schema_violations, Self::violation)?;
-            w.string("warnings")?;
-            w.strings(&d.warnings)?;
-            w.string("label")?;
-            w.opt(d.label, |w, l| w.string(l.as_str()))
-        })
-    }
-
-    fn agreement(&mut self, a: &Agreement) -> Option<()> {
-        self.dict(|w| {
-            w.string("count")?;
-            w.usize(a.count)?;
-            w.string("n")?;
-            w.usize(a.n)?;
-            w.string("value")?;
-            w.float(a.value);
-            w.string("interval")?;
-            w.out.extend_from_slice(&[EMPTY_LIST, MARK]);
-            w.float(a.interval.0);
-            w.float(a.interval.1);
-            w.out.push(APPENDS);
-            Some(())
-        })
-    }
-
-    fn plan_step(&mut self, s: &PlanStep) -> Option<()> {
-        self.dict(|w| {
-            w.string("tool")?;
-            w.string(&s.tool)?;
-            w.string("arguments")?;
-            // The canonical arguments are JSON text in the decision, as in its record.
-            w.value(&json::parse_str_with(&s.arguments, Duplicates::LastWins).ok()?)
-        })
-    }
-
-    fn divergent_path(&mut self, p: &DivergentPath) -> Option<()> {
-        self.dict(|w| {
-            w.string("path")?;
-            w.string(&p.path)?;
-            w.string("distinct")?;
-            w.usize(p.distinct)?;
-            w.string("agreement")?;
-            w.agreement(&p.agreement)
-        })
-    }
-
-    fn step_agreement(&mut self, s: &StepAgreement) -> Option<()> {
-        self.dict(|w| {
-            w.string("step")?;
-            w.usize(s.step)?;
-            w.string("tool")?;
-            w.opt(s.tool.as_deref(), Self::string)?;
-            w.string("agreement")?;
-            w.agreement(&s.agreement)
-        })
-    }
-
-    fn malformed(&mut self, m: &MalformedSample) -> Option<()> {
-        self.dict(|w| {
-            w.string("sample")?;
-            w.usize(m.sample)?;
-            w.string("step")?;
-            w.opt(m.step, Self::usize)?;
-            w.string("place")?;
-            w.opt(m.place.as_deref(), Self::string)?;
-            w.string("problems")?;
-            w.strings(&m.problems)
-        })
-    }
-
-    fn violation(&mut self, v: &SchemaViolation) -> Option<()> {
-        self.dict(|w| {
-            w.string("step")?;
-            w.usize(v.step)?;
-            w.string("tool")?;
-            w.string(&v.tool)?;
-            w.string("path")?;
-            w.string(&v.path)?;
-            w.string("keyword")?;
-            w.string(&v.keyword)?;
-            w.string("message")?;
-            w.string(&v.message)?;
-            w.string("samples")?;
-            w.list(&v.samples, |w, s| w.usize(*s))
-        })
     }
 
     fn int(&mut self, i: i128) {

@@ -10,7 +10,8 @@ use std::time::Duration;
 use plangate_gate::calibration::{Calibration, Grid};
 use plangate_gate::catalog::Catalog;
 use plangate_gate::decide::Options;
-use plangate_gate::score::{DecidedLine, LineScorer, Scored, bad_line_record};
+use plangate_gate::record::BadLine;
+use plangate_gate::score::{LineScorer, ScoreConfig, Scored};
 use plangate_gate::seed::{self, SeedOptions};
 use plangate_gate::task::RunNotes;
 use plangate_harness::pipeline::{self, Feed, InOrder, NotReady};
@@ -20,7 +21,7 @@ use pyo3::types::{PyList, PyModule};
 use pyo3::{PyTraverseError, PyVisit};
 
 use crate::args::{self, Thresholds};
-use crate::pickled::{Encoded, Loads, Record};
+use crate::pickled::{Encoded, Loads, Pickler};
 use crate::samples::{After, Chunk, Input};
 use plangate_harness::trials::Places;
 use plangate_harness::trials::place;
@@ -355,53 +356,54 @@ impl Drop for GcPause<'_> {
 /// what reading the chunk's lines noted. The gate's scorer is made per chunk: its tool
 /// states are a few small allocations, against a chunk's hundreds of lines.
 fn score_chunk(shared: &Shared, chunk: &mut Chunk) -> ChunkScored {
-    let scorer = LineScorer {
-        seed_compat: shared
-            .seed_compat
-            .map(|entry| (entry, SeedOptions::from_gate(&shared.opts))),
-        calibration: shared.calibration.clone(),
-        ..LineScorer::new(&shared.catalog, shared.opts)
-    };
-    let mut records = Vec::with_capacity(chunk.lines.len());
+    let scorer = LineScorer::new(
+        &shared.catalog,
+        ScoreConfig {
+            opts: shared.opts,
+            seed_compat: shared
+                .seed_compat
+                .map(|entry| (entry, SeedOptions::from_gate(&shared.opts))),
+            // The package reads the naive comparison only to calibrate.
+            compare: shared.calibration.is_some(),
+            calibrate: shared.calibration.is_some(),
+            ..ScoreConfig::default()
+        },
+    );
+    let mut records = Pickler::new(chunk.lines.len());
     let mut calibration = Calibration::default();
     let mut notes = RunNotes::default();
-    // A `--seed-compat` record's text; taken by each record written to it.
-    let mut text = String::new();
     for (number, at) in &chunk.lines {
-        let decided = match at {
-            Ok(range) => {
-                let (decided, compared) =
-                    scorer.decide_guarded(&chunk.data[range.clone()], &mut text);
+        let scored = match at {
+            Ok(range) => scorer.score(&chunk.data[range.clone()]),
+            Err(unread) => Scored::Bad(unread.error(shared.max_line_bytes)),
+        };
+        match scored {
+            Scored::Decided(d) => {
+                notes.add(&d.notes);
                 if let (Some(grid), Some(o)) =
-                    (&shared.calibration, compared.and_then(|c| c.calibration))
+                    (&shared.calibration, d.compared.and_then(|c| c.calibration))
                 {
                     calibration.add(grid, &o);
                 }
-                decided
+                records.push(&d.decision);
             }
-            Err(unread) => DecidedLine::Scored(Scored::Bad(unread.error(shared.max_line_bytes))),
-        };
-        records.push(match decided {
-            DecidedLine::Gate(d, task) => {
-                notes.add(&task.notes);
-                Record::Decision(d)
+            Scored::Seed(j) => {
+                notes.add(&j.notes);
+                records.push(&j.record());
             }
-            DecidedLine::Scored(Scored::Record(r)) => {
-                notes.add(&r.notes);
-                Record::Text(std::mem::take(&mut text))
-            }
-            DecidedLine::Scored(Scored::Bad(e)) => {
+            Scored::Bad(e) => {
                 let e = place(shared.places.as_ref(), *number, e);
-                Record::Text(bad_line_record(*number, &e))
+                records.push(&BadLine {
+                    line: *number,
+                    error: &e,
+                });
             }
             // This scorer is never a shard's: it decides every line.
-            DecidedLine::Scored(Scored::Other | Scored::Kept(_)) => {
-                unreachable!("plangate.score runs no shard")
-            }
-        });
+            Scored::Other => unreachable!("plangate.score runs no shard"),
+        }
     }
     ChunkScored {
-        records: Encoded::of(&records),
+        records: records.finish(),
         calibration,
         notes,
     }

@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, IsTerminal};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
@@ -111,9 +112,9 @@ fn progress() -> ProgressBar {
 /// first epoch and its journal.
 fn set_up<'a>(
     args: &EvalArgs,
-    catalog: &'a plangate_gate::catalog::Catalog,
+    catalog: &Arc<plangate_gate::catalog::Catalog>,
     base_dir: &'a Path,
-) -> Result<(EvalRun<'a>, World, Option<Journal>)> {
+) -> Result<(EvalRun<'a>, Arc<World>, Option<Journal>)> {
     let earlier = journal_to_resume(args.resume, args.io.out.as_deref())?
         .map(|path| Earlier::read(&path).map(|e| (path, e)))
         .transpose()?;
@@ -149,7 +150,7 @@ fn set_up<'a>(
         eval_opts.jobs = j;
     }
     let run = EvalRun::new(
-        catalog,
+        catalog.clone(),
         base_dir,
         world_opts,
         eval_opts,
@@ -177,7 +178,7 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
     // line, and the epoch's snapshot is removed on the way out.
     crate::interrupt::install();
     args.thresholds.check()?;
-    let catalog = load_catalog(&args.io.catalog)?;
+    let catalog = Arc::new(load_catalog(&args.io.catalog)?);
     check_outputs(&args, &catalog)?;
     check_shard(&args)?;
     let (input, source) = open_samples(&args.io.samples, args.io.max_line_bytes)?;
@@ -185,7 +186,7 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
     let (run, world, journal) = set_up(&args, &catalog, &base_dir)?;
     let setup = started.elapsed();
 
-    let eval = run.start(&world, journal.as_ref());
+    let eval = run.start(world.clone(), journal.as_ref());
     let probed = started.elapsed();
 
     let mut tally = Tally::default();

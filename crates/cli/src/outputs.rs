@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use plangate_gate::decide::Verdict;
 use plangate_gate::task::TaskError;
-use plangate_harness::{Finished, LineOutcome, Record, Retried, RetryReport};
+use plangate_harness::{EvalRecord, Finished, LineOutcome, Retried, RetryReport};
 use plangate_report::digest::RunDigest;
 use plangate_report::junit::Junit;
 use plangate_report::run::RunPage;
@@ -96,7 +96,7 @@ impl<'a> Outputs<'a> {
             if let Some(o) = &d.calibration {
                 tally.calibration.add(finished.grid(), o);
             }
-            let record = Record::of(&d, &finished.epoch_id, retried);
+            let record = EvalRecord::of(&d, &finished.epoch_id, retried);
             if let Some(digest) = self.digest.as_mut() {
                 digest.add(d.line, record.decision);
             }
@@ -107,7 +107,7 @@ impl<'a> Outputs<'a> {
 
     fn decided(
         &mut self,
-        record: &Record<'_>,
+        record: &EvalRecord<'_>,
         naive: Option<Verdict>,
         tally: &mut Tally,
     ) -> Result<()> {
@@ -124,8 +124,11 @@ impl<'a> Outputs<'a> {
                 .to_string();
             self.labels.entry(key).or_default()[dec.decision as usize] += 1;
         }
-        serde_json::to_writer(&mut self.out, record).context("failed to write decisions")?;
-        writeln!(self.out).context("failed to write decisions")?;
+        let mut line = plangate_gate::record::json(record);
+        line.push('\n');
+        self.out
+            .write_all(line.as_bytes())
+            .context("failed to write decisions")?;
         if let Some(j) = self.junit.as_mut() {
             j.decided(dec, record.history);
         }

@@ -8,7 +8,8 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
 use plangate_gate::calibration::Grid;
 use plangate_gate::catalog::Catalog;
-use plangate_gate::score::{self, Compared, Scored};
+use plangate_gate::record;
+use plangate_gate::score::{self, Compared, Decided, Scored};
 use plangate_gate::seed;
 use plangate_harness::SpilledLine;
 use plangate_harness::pipeline::{self, Feed, InOrder};
@@ -119,20 +120,18 @@ impl ChunkScorer<'_> {
         lines
             .iter()
             .map(|(number, at)| {
-                let scored = match (at, digest.as_mut()) {
-                    (Ok(range), Some(digest)) => {
-                        let see = |d: &plangate_gate::decide::Decision| digest.add(*number, d);
-                        self.gate
-                            .score_guarded_seeing(&data[range.clone()], records, see)
-                    }
-                    (Ok(range), None) => self.gate.score_guarded(&data[range.clone()], records),
-                    (Err(bytes), _) => Scored::Bad(too_long(*bytes, self.args.io.max_line_bytes)),
+                let scored = match at {
+                    Ok(range) => self.gate.score(&data[range.clone()]),
+                    Err(bytes) => Scored::Bad(too_long(*bytes, self.args.io.max_line_bytes)),
                 };
                 let scored = match (scored, self.args.shard) {
                     (Scored::Bad(e), Some(s)) if !s.owns_bad_line(*number, &e) => Scored::Other,
                     (scored, _) => scored,
                 };
-                if matches!(scored, Scored::Record(..) | Scored::Kept(_)) {
+                if let (Scored::Decided(d), Some(digest)) = (&scored, digest.as_mut()) {
+                    digest.add(*number, &d.decision);
+                }
+                if scored.emit(&mut record::Json::new(records)) {
                     records.push('\n');
                 }
                 (*number, scored, records.len())
@@ -196,20 +195,44 @@ impl RecordWriter<'_> {
         let mut from = 0;
         for (number, scored, end) in scored {
             match scored {
-                Scored::Record(r) => {
-                    self.ids.check(&self.source.name, number, &r.task_id);
-                    tally.notes.add(&r.notes);
-                    tally.prose.add(&r.prose);
-                    match r.verdict {
+                Scored::Seed(j) => {
+                    self.ids.check(&self.source.name, number, &j.task_id);
+                    tally.notes.add(&j.notes);
+                    match j.outcome.verdict() {
                         Some(v) => {
                             tally.count(v);
-                            tally.by_outcome.count_group(r.outcomes, v);
+                            tally.by_outcome.count_group(j.outcomes, v);
                         }
                         None => tally.refused += 1,
                     }
-                    if let (Some(gate), Some(c)) = (r.verdict, r.compared) {
-                        tally.baseline.count(gate, c.naive, c.label);
-                        count_calibration(tally, self.grid, &c);
+                }
+                Scored::Decided(d) => {
+                    let Decided {
+                        decision: d,
+                        compared,
+                        notes,
+                        prose,
+                        prepared,
+                    } = *d;
+                    self.ids.check(&self.source.name, number, &d.task_id);
+                    tally.notes.add(&notes);
+                    tally.prose.add(&prose);
+                    tally.count(d.decision);
+                    tally.by_outcome.count(&d.outcomes, d.decision);
+                    if let Some(c) = &compared {
+                        tally.baseline.count(d.decision, c.naive, c.label);
+                        count_calibration(tally, self.grid, c);
+                    }
+                    if let Some(prepared) = prepared {
+                        let entry = SpilledLine::Task {
+                            line: number,
+                            prepared,
+                            live: Vec::new(),
+                            naive: compared.map(|c| c.naive),
+                            naive_agreement: compared.and_then(|c| c.naive_agreement),
+                        };
+                        let ev = self.evidence.as_mut().context("a shard keeps evidence")?;
+                        writeln!(ev, "{}", entry.to_line()).context("failed to keep evidence")?;
                     }
                 }
                 Scored::Bad(e) => {
@@ -227,27 +250,6 @@ impl RecordWriter<'_> {
                     skip_line(&mut self.out, &self.source.name, number, &e, tally)?
                 }
                 Scored::Other => tally.other_shards += 1,
-                Scored::Kept(b) => {
-                    let (d, prepared, compared, notes, prose) = *b;
-                    self.ids.check(&self.source.name, number, &d.task_id);
-                    tally.notes.add(&notes);
-                    tally.prose.add(&prose);
-                    tally.count(d.decision);
-                    tally.by_outcome.count(&d.outcomes, d.decision);
-                    if let Some(c) = &compared {
-                        tally.baseline.count(d.decision, c.naive, c.label);
-                        count_calibration(tally, self.grid, c);
-                    }
-                    let entry = SpilledLine::Task {
-                        line: number,
-                        prepared,
-                        live: Vec::new(),
-                        naive: compared.map(|c| c.naive),
-                        naive_agreement: compared.and_then(|c| c.naive_agreement),
-                    };
-                    let ev = self.evidence.as_mut().context("a shard keeps evidence")?;
-                    writeln!(ev, "{}", entry.to_line()).context("failed to keep evidence")?;
-                }
             }
         }
         write_records(&mut self.out, &chunk.records[from..])
@@ -466,15 +468,19 @@ pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
     };
     let owns = |id: &str| args.shard.is_some_and(|s| s.owns_task(id));
     let scorer = ChunkScorer {
-        gate: score::LineScorer {
-            seed_compat: args
-                .seed_compat
-                .map(|entry| (entry.into(), args.thresholds.seed_options())),
-            baseline: args.baseline.is_some(),
-            shard: args.shard.map(|_| &owns as &(dyn Fn(&str) -> bool + Sync)),
-            calibration: grid.clone(),
-            ..score::LineScorer::new(&catalog, args.thresholds.options())
-        },
+        gate: score::LineScorer::new(
+            &catalog,
+            score::ScoreConfig {
+                opts: args.thresholds.options(),
+                seed_compat: args
+                    .seed_compat
+                    .map(|entry| (entry.into(), args.thresholds.seed_options())),
+                compare: true,
+                baseline: args.baseline.is_some(),
+                shard: args.shard.map(|_| &owns as &(dyn Fn(&str) -> bool + Sync)),
+                calibrate: grid.is_some(),
+            },
+        ),
         args: &args,
     };
     let jobs = args.jobs.unwrap_or_else(plangate_harness::default_jobs);

@@ -5,8 +5,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use plangate_gate::baseline::naive;
@@ -82,9 +82,15 @@ fn run_batch(batch: &Batch, opts: &RunOptions) -> Result<BatchRun, DemoError> {
         seed,
         ..WorldOptions::default()
     };
-    let run = EvalRun::new(&catalog, dir, world_opts, eval_opts, opts.retry_rounds);
+    let run = EvalRun::new(
+        Arc::new(catalog),
+        dir,
+        world_opts,
+        eval_opts,
+        opts.retry_rounds,
+    );
     let world = run.pin(None).map_err(DemoError::Pin)?;
-    let eval = run.start(&world, None);
+    let eval = run.start(world.clone(), None);
     let (naive, driver_actions) = execute_with_driver(&eval, batch, opts, &live);
     // Finished before the scratch folder goes: the end of the batch rechecks live/.
     // The retry epoch snapshots the live state as the driver left it.

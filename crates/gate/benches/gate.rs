@@ -168,14 +168,14 @@ fn bench(c: &mut Criterion) {
             b.iter(|| black_box(task::parse_task_line(black_box(line.as_bytes()))))
         });
         // What `plangate score` does per line, output included.
-        let mut out = Vec::with_capacity(1 << 16);
+        let mut out = String::with_capacity(1 << 16);
         g.bench_function("line_to_decision_json", |b| {
             b.iter(|| {
                 out.clear();
                 let t = task::parse_task_line(black_box(line.as_bytes())).expect("parses");
                 let p = decide::prepare(&t, &catalog, None);
                 let d = decide::classify(&p, &states, &opts);
-                serde_json::to_writer(&mut out, &d).expect("serializes");
+                plangate_gate::record::write_json(&d, &mut out);
                 black_box(out.len())
             })
         });

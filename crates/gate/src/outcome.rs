@@ -246,8 +246,7 @@ mod tests {
             &decide::tool_states(&catalog),
             &decide::Options::default(),
         );
-        let record = crate::record::decision(&d);
-        assert_eq!(record, serde_json::to_string(&d).expect("serde"));
+        let record = crate::record::json(&d);
         assert!(
             record.ends_with(r#","outcomes":[1.0,null,0.0,0.5]}"#),
             "{record}"
@@ -268,7 +267,7 @@ mod tests {
             &decide::tool_states(&catalog),
             &decide::Options::default(),
         );
-        assert!(!crate::record::decision(&d).contains("outcomes"));
+        assert!(!crate::record::json(&d).contains("outcomes"));
         // An outcome that is not a number or a boolean names its field.
         let bad = format!(r#"{{"task_id":"t","samples":[{{"calls":[{call}],"outcome":"pass"}}]}}"#);
         let e = task::parse_task_line(bad.as_bytes()).expect_err("refused");

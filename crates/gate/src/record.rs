@@ -1,145 +1,419 @@
-//! The records `plangate score` writes (a [`Decision`], a `--seed-compat` outcome),
-//! written by hand, which costs measurably fewer instructions than serde's generic
-//! serializer. The output is byte-equal to `serde_json::to_string` of the same record:
-//! strings escaped as serde_json escapes them, floats through the formatter serde_json
-//! uses, fields in declaration order (`tests/records.rs` holds them equal over every
-//! gate case file and generated tasks).
+//! Every record plangate writes per line, declared once. A record ([`Record`]) names its
+//! fields in order to a [`Sink`], and each form a record takes is a sink: the JSON line
+//! (`Json`, here) that `score`, `eval` and `merge` write, and the Python objects the
+//! package returns (its pickle writer), so the forms cannot drift apart. The JSON sink
+//! writes what `serde_json` would (strings escaped as it escapes them, floats through
+//! the formatter it uses, `null` for a float that is not finite), by hand, which costs
+//! measurably fewer instructions than a generic serializer.
+
+use std::sync::OnceLock;
 
 use crate::decide::{
     Agreement, Decision, DivergentPath, MalformedSample, PlanStep, SchemaViolation, StepAgreement,
 };
 use crate::jcs::write_string;
 use crate::seed::SeedOutcome;
-use std::sync::OnceLock;
+use crate::task::TaskError;
 
-/// `serde_json::to_string(d)`, written without serde.
-pub fn decision(d: &Decision) -> String {
+/// Where a record's fields go, in the order the record names them: a value follows each
+/// key; a list's items follow [`Sink::list`] until [`Sink::end_list`].
+pub trait Sink {
+    /// Opens an object.
+    fn object(&mut self);
+    /// Closes the object opened last.
+    fn end_object(&mut self);
+    /// Opens a list.
+    fn list(&mut self);
+    /// Closes the list opened last.
+    fn end_list(&mut self);
+    /// A member's key; its value follows. Keys are the records' own names.
+    fn key(&mut self, key: &'static str);
+    /// A string.
+    fn str(&mut self, s: &str);
+    /// A count or an index.
+    fn usize(&mut self, n: usize);
+    /// A float (`null` when it is not finite, as JSON has no such number).
+    fn f64(&mut self, f: f64);
+    /// `null`.
+    fn null(&mut self);
+    /// A checked JSON text (canonical arguments), as the value it is.
+    fn json(&mut self, text: &str);
+    /// An agreement: a sink may print the agreements of few samples from a table.
+    fn agreement(&mut self, a: &Agreement) {
+        a.emit(self);
+    }
+}
+
+/// A record: what it writes, field by field, to any [`Sink`].
+pub trait Record {
+    /// Names this record's fields and values to `s`.
+    fn emit<S: Sink + ?Sized>(&self, s: &mut S);
+}
+
+/// `record` as its JSON text, appended to `out`.
+pub fn write_json<R: Record + ?Sized>(record: &R, out: &mut String) {
+    record.emit(&mut Json::new(out));
+}
+
+/// `record` as its JSON text.
+pub fn json<R: Record + ?Sized>(record: &R) -> String {
     let mut out = String::with_capacity(1024);
-    write_decision(d, &mut out);
+    write_json(record, &mut out);
     out
 }
 
-/// [`decision`], appended to `o`.
-pub fn write_decision(d: &Decision, o: &mut String) {
-    o.push_str("{\"task_id\":");
-    write_string(&d.task_id, o);
-    o.push_str(",\"decision\":\"");
-    o.push_str(d.decision.as_str());
-    o.push_str("\",\"reasons\":");
-    list(o, &d.reasons, |o, r| {
-        o.push('"');
-        o.push_str(r.as_str());
-        o.push('"');
-    });
-    o.push_str(",\"explanation\":");
-    strings(o, &d.explanation);
-    o.push_str(",\"n\":");
-    usize_(o, d.n);
-    o.push_str(",\"arg_agreement\":");
-    agreement(o, &d.arg_agreement);
-    o.push_str(",\"result_agreement\":");
-    opt(o, d.result_agreement.as_ref(), agreement);
-    o.push_str(",\"modal_plan\":");
-    opt(o, d.modal_plan.as_deref(), |o, plan| {
-        list(o, plan, plan_step)
-    });
-    o.push_str(",\"divergent_paths\":");
-    list(o, &d.divergent_paths, divergent_path);
-    o.push_str(",\"steps\":");
-    list(o, &d.steps, step_agreement);
-    o.push_str(",\"first_divergent_step\":");
-    opt(o, d.first_divergent_step, usize_);
-    o.push_str(",\"tools\":");
-    strings(o, &d.tools);
-    o.push_str(",\"suspect_tools\":");
-    strings(o, &d.suspect_tools);
-    o.push_str(",\"malformed\":");
-    list(o, &d.malformed, malformed);
-    o.push_str(",\"schema_violations\":");
-    list(o, &d.schema_violations, violation);
-    o.push_str(",\"warnings\":");
-    strings(o, &d.warnings);
-    o.push_str(",\"label\":");
-    opt(o, d.label, |o, l| {
-        o.push('"');
-        o.push_str(l.as_str());
-        o.push('"');
-    });
-    if !d.outcomes.is_empty() {
-        o.push_str(",\"outcomes\":");
-        list(o, &d.outcomes, |o, x| opt(o, *x, f64_));
-    }
-    o.push('}');
+/// A sink that writes JSON text, without spaces, as `serde_json::to_string` does.
+#[derive(Debug)]
+pub struct Json<'o> {
+    out: &'o mut String,
+    /// Nothing written yet in the object or list open last: no comma before the next.
+    first: bool,
+    /// A key was written last: its value takes no comma.
+    after_key: bool,
 }
 
-/// The `--seed-compat` record of task `task_id`: the seed's verdict and agreements, or
-/// its refusal, with serde_json's key order (sorted: its maps are ordered by key).
-pub fn seed(task_id: &str, outcome: &SeedOutcome) -> String {
-    let mut out = String::with_capacity(160);
-    write_seed(task_id, outcome, &mut out);
-    out
-}
-
-/// [`seed`], appended to `o`.
-pub fn write_seed(task_id: &str, outcome: &SeedOutcome, o: &mut String) {
-    match outcome {
-        SeedOutcome::Decided { decision, samples } => {
-            o.push_str("{\"arg_agreement\":");
-            f64_(o, decision.arg_agreement);
-            o.push_str(",\"decision\":\"");
-            o.push_str(decision.decision.as_str());
-            o.push_str("\",\"mode\":\"seed_compat\",\"n\":");
-            usize_(o, *samples);
-            o.push_str(",\"result_agreement\":");
-            f64_(o, decision.res_agreement);
-        }
-        SeedOutcome::Refused { kind, message } => {
-            o.push_str("{\"error\":{\"kind\":");
-            write_string(kind.as_str(), o);
-            o.push_str(",\"message\":");
-            write_string(message, o);
-            o.push_str("},\"mode\":\"seed_compat\"");
+impl<'o> Json<'o> {
+    /// A sink appending to `out`.
+    pub fn new(out: &'o mut String) -> Self {
+        Json {
+            out,
+            first: true,
+            after_key: false,
         }
     }
-    o.push_str(",\"task_id\":");
-    write_string(task_id, o);
-    o.push('}');
-}
 
-fn list<T>(o: &mut String, items: &[T], mut item: impl FnMut(&mut String, &T)) {
-    o.push('[');
-    for (i, x) in items.iter().enumerate() {
-        if i > 0 {
-            o.push(',');
+    /// Before a value: a comma unless it is the first item or a member's value.
+    fn value(&mut self) {
+        if self.after_key {
+            self.after_key = false;
+        } else if !self.first {
+            self.out.push(',');
         }
-        item(o, x);
+        self.first = false;
     }
-    o.push(']');
 }
 
-fn strings(o: &mut String, items: &[String]) {
-    list(o, items, |o, s| write_string(s, o));
-}
+impl Sink for Json<'_> {
+    fn object(&mut self) {
+        self.value();
+        self.out.push('{');
+        self.first = true;
+    }
 
-fn usize_(o: &mut String, n: usize) {
-    crate::jcs::write_usize(n, o);
-}
+    fn end_object(&mut self) {
+        self.out.push('}');
+        self.first = false;
+    }
 
-/// An optional field: its value, or `null` (serde_json writes `None` so).
-fn opt<T>(o: &mut String, v: Option<T>, write: impl FnOnce(&mut String, T)) {
-    match v {
-        Some(v) => write(o, v),
-        None => o.push_str("null"),
+    fn list(&mut self) {
+        self.value();
+        self.out.push('[');
+        self.first = true;
+    }
+
+    fn end_list(&mut self) {
+        self.out.push(']');
+        self.first = false;
+    }
+
+    fn key(&mut self, key: &'static str) {
+        if !self.first {
+            self.out.push(',');
+        }
+        self.first = false;
+        // The records' keys are plain ASCII names: nothing to escape.
+        self.out.push('"');
+        self.out.push_str(key);
+        self.out.push_str("\":");
+        self.after_key = true;
+    }
+
+    fn str(&mut self, s: &str) {
+        self.value();
+        write_string(s, self.out);
+    }
+
+    fn usize(&mut self, n: usize) {
+        self.value();
+        crate::jcs::write_usize(n, self.out);
+    }
+
+    fn f64(&mut self, f: f64) {
+        self.value();
+        write_f64(self.out, f);
+    }
+
+    fn null(&mut self) {
+        self.value();
+        self.out.push_str("null");
+    }
+
+    fn json(&mut self, text: &str) {
+        self.value();
+        self.out.push_str(text);
+    }
+
+    fn agreement(&mut self, a: &Agreement) {
+        self.value();
+        match printed(a) {
+            Some(text) => self.out.push_str(text),
+            None => {
+                // Written as a value already placed: no comma again.
+                self.after_key = true;
+                a.emit(self);
+            }
+        }
     }
 }
 
 /// A float as serde_json writes one: its shortest form by the same formatter, `null`
 /// when it is not finite.
-fn f64_(o: &mut String, f: f64) {
+fn write_f64(o: &mut String, f: f64) {
     if f.is_finite() {
         o.push_str(zmij::Buffer::new().format_finite(f));
     } else {
         o.push_str("null");
+    }
+}
+
+/// Writes a list of `items`, each by `item`.
+pub fn list<S: Sink + ?Sized, T>(s: &mut S, items: &[T], mut item: impl FnMut(&mut S, &T)) {
+    s.list();
+    for x in items {
+        item(s, x);
+    }
+    s.end_list();
+}
+
+/// Writes a list of strings.
+pub fn strings<S: Sink + ?Sized>(s: &mut S, items: &[String]) {
+    list(s, items, |s, x| s.str(x));
+}
+
+/// Writes an optional value: the value, or `null`.
+pub fn opt<S: Sink + ?Sized, T>(s: &mut S, v: Option<T>, write: impl FnOnce(&mut S, T)) {
+    match v {
+        Some(v) => write(s, v),
+        None => s.null(),
+    }
+}
+
+impl Record for Decision {
+    fn emit<S: Sink + ?Sized>(&self, s: &mut S) {
+        s.object();
+        self.emit_fields(s);
+        s.end_object();
+    }
+}
+
+impl Decision {
+    /// The decision's members without the braces around them: a record that adds its
+    /// own (`plangate eval`'s, with its epoch) writes these first.
+    pub fn emit_fields<S: Sink + ?Sized>(&self, s: &mut S) {
+        s.key("task_id");
+        s.str(&self.task_id);
+        s.key("decision");
+        s.str(self.decision.as_str());
+        s.key("reasons");
+        list(s, &self.reasons, |s, r| s.str(r.as_str()));
+        s.key("explanation");
+        strings(s, &self.explanation);
+        s.key("n");
+        s.usize(self.n);
+        s.key("arg_agreement");
+        s.agreement(&self.arg_agreement);
+        s.key("result_agreement");
+        opt(s, self.result_agreement.as_ref(), |s, a| s.agreement(a));
+        s.key("modal_plan");
+        opt(s, self.modal_plan.as_deref(), |s, plan| {
+            list(s, plan, |s, p| p.emit(s))
+        });
+        s.key("divergent_paths");
+        list(s, &self.divergent_paths, |s, p| p.emit(s));
+        s.key("steps");
+        list(s, &self.steps, |s, a| a.emit(s));
+        s.key("first_divergent_step");
+        opt(s, self.first_divergent_step, |s, i| s.usize(i));
+        s.key("tools");
+        strings(s, &self.tools);
+        s.key("suspect_tools");
+        strings(s, &self.suspect_tools);
+        s.key("malformed");
+        list(s, &self.malformed, |s, m| m.emit(s));
+        s.key("schema_violations");
+        list(s, &self.schema_violations, |s, v| v.emit(s));
+        s.key("warnings");
+        strings(s, &self.warnings);
+        s.key("label");
+        opt(s, self.label, |s, l| s.str(l.as_str()));
+        // Absent, not empty, when no sample has an outcome: most inputs have none.
+        if !self.outcomes.is_empty() {
+            s.key("outcomes");
+            list(s, &self.outcomes, |s, o| opt(s, *o, |s, x| s.f64(x)));
+        }
+    }
+}
+
+impl Record for Agreement {
+    fn emit<S: Sink + ?Sized>(&self, s: &mut S) {
+        s.object();
+        s.key("count");
+        s.usize(self.count);
+        s.key("n");
+        s.usize(self.n);
+        s.key("value");
+        s.f64(self.value);
+        s.key("interval");
+        s.list();
+        s.f64(self.interval.0);
+        s.f64(self.interval.1);
+        s.end_list();
+        s.end_object();
+    }
+}
+
+impl Record for PlanStep {
+    fn emit<S: Sink + ?Sized>(&self, s: &mut S) {
+        s.object();
+        s.key("tool");
+        s.str(&self.tool);
+        s.key("arguments");
+        s.json(&self.arguments);
+        s.end_object();
+    }
+}
+
+impl Record for DivergentPath {
+    fn emit<S: Sink + ?Sized>(&self, s: &mut S) {
+        s.object();
+        s.key("path");
+        s.str(&self.path);
+        s.key("distinct");
+        s.usize(self.distinct);
+        s.key("agreement");
+        s.agreement(&self.agreement);
+        s.end_object();
+    }
+}
+
+impl Record for StepAgreement {
+    fn emit<S: Sink + ?Sized>(&self, s: &mut S) {
+        s.object();
+        s.key("step");
+        s.usize(self.step);
+        s.key("tool");
+        opt(s, self.tool.as_deref(), |s, t| s.str(t));
+        s.key("agreement");
+        s.agreement(&self.agreement);
+        s.end_object();
+    }
+}
+
+impl Record for MalformedSample {
+    fn emit<S: Sink + ?Sized>(&self, s: &mut S) {
+        s.object();
+        s.key("sample");
+        s.usize(self.sample);
+        s.key("step");
+        opt(s, self.step, |s, i| s.usize(i));
+        s.key("place");
+        opt(s, self.place.as_deref(), |s, p| s.str(p));
+        s.key("problems");
+        strings(s, &self.problems);
+        s.end_object();
+    }
+}
+
+impl Record for SchemaViolation {
+    fn emit<S: Sink + ?Sized>(&self, s: &mut S) {
+        s.object();
+        s.key("step");
+        s.usize(self.step);
+        s.key("tool");
+        s.str(&self.tool);
+        s.key("path");
+        s.str(&self.path);
+        s.key("keyword");
+        s.str(&self.keyword);
+        s.key("message");
+        s.str(&self.message);
+        s.key("samples");
+        list(s, &self.samples, |s, i| s.usize(*i));
+        s.end_object();
+    }
+}
+
+/// The `--seed-compat` record of one task: the seed's verdict and agreements, or its
+/// refusal, its keys sorted as the seed's own output sorts them.
+#[derive(Debug, Clone, Copy)]
+pub struct SeedRecord<'a> {
+    /// The task's ID.
+    pub task_id: &'a str,
+    /// What the seed's gate made of it.
+    pub outcome: &'a SeedOutcome,
+}
+
+impl Record for SeedRecord<'_> {
+    fn emit<S: Sink + ?Sized>(&self, s: &mut S) {
+        s.object();
+        match self.outcome {
+            SeedOutcome::Decided { decision, samples } => {
+                s.key("arg_agreement");
+                s.f64(decision.arg_agreement);
+                s.key("decision");
+                s.str(decision.decision.as_str());
+                s.key("mode");
+                s.str("seed_compat");
+                s.key("n");
+                s.usize(*samples);
+                s.key("result_agreement");
+                s.f64(decision.res_agreement);
+            }
+            SeedOutcome::Refused { kind, message } => {
+                s.key("error");
+                s.object();
+                s.key("kind");
+                s.str(kind.as_str());
+                s.key("message");
+                s.str(message);
+                s.end_object();
+                s.key("mode");
+                s.str("seed_compat");
+            }
+        }
+        s.key("task_id");
+        s.str(self.task_id);
+        s.end_object();
+    }
+}
+
+/// The record written in place of an input line that is not a task: its number, the
+/// task's ID when it could be read, and the error with the field at fault.
+#[derive(Debug, Clone, Copy)]
+pub struct BadLine<'a> {
+    /// The input line (1-based).
+    pub line: usize,
+    /// Why it is not a task.
+    pub error: &'a TaskError,
+}
+
+impl Record for BadLine<'_> {
+    fn emit<S: Sink + ?Sized>(&self, s: &mut S) {
+        s.object();
+        s.key("error");
+        s.object();
+        s.key("field");
+        s.str(&self.error.field);
+        s.key("kind");
+        s.str("input");
+        s.key("message");
+        s.str(&self.error.message);
+        s.end_object();
+        s.key("line");
+        s.usize(self.line);
+        s.key("task_id");
+        opt(s, self.error.task_id.as_deref(), |s, t| s.str(t));
+        s.end_object();
     }
 }
 
@@ -155,99 +429,21 @@ const PRINTED_N: usize = 64;
 /// is printed when an agreement of its `n` is first written.
 static PRINTED: [OnceLock<PrintedRow>; PRINTED_N + 1] = [const { OnceLock::new() }; PRINTED_N + 1];
 
-fn agreement(o: &mut String, a: &Agreement) {
-    if let Some(row) = PRINTED.get(a.n) {
-        let row = row.get_or_init(|| {
-            (0..=a.n)
-                .map(|count| {
-                    let a = Agreement::new(count, a.n);
-                    let mut text = String::new();
-                    agreement_printed(&mut text, &a);
-                    (a, text.into_boxed_str())
-                })
-                .collect()
-        });
-        // The row's text stands for `a` only when every float is the same double, bit
-        // for bit (an `Agreement` built by hand may hold others).
-        if let Some((known, text)) = row.get(a.count) {
-            let bits = |a: &Agreement| [a.value, a.interval.0, a.interval.1].map(f64::to_bits);
-            if bits(known) == bits(a) {
-                o.push_str(text);
-                return;
-            }
-        }
-    }
-    agreement_printed(o, a);
-}
-
-fn agreement_printed(o: &mut String, a: &Agreement) {
-    o.push_str("{\"count\":");
-    usize_(o, a.count);
-    o.push_str(",\"n\":");
-    usize_(o, a.n);
-    o.push_str(",\"value\":");
-    f64_(o, a.value);
-    o.push_str(",\"interval\":[");
-    f64_(o, a.interval.0);
-    o.push(',');
-    f64_(o, a.interval.1);
-    o.push_str("]}");
-}
-
-fn plan_step(o: &mut String, s: &PlanStep) {
-    o.push_str("{\"tool\":");
-    write_string(&s.tool, o);
-    o.push_str(",\"arguments\":");
-    o.push_str(&s.arguments);
-    o.push('}');
-}
-
-fn divergent_path(o: &mut String, p: &DivergentPath) {
-    o.push_str("{\"path\":");
-    write_string(&p.path, o);
-    o.push_str(",\"distinct\":");
-    usize_(o, p.distinct);
-    o.push_str(",\"agreement\":");
-    agreement(o, &p.agreement);
-    o.push('}');
-}
-
-fn step_agreement(o: &mut String, s: &StepAgreement) {
-    o.push_str("{\"step\":");
-    usize_(o, s.step);
-    o.push_str(",\"tool\":");
-    opt(o, s.tool.as_deref(), |o, t| write_string(t, o));
-    o.push_str(",\"agreement\":");
-    agreement(o, &s.agreement);
-    o.push('}');
-}
-
-fn malformed(o: &mut String, m: &MalformedSample) {
-    o.push_str("{\"sample\":");
-    usize_(o, m.sample);
-    o.push_str(",\"step\":");
-    opt(o, m.step, usize_);
-    o.push_str(",\"place\":");
-    opt(o, m.place.as_deref(), |o, p| write_string(p, o));
-    o.push_str(",\"problems\":");
-    strings(o, &m.problems);
-    o.push('}');
-}
-
-fn violation(o: &mut String, v: &SchemaViolation) {
-    o.push_str("{\"step\":");
-    usize_(o, v.step);
-    o.push_str(",\"tool\":");
-    write_string(&v.tool, o);
-    o.push_str(",\"path\":");
-    write_string(&v.path, o);
-    o.push_str(",\"keyword\":");
-    write_string(&v.keyword, o);
-    o.push_str(",\"message\":");
-    write_string(&v.message, o);
-    o.push_str(",\"samples\":");
-    list(o, &v.samples, |o, s| usize_(o, *s));
-    o.push('}');
+/// `a`'s text from [`PRINTED`], when the table holds it.
+fn printed(a: &Agreement) -> Option<&'static str> {
+    let row = PRINTED.get(a.n)?.get_or_init(|| {
+        (0..=a.n)
+            .map(|count| {
+                let a = Agreement::new(count, a.n);
+                (a, json(&a).into_boxed_str())
+            })
+            .collect()
+    });
+    // The row's text stands for `a` only when every float is the same double, bit for
+    // bit (an `Agreement` built by hand may hold others).
+    let (known, text) = row.get(a.count)?;
+    let bits = |a: &Agreement| [a.value, a.interval.0, a.interval.1].map(f64::to_bits);
+    (bits(known) == bits(a)).then_some(&**text)
 }
 
 #[cfg(test)]
@@ -258,9 +454,9 @@ mod tests {
         serde_json::to_string(a).unwrap()
     }
 
-    fn printed(a: &Agreement) -> String {
+    fn printed_by_sink(a: &Agreement) -> String {
         let mut o = String::new();
-        agreement(&mut o, a);
+        Json::new(&mut o).agreement(a);
         o
     }
 
@@ -269,12 +465,12 @@ mod tests {
         for n in 0..=PRINTED_N + 3 {
             for count in 0..=n + 1 {
                 let a = Agreement::new(count, n);
-                assert_eq!(printed(&a), by_serde(&a), "{count}/{n}");
+                assert_eq!(printed_by_sink(&a), by_serde(&a), "{count}/{n}");
             }
         }
         for (count, n) in [(1, 1000), (999, 1000), (7, 1 << 40)] {
             let a = Agreement::new(count, n);
-            assert_eq!(printed(&a), by_serde(&a), "{count}/{n}");
+            assert_eq!(printed_by_sink(&a), by_serde(&a), "{count}/{n}");
         }
     }
 
@@ -300,8 +496,42 @@ mod tests {
             },
         ];
         for a in others {
-            assert_eq!(printed(&a), by_serde(&a), "{a:?}");
-            assert_ne!(printed(&a), printed(&Agreement::new(a.count, a.n)));
+            assert_eq!(printed_by_sink(&a), by_serde(&a), "{a:?}");
+            assert_ne!(
+                printed_by_sink(&a),
+                printed_by_sink(&Agreement::new(a.count, a.n))
+            );
         }
+    }
+
+    /// Commas go between items and members, never after a key or at an opening, in
+    /// nested lists and objects and after a printed agreement.
+    #[test]
+    fn the_json_sink_places_commas() {
+        let mut o = String::new();
+        let mut s = Json::new(&mut o);
+        s.object();
+        s.key("a");
+        s.list();
+        s.list();
+        s.end_list();
+        s.usize(1);
+        s.object();
+        s.end_object();
+        s.end_list();
+        s.key("b");
+        s.agreement(&Agreement::new(1, 2));
+        s.key("c");
+        s.agreement(&Agreement {
+            value: 0.3,
+            ..Agreement::new(1, 2)
+        });
+        s.key("d");
+        s.null();
+        s.end_object();
+        let v: serde_json::Value = serde_json::from_str(&o).expect(&o);
+        assert_eq!(v["a"], serde_json::json!([[], 1, {}]));
+        assert_eq!(v["c"]["value"], serde_json::json!(0.3));
+        assert!(v["d"].is_null());
     }
 }

@@ -1,62 +1,98 @@
-//! One samples line scored from its recorded results, as `plangate score` writes it: the
-//! decision record (or the `--seed-compat` one), or why the line is not a task, and the
-//! record written in its place. The CLI's pipeline and the Python package both call
-//! this, so their records cannot drift apart.
+//! One samples line scored from its recorded results, as `plangate score` decides it:
+//! the gate's decision (or the `--seed-compat` judgement), or why the line is not a
+//! task. The CLI's pipeline and the Python package both call [`LineScorer::score`] and
+//! write what it returns through [`crate::record`], so their records cannot drift apart.
 
 use std::collections::BTreeMap;
-
-use serde_json::json;
 
 use crate::baseline::{naive_decided, naive_verdict};
 use crate::calibration::{Grid, Observation};
 use crate::catalog::Catalog;
-use crate::decide::{self, Options, Prepared, ProseParameter, Verdict, prose_like};
+use crate::decide::{self, Decision, Options, Prepared, ProseParameter, Verdict, prose_like};
 use crate::outcome::TrialOutcomes;
-use crate::seed::{self, SeedOptions};
+use crate::record::{BadLine, Record, SeedRecord, Sink};
+use crate::seed::{self, SeedOptions, SeedOutcome};
 use crate::task::{Label, Observed, ReadingNotes, Task, TaskError, parse_task_line};
 
-/// What scoring one line produced.
+/// What scoring one line gave.
 #[derive(Debug)]
 pub enum Scored {
-    /// A record, written to the caller's buffer, with what the run counts of it.
-    Record(Box<ScoredRecord>),
+    /// The gate decided the task.
+    Decided(Box<Decided>),
+    /// The seed's gate (`--seed-compat`) judged the task.
+    Seed(Box<SeedJudged>),
     /// The line is not a task.
     Bad(TaskError),
     /// A shard's scorer: another shard decides this task.
     Other,
-    /// A shard's scorer: a decision, its record written to the caller's buffer, with
-    /// what `plangate merge` needs of it.
-    Kept(Box<KeptDecision>),
 }
 
-/// What a run counts of a line [`Scored::Record`] wrote.
+/// A task the gate decided, with what the run counts of it beside its record.
 #[derive(Debug)]
-pub struct ScoredRecord {
-    /// The verdict (None: the seed's gate refused).
-    pub verdict: Option<Verdict>,
-    /// The naive scorer's comparison, when there is one.
+pub struct Decided {
+    /// The decision: the record written for the task.
+    pub decision: Decision,
+    /// The naive scorer's comparison, when the task is compared.
     pub compared: Option<Compared>,
+    /// What reading the line noted for the run (call ids matched by rule, unknown fields).
+    pub notes: ReadingNotes,
+    /// The parameters that looked like unmarked prose ([`prose_like`]).
+    pub prose: Vec<ProseParameter>,
+    /// The prepared task, kept for a shard's evidence: `merge` classifies it again.
+    pub prepared: Option<Prepared>,
+}
+
+impl Decided {
+    /// How the task's samples fared where they came from.
+    pub fn trial_outcomes(&self) -> Option<TrialOutcomes> {
+        TrialOutcomes::of(self.decision.outcomes.iter().copied())
+    }
+}
+
+/// A task the seed's gate judged (`--seed-compat`), with what the run counts of it.
+#[derive(Debug)]
+pub struct SeedJudged {
     /// The task's ID.
     pub task_id: String,
-    /// What reading it noted for the run (call ids matched by rule, unknown fields).
+    /// The seed's verdict and agreements, or its refusal.
+    pub outcome: SeedOutcome,
+    /// What reading the line noted for the run.
     pub notes: ReadingNotes,
-    /// How its samples fared where they came from.
+    /// How the task's samples fared where they came from.
     pub outcomes: Option<TrialOutcomes>,
-    /// The parameters that looked like unmarked prose ([`prose_like`]; none for the
-    /// seed's gate, which reads no hints).
-    pub prose: Vec<ProseParameter>,
 }
 
-/// A shard's decision with its prepared task, the naive scorer's comparison when there
-/// is one, what reading it noted for the run, and the parameters that looked like
-/// unmarked prose: `merge` classifies the prepared task again.
-pub type KeptDecision = (
-    decide::Decision,
-    decide::Prepared,
-    Option<Compared>,
-    ReadingNotes,
-    Vec<ProseParameter>,
-);
+impl SeedJudged {
+    /// The record written for it.
+    pub fn record(&self) -> SeedRecord<'_> {
+        SeedRecord {
+            task_id: &self.task_id,
+            outcome: &self.outcome,
+        }
+    }
+}
+
+impl Scored {
+    /// The record written for the line when it is a task this scorer decides, as
+    /// [`Record`]s are written: through any sink.
+    pub fn emit<S: Sink + ?Sized>(&self, s: &mut S) -> bool {
+        match self {
+            Scored::Decided(d) => d.decision.emit(s),
+            Scored::Seed(j) => j.record().emit(s),
+            Scored::Bad(_) | Scored::Other => return false,
+        }
+        true
+    }
+
+    /// The task's verdict, when the line has one (the seed's refusal has none).
+    pub fn verdict(&self) -> Option<Verdict> {
+        match self {
+            Scored::Decided(d) => Some(d.decision.decision),
+            Scored::Seed(j) => j.outcome.verdict(),
+            Scored::Bad(_) | Scored::Other => None,
+        }
+    }
+}
 
 /// The naive scorer beside the gate on one task (`--baseline`, or a labelled task).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,181 +108,135 @@ pub struct Compared {
     pub calibration: Option<Observation>,
 }
 
-/// Everything a line is decided against; shared read-only by the threads that score.
-pub struct LineScorer<'a> {
-    /// The catalog.
-    pub catalog: &'a Catalog,
-    /// Each tool's state, as the catalog records it ([`decide::tool_states`]).
-    pub states: BTreeMap<String, decide::ToolState>,
+/// How a [`LineScorer`] decides: thresholds, the rule's mode and what it computes
+/// beside the decision.
+#[derive(Clone, Copy, Default)]
+pub struct ScoreConfig<'a> {
     /// The gate's thresholds.
     pub opts: Options,
     /// Reproduce the seed's code (`--seed-compat`) through this entry point.
     pub seed_compat: Option<(seed::EntryPoint, SeedOptions)>,
-    /// Also score every task the naive way (`--baseline`); labelled tasks always are.
+    /// Compare the gate with the naive scorer, on labelled tasks and, with
+    /// [`ScoreConfig::baseline`], on every task.
+    pub compare: bool,
+    /// Also score every task the naive way (`--baseline`); labelled tasks always are
+    /// when the scorer compares.
     pub baseline: bool,
     /// A shard's scorer (`--shard K/M`) decides only the tasks whose ID this says it
-    /// owns, and keeps each one's prepared form ([`Scored::Kept`]).
+    /// owns, and keeps each one's prepared form ([`Decided::prepared`]).
     pub shard: Option<&'a (dyn Fn(&str) -> bool + Sync)>,
-    /// Calibrate on this grid (around [`LineScorer::opts`]): each labelled task is also
+    /// Calibrate on a grid around [`ScoreConfig::opts`]: each labelled task is also
     /// decided at every point of it, and its observation comes back with its
     /// comparison ([`Compared::calibration`]).
-    pub calibration: Option<Grid>,
+    pub calibrate: bool,
 }
 
-impl std::fmt::Debug for LineScorer<'_> {
+impl std::fmt::Debug for ScoreConfig<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LineScorer")
+        f.debug_struct("ScoreConfig")
             .field("opts", &self.opts)
             .field("seed_compat", &self.seed_compat)
+            .field("compare", &self.compare)
             .field("baseline", &self.baseline)
             .field("shard", &self.shard.is_some())
-            .field("calibration", &self.calibration.is_some())
-            .finish_non_exhaustive()
+            .field("calibrate", &self.calibrate)
+            .finish()
     }
+}
+
+/// Everything a line is decided against; shared read-only by the threads that score.
+#[derive(Debug)]
+pub struct LineScorer<'a> {
+    catalog: &'a Catalog,
+    /// Each tool's state, as the catalog records it ([`decide::tool_states`]).
+    states: BTreeMap<String, decide::ToolState>,
+    config: ScoreConfig<'a>,
+    /// The calibration grid, when the scorer calibrates.
+    grid: Option<Grid>,
 }
 
 impl<'a> LineScorer<'a> {
-    /// A scorer with the catalog's recorded tool states.
-    pub fn new(catalog: &'a Catalog, opts: Options) -> Self {
+    /// A scorer over `catalog`, with the catalog's recorded tool states.
+    pub fn new(catalog: &'a Catalog, config: ScoreConfig<'a>) -> Self {
         LineScorer {
             catalog,
             states: decide::tool_states(catalog),
-            opts,
-            seed_compat: None,
-            baseline: false,
-            shard: None,
-            calibration: None,
+            grid: config.calibrate.then(|| Grid::around(&config.opts)),
+            config,
         }
     }
 
-    /// Scores one line (without its line ending), appending its record, if it has
-    /// one, to `out`: the records of many lines go to one buffer, not a string each.
-    pub fn score(&self, line: &[u8], out: &mut String) -> Scored {
-        self.score_seeing(line, out, |_| {})
+    /// The grid labelled tasks are calibrated on, when the scorer calibrates.
+    pub fn grid(&self) -> Option<&Grid> {
+        self.grid.as_ref()
     }
 
-    /// [`LineScorer::score`], showing `see` the gate's decision, when the line has
-    /// one, before its record is written: a run's page digests it there, on the
-    /// thread that decided it.
-    pub fn score_seeing(
-        &self,
-        line: &[u8],
-        out: &mut String,
-        see: impl FnOnce(&decide::Decision),
-    ) -> Scored {
-        match self.decide_comparing(line, out, true) {
-            (DecidedLine::Gate(d, task), compared) => {
-                see(&d);
-                crate::record::write_decision(&d, out);
-                Scored::Record(Box::new(ScoredRecord {
-                    verdict: Some(d.decision),
-                    compared,
-                    outcomes: TrialOutcomes::of(d.outcomes.iter().copied()),
-                    prose: self.prose_like(&task, &d),
-                    task_id: task.task_id,
-                    notes: task.notes,
-                }))
-            }
-            (DecidedLine::Scored(Scored::Kept(kept)), _) => {
-                see(&kept.0);
-                crate::record::write_decision(&kept.0, out);
-                Scored::Kept(kept)
-            }
-            (DecidedLine::Scored(scored), _) => scored,
-        }
+    /// Scores one line (without its line ending). A panic inside (a bug in plangate)
+    /// is that line's failure: the rest of the run is still decided, and the summary
+    /// counts the line.
+    pub fn score(&self, line: &[u8]) -> Scored {
+        guarded(|| self.score_unguarded(line), Scored::Bad)
     }
 
-    /// Decides one line as [`LineScorer::score`] does, but hands the gate's decision over
-    /// as it is, with its task, instead of its record: the Python package builds its
-    /// records from the decision itself. It reads the naive comparison only to
-    /// calibrate, so a task is compared only when the scorer calibrates. A
-    /// `--seed-compat` record (written to `out`), a shard's work (its record not
-    /// written) and a line that is not a task come back as `score` gives them.
-    pub fn decide(&self, line: &[u8], out: &mut String) -> (DecidedLine, Option<Compared>) {
-        self.decide_comparing(line, out, self.calibration.is_some())
-    }
-
-    /// [`LineScorer::decide`], with the naive scorer's verdict on a task the gate decided
-    /// when `compare` asks for it (and the task is compared), found the cheapest way
-    /// before the preparation is dropped ([`naive_verdict`]).
-    fn decide_comparing(
-        &self,
-        line: &[u8],
-        out: &mut String,
-        compare: bool,
-    ) -> (DecidedLine, Option<Compared>) {
+    fn score_unguarded(&self, line: &[u8]) -> Scored {
         let task = match parse_task_line(line) {
             Ok(t) => t,
-            Err(e) => return (DecidedLine::Scored(Scored::Bad(e)), None),
+            Err(e) => return Scored::Bad(e),
         };
-        if self.shard.is_some_and(|owns| !owns(&task.task_id)) {
-            return (DecidedLine::Scored(Scored::Other), None);
+        let config = &self.config;
+        if config.shard.is_some_and(|owns| !owns(&task.task_id)) {
+            return Scored::Other;
         }
-        if let Some((entry, seed_opts)) = self.seed_compat {
+        if let Some((entry, seed_opts)) = config.seed_compat {
             let outcome = seed::judge(&task, self.catalog, entry, &seed_opts);
-            crate::record::write_seed(&task.task_id, &outcome, out);
-            let record = Scored::Record(Box::new(ScoredRecord {
-                verdict: outcome.verdict(),
-                compared: None,
+            return Scored::Seed(Box::new(SeedJudged {
+                outcome,
                 outcomes: TrialOutcomes::of(task.samples.iter().map(|s| s.outcome)),
-                prose: Vec::new(),
                 task_id: task.task_id,
                 notes: task.notes,
             }));
-            return (DecidedLine::Scored(record), None);
         }
         if let Some(bad) = missing_result(&task) {
-            let bad = Scored::Bad(TaskError {
+            return Scored::Bad(TaskError {
                 field: bad,
                 message: "no result or error: plangate score decides observed results; \
                           use plangate eval to execute calls"
                     .into(),
                 task_id: Some(task.task_id.clone()),
             });
-            return (DecidedLine::Scored(bad), None);
         }
         let prepared = decide::prepare(&task, self.catalog, None);
-        let (d, observation) = match &self.calibration {
+        let (decision, observation) = match &self.grid {
             Some(grid) => grid.classify(&prepared, &self.states),
-            None => (decide::classify(&prepared, &self.states, &self.opts), None),
+            None => (
+                decide::classify(&prepared, &self.states, &config.opts),
+                None,
+            ),
         };
-        if self.shard.is_some() {
-            let compared = self.compared(&task, &prepared, observation);
-            let prose = self.prose_like(&task, &d);
-            let notes = task.notes;
-            let kept = Scored::Kept(Box::new((d, prepared, compared, notes, prose)));
-            return (DecidedLine::Scored(kept), None);
-        }
-        let compared = if compare {
-            self.compared(&task, &prepared, observation)
-        } else {
-            None
-        };
-        drop(prepared);
-        (DecidedLine::Gate(Box::new(d), Box::new(task)), compared)
-    }
-
-    /// [`LineScorer::score`], with a panic (a bug in plangate) reported as that line's
-    /// failure: the rest of the run is still decided, and the summary counts the line.
-    pub fn score_guarded(&self, line: &[u8], out: &mut String) -> Scored {
-        self.score_guarded_seeing(line, out, |_| {})
-    }
-
-    /// [`LineScorer::score_seeing`], guarded as [`LineScorer::score_guarded`] is.
-    pub fn score_guarded_seeing(
-        &self,
-        line: &[u8],
-        out: &mut String,
-        see: impl FnOnce(&decide::Decision),
-    ) -> Scored {
-        guarded(out, |out| self.score_seeing(line, out, see), Scored::Bad)
+        let compared = config
+            .compare
+            .then(|| self.compared(&task, &prepared, observation))
+            .flatten();
+        let prose = self.prose_like(&task, &decision);
+        Scored::Decided(Box::new(Decided {
+            decision,
+            compared,
+            notes: task.notes,
+            prose,
+            prepared: config.shard.is_some().then_some(prepared),
+        }))
     }
 
     /// The parameters of `task` that looked like unmarked prose ([`prose_like`]), looked
     /// for only where its arguments do not meet arg_accept: words that kept a task from
     /// accepting are worth a warning, and most tasks agree (they are not read again).
-    fn prose_like(&self, task: &Task, d: &decide::Decision) -> Vec<ProseParameter> {
-        if self.opts.arg_accept.met_by(d.arg_agreement.count, d.n) {
+    fn prose_like(&self, task: &Task, d: &Decision) -> Vec<ProseParameter> {
+        if self
+            .config
+            .opts
+            .arg_accept
+            .met_by(d.arg_agreement.count, d.n)
+        {
             return Vec::new();
         }
         prose_like(task, self.catalog)
@@ -262,10 +252,10 @@ impl<'a> LineScorer<'a> {
         prepared: &Prepared,
         observation: Option<Observation>,
     ) -> Option<Compared> {
-        compares_baseline(self.baseline, task).then(|| {
-            let threshold = self.opts.arg_accept;
+        compares_baseline(self.config.baseline, task).then(|| {
+            let threshold = self.config.opts.arg_accept;
             let counted =
-                task.label.is_some() && (self.calibration.is_some() || self.shard.is_some());
+                task.label.is_some() && (self.grid.is_some() || self.config.shard.is_some());
             let (naive, naive_agreement) = if counted {
                 let d = naive_decided(task, prepared, threshold);
                 (d.decision, Some((d.agreement.count, d.agreement.n)))
@@ -283,37 +273,11 @@ impl<'a> LineScorer<'a> {
             }
         })
     }
-
-    /// [`LineScorer::decide`], guarded as [`LineScorer::score_guarded`] is.
-    pub fn decide_guarded(&self, line: &[u8], out: &mut String) -> (DecidedLine, Option<Compared>) {
-        guarded(
-            out,
-            |out| self.decide(line, out),
-            |e| (DecidedLine::Scored(Scored::Bad(e)), None),
-        )
-    }
 }
 
-/// What [`LineScorer::decide`] made of a line: the gate's decision with its task, or what
-/// [`LineScorer::score`] hands over for it.
-#[derive(Debug)]
-pub enum DecidedLine {
-    /// The gate decided the task.
-    Gate(Box<decide::Decision>, Box<Task>),
-    /// Anything else, as `score` gives it.
-    Scored(Scored),
-}
-
-/// `f(out)`, or a panic inside it as the line's error, with whatever part of a record
-/// it wrote to `out` taken back.
-fn guarded<T>(
-    out: &mut String,
-    f: impl FnOnce(&mut String) -> T,
-    bad: impl FnOnce(TaskError) -> T,
-) -> T {
-    let start = out.len();
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(out))).unwrap_or_else(|panic| {
-        out.truncate(start);
+/// `f()`, or a panic inside it as the line's error.
+fn guarded<T>(f: impl FnOnce() -> T, bad: impl FnOnce(TaskError) -> T) -> T {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|panic| {
         let what = panic
             .downcast_ref::<&str>()
             .map(|s| s.to_string())
@@ -335,12 +299,10 @@ pub fn compares_baseline(asked: bool, task: &Task) -> bool {
 
 /// The record written in place of input line `number` when it is not a task.
 pub fn bad_line_record(number: usize, e: &TaskError) -> String {
-    json!({
-        "line": number,
-        "task_id": e.task_id,
-        "error": {"kind": "input", "field": e.field, "message": e.message},
+    crate::record::json(&BadLine {
+        line: number,
+        error: e,
     })
-    .to_string()
 }
 
 fn missing_result(task: &Task) -> Option<String> {
@@ -358,20 +320,10 @@ fn missing_result(task: &Task) -> Option<String> {
 mod tests {
     use super::*;
 
-    /// A panic halfway through a record leaves none of it in the buffer the records
-    /// before it share, and becomes the line's error.
+    /// A panic while deciding a line becomes the line's error.
     #[test]
-    fn a_panic_takes_back_the_half_written_record() {
-        let mut out = String::from("{\"earlier\":1}\n");
-        let scored = guarded(
-            &mut out,
-            |out| -> Result<(), TaskError> {
-                out.push_str("{\"task_id\":");
-                panic!("halfway");
-            },
-            Err,
-        );
-        assert_eq!(out, "{\"earlier\":1}\n");
+    fn a_panic_is_the_lines_error() {
+        let scored = guarded(|| -> Result<(), TaskError> { panic!("halfway") }, Err);
         let e = scored.unwrap_err();
         assert!(
             e.message
@@ -393,7 +345,7 @@ mod tests {
             .unwrap(),
         )
         .unwrap();
-        let scorer = LineScorer::new(&catalog, Options::default());
+        let scorer = LineScorer::new(&catalog, ScoreConfig::default());
         let line = |texts: &[String]| {
             let samples: Vec<String> = (texts.iter())
                 .map(|t| {
@@ -402,11 +354,10 @@ mod tests {
                 .collect();
             format!(r#"{{"task_id":"t","samples":[{}]}}"#, samples.join(","))
         };
-        let found =
-            |texts: &[String]| match scorer.score(line(texts).as_bytes(), &mut String::new()) {
-                Scored::Record(r) => (r.verdict, r.prose),
-                other => panic!("{other:?}"),
-            };
+        let found = |texts: &[String]| match scorer.score(line(texts).as_bytes()) {
+            Scored::Decided(d) => (Some(d.decision.decision), d.prose),
+            other => panic!("{other:?}"),
+        };
         let sentence = "the report for the quarter is in your inbox";
         let cased: Vec<String> = (0..6)
             .map(|i| {

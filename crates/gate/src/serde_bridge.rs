@@ -184,16 +184,6 @@ impl<'a> Array<'a, GateJson> for &'a [Value] {
     }
 }
 
-/// Serializes a canonical JSON text as the JSON it is, without reading its numbers, so
-/// an exact integer such as 9007199254740993 reaches the output unchanged. Only serde's
-/// writers come here; the decisions file's writer copies the text.
-pub(crate) fn verbatim<S: serde::Serializer>(canonical: &str, s: S) -> Result<S::Ok, S::Error> {
-    use serde::Serialize;
-    let raw = serde_json::value::RawValue::from_string(canonical.to_owned())
-        .map_err(|e| serde::ser::Error::custom(format!("canonical arguments are not JSON: {e}")))?;
-    raw.serialize(s)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -111,7 +111,7 @@ proptest! {
         let p = decide::prepare(&t, &catalog, None);
         let grid = Grid::around(&run);
         let (d, observation) = grid.classify(&p, &s);
-        prop_assert_eq!(record::decision(&d), record::decision(&decide::classify(&p, &s, &run)));
+        prop_assert_eq!(record::json(&d), record::json(&decide::classify(&p, &s, &run)));
         let o = observation.expect("a labelled task is observed");
         prop_assert_eq!(o.agreement, (d.arg_agreement.count, d.n));
         for (i, point) in grid.points().iter().enumerate() {

@@ -1,8 +1,9 @@
-//! `plangate score` writes its records by hand (`plangate_gate::record`); these hold
-//! them byte-equal to what serde_json writes for the same record, over generated tasks
-//! on the seed world's catalog: every rule's shape of decision (malformed samples,
-//! schema violations, unknown tools, floats of every size, strings that need escapes).
-//! `tests/cases.rs` does the same over every case file.
+//! Records are written through `plangate_gate::record`'s JSON sink, by hand. These hold
+//! what it writes to what serde_json reads back and writes, over generated tasks on the
+//! seed world's catalog: every rule's shape of decision (malformed samples, schema
+//! violations, unknown tools, floats of every size, strings that need escapes) is valid
+//! JSON that serde_json prints back byte for byte (keys in the record's order), each
+//! string and float read back exactly.
 
 use plangate_gate::catalog::Catalog;
 use plangate_gate::decide::{self, Options};
@@ -11,7 +12,6 @@ use plangate_gate::record;
 use plangate_gate::seed::{self, EntryPoint, SeedOptions, SeedOutcome};
 use plangate_gate::task::parse_task_line;
 use proptest::prelude::*;
-use serde_json::json;
 
 fn catalog() -> Catalog {
     let path = concat!(
@@ -143,30 +143,18 @@ fn line() -> impl Strategy<Value = String> {
 }
 
 /// The `--seed-compat` record as `plangate score` wrote it through serde_json.
-fn seed_by_serde(task_id: &str, outcome: &SeedOutcome) -> String {
-    match outcome {
-        SeedOutcome::Decided { decision, samples } => json!({
-            "task_id": task_id,
-            "mode": "seed_compat",
-            "decision": decision.decision,
-            "arg_agreement": decision.arg_agreement,
-            "result_agreement": decision.res_agreement,
-            "n": samples,
-        }),
-        SeedOutcome::Refused { kind, message } => json!({
-            "task_id": task_id,
-            "mode": "seed_compat",
-            "error": {"kind": kind.as_str(), "message": message},
-        }),
-    }
-    .to_string()
+/// `text` read by serde_json and printed again: equal to `text` when the sink wrote
+/// JSON as serde_json writes it (serde_json keeps sorted keys, so an object's keys must
+/// come sorted or be compared in order by the caller).
+fn reprinted(text: &str) -> Result<serde_json::Value, TestCaseError> {
+    serde_json::from_str(text).map_err(|e| TestCaseError::fail(format!("{e}: {text}")))
 }
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(3000))]
 
     #[test]
-    fn hand_written_records_are_serdes(line in line()) {
+    fn records_read_back_as_written(line in line()) {
         let catalog = catalog();
         let task = parse_task_line(line.as_bytes()).unwrap();
         let d = decide::classify(
@@ -174,23 +162,45 @@ proptest! {
             &decide::tool_states(&catalog),
             &Options::default(),
         );
-        prop_assert_eq!(record::decision(&d), serde_json::to_string(&d).unwrap());
+        let text = record::json(&d);
+        let v = reprinted(&text)?;
+        prop_assert_eq!(v["task_id"].as_str(), Some(d.task_id.as_str()));
+        prop_assert_eq!(v["decision"].as_str(), Some(d.decision.as_str()));
+        let explanation: Vec<&str> = v["explanation"].as_array().unwrap().iter().map(|x| x.as_str().unwrap()).collect();
+        prop_assert_eq!(explanation, d.explanation.iter().map(String::as_str).collect::<Vec<_>>());
+        prop_assert_eq!(v["arg_agreement"]["value"].as_f64().map(f64::to_bits), Some(d.arg_agreement.value.to_bits()));
+        let warnings: Vec<&str> = v["warnings"].as_array().unwrap().iter().map(|x| x.as_str().unwrap()).collect();
+        prop_assert_eq!(warnings, d.warnings.iter().map(String::as_str).collect::<Vec<_>>());
+        for (m, back) in d.malformed.iter().zip(v["malformed"].as_array().unwrap()) {
+            let problems: Vec<&str> = back["problems"].as_array().unwrap().iter().map(|x| x.as_str().unwrap()).collect();
+            prop_assert_eq!(problems, m.problems.iter().map(String::as_str).collect::<Vec<_>>());
+        }
+        // The canonical arguments are written as their text, and read back as it.
+        for (p, back) in d.modal_plan.iter().flatten().zip(v["modal_plan"].as_array().into_iter().flatten()) {
+            let arguments: serde_json::Value = serde_json::from_str(&p.arguments).unwrap();
+            prop_assert_eq!(&back["arguments"], &arguments);
+        }
         for entry in [EntryPoint::GateOrRaise, EntryPoint::ClassifyPlan] {
             let outcome = seed::judge(&task, &catalog, entry, &SeedOptions::default());
-            prop_assert_eq!(
-                record::seed(&task.task_id, &outcome),
-                seed_by_serde(&task.task_id, &outcome)
-            );
+            let text = record::json(&record::SeedRecord { task_id: &task.task_id, outcome: &outcome });
+            // The seed's record has its keys sorted: serde_json prints it back as it is.
+            prop_assert_eq!(reprinted(&text)?.to_string(), text);
         }
     }
 
     /// Floats far from the agreements' usual few: exponents, tiny and huge values.
     #[test]
-    fn floats_print_as_serde_prints_them(a in any::<f64>(), b in any::<f64>(), n in 0usize..1000) {
+    fn floats_read_back_exactly(a in any::<f64>(), b in any::<f64>(), n in 0usize..1000) {
         let outcome = SeedOutcome::Decided {
             decision: seed::SeedDecision { decision: decide::Verdict::Defer, arg_agreement: a, res_agreement: b },
             samples: n,
         };
-        prop_assert_eq!(record::seed("t", &outcome), seed_by_serde("t", &outcome));
+        let text = record::json(&record::SeedRecord { task_id: "t", outcome: &outcome });
+        let v = reprinted(&text)?;
+        prop_assert_eq!(v.to_string(), text.clone());
+        let back = |x: &serde_json::Value| x.as_f64().map(f64::to_bits);
+        prop_assert_eq!(back(&v["arg_agreement"]), a.is_finite().then_some(a.to_bits()));
+        prop_assert_eq!(back(&v["result_agreement"]), b.is_finite().then_some(b.to_bits()));
+
     }
 }

@@ -101,7 +101,10 @@ fn catalog() -> Catalog {
 fn outputs(task: &Task, c: &Catalog) -> (serde_json::Value, String) {
     let prepared = decide::prepare(task, c, None);
     let decision = decide::classify(&prepared, &tool_states(c), &Options::default());
-    (serde_json::to_value(&decision).unwrap(), prepared.to_line())
+    (
+        serde_json::from_str::<serde_json::Value>(&plangate_gate::record::json(&decision)).unwrap(),
+        prepared.to_line(),
+    )
 }
 
 /// Whether the one-pass reader read the line (it keeps native results as text).

@@ -36,6 +36,7 @@ mod run;
 pub mod shard;
 mod spill;
 pub mod trials;
+mod warm;
 mod world;
 
 pub use bridge::{ReadPath, catalog_reads, epoch_mount, module_spec};
@@ -44,10 +45,7 @@ pub use catalog_file::{
 };
 pub use component_catalog::{ComponentCatalog, Policy, component_catalog, wit_docs};
 pub use error::HarnessError;
-pub use eval::{
-    Decided, Eval, EvalOptions, EvalStats, Feeder, Finished, LineOutcome, OnDone, judge_tools,
-    read_quarantine,
-};
+pub use eval::{Decided, Eval, Feeder, Finished, LineOutcome, OnDone, read_quarantine};
 pub use health::{
     Evidence, FirstDifference, HealthReport, Output, ToolBook, ToolHealth, first_difference,
 };
@@ -56,10 +54,11 @@ pub use limits::{JobsOutOfRange, LimitTooLow, LimitsGiven, MAX_JOBS, default_job
 pub use lines::{Line, LineReader, is_blank, too_long};
 pub use observe::observed;
 pub use probe::{ProbeRun, compare_runs, probe_arguments};
-pub use record::Record;
+pub use record::EvalRecord;
 pub use refs::{pointer, substitute};
 pub use resolver::{SandboxResolver, resolver_answer};
 pub use retry::{Attempt, Retried, RetryPlan, RetryReport, RetryRound, TasksAt};
 pub use run::{EvalRun, Retries};
 pub use spill::{Spilled, SpilledLine};
+pub use warm::{EvalOptions, EvalStats, Executed, WarmGate, judge_tools};
 pub use world::{World, WorldOptions};

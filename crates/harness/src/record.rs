@@ -1,46 +1,73 @@
 //! A decision as `plangate eval` writes it, one per line: the gate's record, the epoch
-//! it was decided in and, for a task the defer path retried, its earlier decisions. The
-//! CLI and the Python package both serialize this, so their records are the same.
+//! it was decided in and, for a task the defer path retried, its earlier decisions.
+//! Declared once as a [`Record`], so the CLI's line and the Python package's dict are
+//! the same by construction.
 
 use std::collections::BTreeMap;
 
 use plangate_gate::decide::Decision;
-use serde::Serialize;
+use plangate_gate::record::{Record, Sink, list};
 
 use crate::eval::Decided;
 use crate::retry::{Attempt, Retried};
 
 /// A decision as written: the gate's record plus the epoch it was decided in.
-#[derive(Debug, Serialize)]
-pub struct Record<'a> {
+#[derive(Debug, Clone, Copy)]
+pub struct EvalRecord<'a> {
     /// The gate's decision record.
-    #[serde(flatten)]
     pub decision: &'a Decision,
     /// The epoch it was decided in; empty, and left out, for tasks whose results came
     /// recorded (`score`'s shards, merged).
-    #[serde(skip_serializing_if = "str::is_empty")]
     pub epoch_id: &'a str,
     /// The decisions before this one, for a task the defer path retried.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub history: Option<&'a [Attempt]>,
 }
 
-impl<'a> Record<'a> {
+impl<'a> EvalRecord<'a> {
     /// What is written for a task decided in the epoch `epoch_id`: the last decision of
     /// its retry, with the earlier ones, when the defer path retried it (`retried` is by
     /// input line), else the decision itself.
     pub fn of(d: &'a Decided, epoch_id: &'a str, retried: &'a BTreeMap<usize, Retried>) -> Self {
         match retried.get(&d.line) {
-            Some(r) => Record {
+            Some(r) => EvalRecord {
                 decision: &r.decision,
                 epoch_id: &r.epoch_id,
                 history: Some(&r.history),
             },
-            None => Record {
+            None => EvalRecord {
                 decision: &d.decision,
                 epoch_id,
                 history: None,
             },
         }
+    }
+}
+
+impl Record for EvalRecord<'_> {
+    fn emit<S: Sink + ?Sized>(&self, s: &mut S) {
+        s.object();
+        self.decision.emit_fields(s);
+        if !self.epoch_id.is_empty() {
+            s.key("epoch_id");
+            s.str(self.epoch_id);
+        }
+        if let Some(history) = self.history {
+            s.key("history");
+            list(s, history, |s, a| a.emit(s));
+        }
+        s.end_object();
+    }
+}
+
+impl Record for Attempt {
+    fn emit<S: Sink + ?Sized>(&self, s: &mut S) {
+        s.object();
+        s.key("epoch_id");
+        s.str(&self.epoch_id);
+        s.key("decision");
+        s.str(self.decision.as_str());
+        s.key("reasons");
+        list(s, &self.reasons, |s, r| s.str(r.as_str()));
+        s.end_object();
     }
 }

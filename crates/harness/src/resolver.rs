@@ -9,7 +9,7 @@
 //! the value does not resolve, and the gate keeps it distinct.
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use plangate_gate::canon::Resolver;
 use plangate_gate::catalog::Catalog;
@@ -36,14 +36,14 @@ pub fn resolver_answer(o: &Observed) -> Option<Value> {
 /// Resolves through the world's tools, caching one answer per (tool, value) for the
 /// whole run: the first answer is the run's answer, so every task sees the same one.
 /// `Sync`: workers share it.
-pub struct SandboxResolver<'w> {
-    world: &'w World,
+pub struct SandboxResolver {
+    world: Arc<World>,
     /// Each resolver tool's input parameter (None: it has no required parameter).
     params: HashMap<String, Option<String>>,
     cache: Mutex<HashMap<(String, String), Option<Value>>>,
 }
 
-impl std::fmt::Debug for SandboxResolver<'_> {
+impl std::fmt::Debug for SandboxResolver {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SandboxResolver")
             .field("params", &self.params)
@@ -51,9 +51,9 @@ impl std::fmt::Debug for SandboxResolver<'_> {
     }
 }
 
-impl<'w> SandboxResolver<'w> {
+impl SandboxResolver {
     /// A resolver over `world`, reading each tool's first required parameter from `catalog`.
-    pub fn new(world: &'w World, catalog: &Catalog) -> Self {
+    pub fn new(world: Arc<World>, catalog: &Catalog) -> Self {
         let params = catalog
             .tools()
             .iter()
@@ -101,7 +101,7 @@ impl<'w> SandboxResolver<'w> {
     }
 }
 
-impl Resolver for &SandboxResolver<'_> {
+impl Resolver for &SandboxResolver {
     fn resolve(&mut self, tool: &str, value: &Value) -> Option<Value> {
         self.lookup(tool, value)
     }
@@ -109,12 +109,12 @@ impl Resolver for &SandboxResolver<'_> {
 
 /// A per-task view that remembers which resolver tools the task's canonical arguments
 /// depended on: their live mounts count as touched by the task.
-pub(crate) struct TaskResolver<'a, 'w> {
-    pub(crate) shared: &'a SandboxResolver<'w>,
+pub(crate) struct TaskResolver<'a> {
+    pub(crate) shared: &'a SandboxResolver,
     pub(crate) used: BTreeSet<String>,
 }
 
-impl Resolver for TaskResolver<'_, '_> {
+impl Resolver for TaskResolver<'_> {
     fn resolve(&mut self, tool: &str, value: &Value) -> Option<Value> {
         self.used.insert(tool.to_string());
         self.shared.lookup(tool, value)

@@ -6,6 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
+use std::sync::Arc;
 
 use plangate_gate::catalog::Catalog;
 use plangate_gate::decide::{Decision, Reason, Verdict};
@@ -13,7 +14,8 @@ use plangate_gate::task::Task;
 use serde::Serialize;
 
 use crate::error::HarnessError;
-use crate::eval::{Decided, Eval, EvalOptions, Finished};
+use crate::eval::{Decided, Eval, Finished};
+use crate::warm::EvalOptions;
 use crate::world::{World, WorldOptions};
 
 /// One decision a task had before its last: its epoch, verdict and reasons.
@@ -85,7 +87,7 @@ pub struct RetryReport {
 #[derive(Debug, Clone)]
 pub struct RetryPlan<'a> {
     /// The run's catalog.
-    pub catalog: &'a Catalog,
+    pub catalog: Arc<Catalog>,
     /// The catalog's folder.
     pub base_dir: &'a Path,
     /// The first epoch's options: each round takes its limits and engine, with every
@@ -223,7 +225,7 @@ impl RetryPlan<'_> {
     /// executions agree) and decided.
     fn round(&self, round: usize, tasks: Vec<(usize, Task)>) -> Result<Finished, HarnessError> {
         let world = World::build(
-            self.catalog,
+            &self.catalog,
             self.base_dir,
             WorldOptions {
                 manifest: None,
@@ -237,7 +239,7 @@ impl RetryPlan<'_> {
             reuse_repeats: true,
             ..self.eval.clone()
         };
-        let mut eval = Eval::start(&world, self.catalog, opts);
+        let mut eval = Eval::start(Arc::new(world), self.catalog.clone(), opts);
         if let Some(flag) = self.stop {
             eval.stop_when(flag);
         }

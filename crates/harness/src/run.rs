@@ -5,15 +5,17 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use plangate_gate::catalog::Catalog;
 use plangate_sandbox::EpochManifest;
 
 use crate::error::HarnessError;
-use crate::eval::{Decided, Eval, EvalOptions, Finished};
+use crate::eval::{Decided, Eval, Finished};
 use crate::journal::Journal;
 use crate::retry::{Retried, RetryPlan, RetryReport, TasksAt};
+use crate::warm::EvalOptions;
 use crate::world::{World, WorldOptions};
 
 /// What the defer path did: each retried task's last decision by input line, and the
@@ -31,7 +33,7 @@ pub struct Retries {
 /// follow.
 #[derive(Debug, Clone)]
 pub struct EvalRun<'a> {
-    catalog: &'a Catalog,
+    catalog: Arc<Catalog>,
     base_dir: &'a Path,
     world: WorldOptions,
     eval: EvalOptions,
@@ -44,7 +46,7 @@ impl<'a> EvalRun<'a> {
     /// `world` (the manifest to replay, if any, is given to [`EvalRun::pin`]), executed
     /// and decided with `eval`, followed by `retry_rounds` defer-path rounds at most.
     pub fn new(
-        catalog: &'a Catalog,
+        catalog: Arc<Catalog>,
         base_dir: &'a Path,
         world: WorldOptions,
         eval: EvalOptions,
@@ -81,22 +83,23 @@ impl<'a> EvalRun<'a> {
     }
 
     /// Pins the first epoch, or replays `manifest` (an earlier run's).
-    pub fn pin(&self, manifest: Option<EpochManifest>) -> Result<World, HarnessError> {
+    pub fn pin(&self, manifest: Option<EpochManifest>) -> Result<Arc<World>, HarnessError> {
         World::build(
-            self.catalog,
+            &self.catalog,
             self.base_dir,
             WorldOptions {
                 manifest,
                 ..self.world.clone()
             },
         )
+        .map(Arc::new)
     }
 
     /// Phase one in `world`: every tool declared deterministic probed, and the
     /// executor ready for the lines, with the run's stop flag and `journal` (the calls
     /// an interrupted run made, and where this run's go).
-    pub fn start<'w>(&'w self, world: &'w World, journal: Option<&'w Journal>) -> Eval<'w> {
-        let mut eval = Eval::start(world, self.catalog, self.eval.clone());
+    pub fn start<'w>(&'w self, world: Arc<World>, journal: Option<&'w Journal>) -> Eval<'w> {
+        let mut eval = Eval::start(world, self.catalog.clone(), self.eval.clone());
         if let Some(j) = journal {
             eval.journal(j);
         }
@@ -138,7 +141,7 @@ impl<'a> EvalRun<'a> {
 
     fn plan(&self) -> RetryPlan<'_> {
         RetryPlan {
-            catalog: self.catalog,
+            catalog: self.catalog.clone(),
             base_dir: self.base_dir,
             world: self.world.clone(),
             eval: self.eval.clone(),

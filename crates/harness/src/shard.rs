@@ -16,9 +16,10 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::error::HarnessError;
-use crate::eval::{EvalStats, Finished};
+use crate::eval::Finished;
 use crate::health::ToolBook;
 use crate::journal::Chain;
+use crate::warm::EvalStats;
 
 /// A [`HarnessError::Shard`] with a formatted message.
 macro_rules! shard_error {

@@ -157,18 +157,16 @@ impl Agreement {
 }
 
 /// One step of the modal plan.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct PlanStep {
     /// Tool name.
     pub tool: String,
-    /// Canonical arguments, as their RFC 8785 text: the record writes it as it is, and
-    /// serde as raw JSON (checked then, not each time a decision is made).
-    #[serde(serialize_with = "crate::serde_bridge::verbatim")]
+    /// Canonical arguments, as their RFC 8785 text: the record writes it as it is.
     pub arguments: String,
 }
 
 /// An argument path on which samples differ.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct DivergentPath {
     /// `$.steps[1].arguments.user_id`.
     pub path: String,
@@ -180,7 +178,7 @@ pub struct DivergentPath {
 }
 
 /// Agreement at one step of the plans.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct StepAgreement {
     /// Step index.
     pub step: usize,
@@ -205,7 +203,7 @@ pub struct MalformedSample {
 
 /// One way samples' arguments break their tool's schema, listed once with the samples
 /// that break it so.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SchemaViolation {
     /// Plan step.
     pub step: usize,
@@ -222,7 +220,7 @@ pub struct SchemaViolation {
 }
 
 /// The full record of one decision.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct Decision {
     /// The caller's task ID.
     pub task_id: String,
@@ -260,7 +258,6 @@ pub struct Decision {
     pub label: Option<Label>,
     /// Each sample's outcome in input order (a benchmark trial's reward), echoed; absent
     /// when no sample has one.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub outcomes: Vec<Option<f64>>,
 }
 

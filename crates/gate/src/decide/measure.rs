@@ -317,9 +317,7 @@ mod tests {
         assert_eq!(distinct_samples(&apart_prepared).len(), 7);
         let decided = |p: &Prepared| {
             let d = classify(p, &tool_states(&c), &Options::default());
-            // The record writer prints what serde does (tests/records.rs); record.rs
-            // imports this module, so its tests here may not import it back.
-            serde_json::to_string(&d).unwrap()
+            crate::record::json(&d)
         };
         let d = decided(&prepared);
         assert_eq!(d, decided(&apart_prepared));

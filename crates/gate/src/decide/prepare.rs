@@ -560,7 +560,7 @@ mod tests {
         };
         let decided = |t: &Task| {
             let d = classify(&prepare(t, &c, None), &tool_states(&c), &Options::default());
-            serde_json::to_value(&d).unwrap()
+            serde_json::from_str::<serde_json::Value>(&crate::record::json(&d)).unwrap()
         };
         let d = decided(&shared);
         assert_eq!(d, decided(&apart));

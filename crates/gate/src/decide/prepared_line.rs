@@ -231,8 +231,8 @@ mod tests {
         let back = Prepared::from_line(&text).expect("reads back");
         assert_eq!(back.to_line(), text, "the line is stable");
         let states = tool_states(&cat);
-        let a = serde_json::to_string(&classify(&p, &states, &Options::default())).unwrap();
-        let b = serde_json::to_string(&classify(&back, &states, &Options::default())).unwrap();
+        let a = crate::record::json(&classify(&p, &states, &Options::default()));
+        let b = crate::record::json(&classify(&back, &states, &Options::default()));
         assert_eq!(a, b);
         assert!(a.contains("schema"), "the case exercises a violation: {a}");
     }

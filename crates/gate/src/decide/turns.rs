@@ -347,7 +347,7 @@ mod tests {
             &tool_states(&c),
             &Options::default(),
         );
-        serde_json::to_value(&d).unwrap()
+        serde_json::from_str::<serde_json::Value>(&crate::record::json(&d)).unwrap()
     }
 
     /// One task, its parallel calls shuffled per sample, written natively, as OpenAI
