@@ -17,6 +17,8 @@ mod exit {
 mod tools;
 // `plangate call` itself: epoch replay, outcomes, escapes (the sandbox test guests).
 mod call;
+// `--help` held to the code: the subcommands clap dispatches, the catalog dialects read.
+mod help;
 // `plangate score --seed-compat` against the seed's own code, on 10,000 generated cases.
 mod seed_diff;
 // `plangate eval` over the seed world: formats, quarantine, chains, JUnit, exit codes,

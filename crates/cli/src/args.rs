@@ -14,8 +14,9 @@ use plangate_sandbox::Limits;
 /// The files every deciding command reads and writes.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct IoArgs {
-    /// Tool catalog (JSON: native, MCP tools/list, or OpenAI tools array); module and
-    /// mount paths are relative to it.
+    /// Tool catalog (JSON: native, MCP tools/list, OpenAI Chat Completions or Responses
+    /// tools, Anthropic tools, or function docs as BFCL, Gorilla and Gemini write them);
+    /// module and mount paths are relative to it.
     #[arg(long, value_name = "FILE")]
     pub(crate) catalog: PathBuf,
     /// Samples, one task per line (JSONL); `-` reads standard input.

@@ -31,9 +31,10 @@ use plangate::exit;
 #[global_allocator]
 static GLOBAL: alloc::Mimalloc = alloc::Mimalloc;
 
-/// Tell a fabricated tool-call argument from a flaky tool.
+/// Tell a fabricated tool-call argument from a flaky tool: score, eval, probe, call,
+/// demo, epoch, merge, catalog.
 #[derive(Debug, Parser)]
-#[command(name = "plangate", version, about, long_about = None)]
+#[command(name = "plangate", version, long_about = None)]
 struct Cli {
     /// Log what the run does to stderr (-v info, -vv debug, -vvv trace).
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
