@@ -24,7 +24,7 @@ pub fn write_decision(d: &Decision, o: &mut String) {
     o.push_str("{\"task_id\":");
     write_string(&d.task_id, o);
     o.push_str(",\"decision\":\"");
-    o.push_str(d.decision.as_str());
+    o.push_str(d.verdict.as_str());
     o.push_str("\",\"reasons\":");
     list(o, &d.reasons, |o, r| {
         o.push('"');

@@ -139,7 +139,7 @@ impl<'a> LineScorer<'a> {
                 see(&d);
                 crate::record::write_decision(&d, out);
                 Scored::Record(Box::new(ScoredRecord {
-                    verdict: Some(d.decision),
+                    verdict: Some(d.verdict),
                     compared,
                     outcomes: TrialOutcomes::of(d.outcomes.iter().copied()),
                     prose: self.prose_like(&task, &d),

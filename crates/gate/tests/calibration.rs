@@ -116,9 +116,9 @@ proptest! {
         prop_assert_eq!(o.agreement, (d.arg_agreement.count, d.n));
         for (i, point) in grid.points().iter().enumerate() {
             let alone = decide::classify(&p, &s, &grid.options(point));
-            prop_assert_eq!(o.verdict(i), alone.decision, "{:?}", point);
+            prop_assert_eq!(o.verdict(i), alone.verdict, "{:?}", point);
             if point.run {
-                prop_assert_eq!(o.verdict(i), d.decision);
+                prop_assert_eq!(o.verdict(i), d.verdict);
             }
         }
     }
@@ -142,7 +142,7 @@ fn the_generated_tasks_reach_every_verdict() {
         let (d, o) = grid.classify(&p, &s);
         let o = o.unwrap();
         let verdicts: Vec<_> = (0..grid.points().len()).map(|i| o.verdict(i)).collect();
-        moved += usize::from(verdicts.iter().any(|v| *v != d.decision));
+        moved += usize::from(verdicts.iter().any(|v| *v != d.verdict));
         for v in verdicts {
             *seen.entry(v).or_insert(0) += 1;
         }

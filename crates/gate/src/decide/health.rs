@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use super::measure::DistinctSample;
+use super::prepared::DistinctSample;
 use crate::catalog::Catalog;
 
 /// What the batch knows of a tool when tasks are classified.

@@ -19,9 +19,11 @@ mod measure;
 mod options;
 mod paths;
 mod prepare;
+mod prepared;
 mod prepared_line;
 mod prose;
 mod rule;
+mod tally;
 mod turns;
 
 pub use decision::{
@@ -29,13 +31,14 @@ pub use decision::{
     StepAgreement, Verdict,
 };
 pub use health::{ToolState, ToolStates, tool_states};
-pub(crate) use measure::modal;
 pub use options::{InvertedThresholds, Options, Rule};
 pub use paths::path_member;
-pub use prepare::{Prepared, prepare};
+pub use prepare::prepare;
+pub use prepared::Prepared;
 pub use prepared_line::PreparedLineError;
 pub use prose::{PROSE_CHARS, PROSE_WORDS, ProseParameter, looks_like_prose, prose_like};
-pub use rule::{classify, classify_also};
+pub use rule::{classify, classify_and_sweep};
+pub(crate) use tally::modal;
 
 /// The catalog the unit tests of this module decide against: one deterministic,
 /// verified tool `w`, whose `unit` has a default.
