@@ -70,12 +70,19 @@ fn task() -> impl Strategy<Value = Task> {
 }
 
 fn states() -> impl Strategy<Value = BTreeMap<String, ToolState>> {
-    let (likely, rarely) = (prop::bool::weighted(0.85), prop::bool::weighted(0.1));
-    let st = (likely, likely, rarely).prop_map(|(d, v, q)| ToolState {
-        declared_deterministic: d,
-        verified: v,
-        quarantined: q,
-    });
+    // Most tools declared deterministic and verified (85 in 100 each), few quarantined
+    // (10 in 100): each state weighted by its flags' odds.
+    let odds = |on: bool, percent: u32| if on { percent } else { 100 - percent };
+    let st = prop::strategy::Union::new_weighted(
+        (ToolState::ALL.iter())
+            .map(|s| {
+                let weight = odds(s.declared_deterministic, 85)
+                    * odds(s.verified, 85)
+                    * odds(s.quarantined, 10);
+                (weight, Just(*s))
+            })
+            .collect(),
+    );
     proptest::collection::vec(st, 3).prop_map(|s| {
         ["a", "b", "c"]
             .iter()

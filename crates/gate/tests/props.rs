@@ -464,11 +464,7 @@ fn shared_samples(
 }
 
 fn states() -> impl Strategy<Value = BTreeMap<String, ToolState>> {
-    let st = (any::<bool>(), any::<bool>(), any::<bool>()).prop_map(|(d, v, q)| ToolState {
-        declared_deterministic: d,
-        verified: v,
-        quarantined: q,
-    });
+    let st = prop::sample::select(&ToolState::ALL[..]);
     (st.clone(), st.clone(), st).prop_map(|(a, b, c)| {
         [
             ("a".to_string(), a),

@@ -6,11 +6,12 @@
 //! result agreement (over deterministic steps) only ever defers.
 //!
 //! A task goes through the files in this order: `prepare` keys it (with `turns` ordering
-//! the calls of each turn), `measure` and `paths` say how far its samples agree, and
-//! `rule` decides, writing its sentences with `explain`. `options`, `health` and
-//! `decision` hold what goes in and what comes out; `prepared_line` keeps a prepared
-//! task as one line between the phases. `prose` finds parameters that look like free
-//! text and split the plans on their words, for a run to warn about once.
+//! the calls of each turn) into a `prepared` task, `measure` and `paths` say how far its
+//! samples agree (counting with `tally`), and `rule` decides, step by step, each step
+//! ruling on the measured task with the grounds `explain` says in sentences. `options`,
+//! `health` and `decision` hold what goes in and what comes out; `prepared_line` keeps a
+//! prepared task as one line between the phases. `prose` finds parameters that look like
+//! free text and split the plans on their words, for a run to warn about once.
 
 mod decision;
 mod explain;
