@@ -166,32 +166,9 @@ impl Ground<'_> {
             Ground::FabricatedArguments {
                 low,
                 paths,
-                located: true,
-            } => low
-                .below_reject()
-                .s(", and scattered where the plans differ (")
-                .paths(paths, low.n)
-                .s(")")
-                .done(),
-            Ground::FabricatedArguments { low, paths, .. } if paths.is_empty() => {
-                low.below_reject().done()
-            }
-            Ground::FabricatedArguments { low, paths, .. } => {
-                low.below_reject().s(" (").paths(paths, low.n).s(")").done()
-            }
-            Ground::DiffuseArguments { low, paths } => {
-                let say = low.below_reject().s(
-                    ", but no single path is scattered below it (each path's agreement is at \
-                     least arg_reject",
-                );
-                let say = if paths.is_empty() {
-                    say
-                } else {
-                    say.s(": ").paths(paths, low.n)
-                };
-                say.s("): harmless variation in several places, not a located fabrication")
-                    .done()
-            }
+                located,
+            } => fabricated(*low, paths, *located),
+            Ground::DiffuseArguments { low, paths } => diffuse(*low, paths),
             Ground::SchemaMismatch { a, n, violation: v } => format!(
                 "argument agreement {a}/{n}, but the modal plan breaks {:?}'s schema at step {} \
                  ({}, keyword `{}`): either the model or the schema is wrong, which is not a \
@@ -251,6 +228,36 @@ impl Ground<'_> {
                 .done(),
         }
     }
+}
+
+/// A reject for low argument agreement: the scattered paths when `located`, else (the
+/// seed's rule) any paths the plans differ on, if they differ on one.
+fn fabricated(low: Against, paths: &[&DivergentPath], located: bool) -> String {
+    let say = low.below_reject();
+    if located {
+        (say.s(", and scattered where the plans differ (")
+            .paths(paths, low.n))
+        .s(")")
+        .done()
+    } else if paths.is_empty() {
+        say.done()
+    } else {
+        say.s(" (").paths(paths, low.n).s(")").done()
+    }
+}
+
+/// Low argument agreement with no path scattered below arg_reject, and each path's own.
+fn diffuse(low: Against, paths: &[&DivergentPath]) -> String {
+    let say = low.below_reject().s(
+        ", but no single path is scattered below it (each path's agreement is at least \
+         arg_reject",
+    );
+    let say = if paths.is_empty() {
+        say
+    } else {
+        say.s(": ").paths(paths, low.n)
+    };
+    (say.s("): harmless variation in several places, not a located fabrication")).done()
 }
 
 /// A group of tools failing seed condition 1, and what that stops.
