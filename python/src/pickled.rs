@@ -230,7 +230,7 @@ impl Writer {
             w.string("task_id")?;
             w.string(&d.task_id)?;
             w.string("decision")?;
-            w.string(d.decision.as_str())?;
+            w.string(d.verdict.as_str())?;
             w.string("reasons")?;
             w.list(&d.reasons, |w, r| w.string(r.as_str()))?;
             w.string("explanation")?;
