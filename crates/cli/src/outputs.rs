@@ -112,17 +112,17 @@ impl<'a> Outputs<'a> {
         tally: &mut Tally,
     ) -> Result<()> {
         let dec = record.decision;
-        tally.count(dec.decision);
-        tally.by_outcome.count(&dec.outcomes, dec.decision);
+        tally.count(dec.verdict);
+        tally.by_outcome.count(&dec.outcomes, dec.verdict);
         if let Some(naive) = naive {
-            tally.baseline.count(dec.decision, naive, dec.label);
+            tally.baseline.count(dec.verdict, naive, dec.label);
         }
         if let Some(label) = dec.label {
             let key = serde_json::to_value(label)?
                 .as_str()
                 .unwrap_or_default()
                 .to_string();
-            self.labels.entry(key).or_default()[dec.decision as usize] += 1;
+            self.labels.entry(key).or_default()[dec.verdict as usize] += 1;
         }
         let mut line = plangate_gate::record::json(record);
         line.push('\n');

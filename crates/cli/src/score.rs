@@ -217,10 +217,10 @@ impl RecordWriter<'_> {
                     self.ids.check(&self.source.name, number, &d.task_id);
                     tally.notes.add(&notes);
                     tally.prose.add(&prose);
-                    tally.count(d.decision);
-                    tally.by_outcome.count(&d.outcomes, d.decision);
+                    tally.count(d.verdict);
+                    tally.by_outcome.count(&d.outcomes, d.verdict);
                     if let Some(c) = &compared {
-                        tally.baseline.count(d.decision, c.naive, c.label);
+                        tally.baseline.count(d.verdict, c.naive, c.label);
                         count_calibration(tally, self.grid, c);
                     }
                     if let Some(prepared) = prepared {

@@ -209,10 +209,10 @@ fn judge_gate(
             .by_tool
             .entry(g.tool.to_string())
             .or_default()
-            .entry(dec.decision.as_str())
+            .entry(dec.verdict.as_str())
             .or_insert(0) += 1;
         gate.column.count(
-            dec.decision,
+            dec.verdict,
             label_of(g.hallucinated),
             g.consistent,
             &dec.reasons,
@@ -245,7 +245,7 @@ fn judge_seed_rule(
         let d = d?;
         let g = &tasks[d.line - 1];
         seed_rule.count(
-            d.decision.decision,
+            d.decision.verdict,
             label_of(g.hallucinated),
             g.consistent,
             &d.decision.reasons,

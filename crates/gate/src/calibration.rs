@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use smallvec::SmallVec;
 
-use crate::decide::{Decision, Options, Prepared, ToolStates, Verdict, classify_also};
+use crate::decide::{Decision, Options, Prepared, ToolStates, Verdict, classify_and_sweep};
 use crate::stats::Ratio;
 use crate::task::Label;
 
@@ -118,7 +118,7 @@ impl Grid {
     /// is labelled, at every point of the grid: its observation (the naive scorer's
     /// agreement left for the caller, who scores it). The rule reads the argument
     /// thresholds only by comparing them with a few counts of the task
-    /// ([`classify_also`]), so points whose thresholds each meet the same of those
+    /// ([`classify_and_sweep`]), so points whose thresholds each meet the same of those
     /// counts decide alike, and the rule runs once per such class: once for a task
     /// whose samples all agree, a few times for one whose paths differ.
     pub fn classify(
@@ -127,11 +127,11 @@ impl Grid {
         tools: &dyn ToolStates,
     ) -> (Decision, Option<Observation>) {
         let Some(label) = p.label() else {
-            return (classify_also(p, tools, &self.run, |_, _| {}), None);
+            return (classify_and_sweep(p, tools, &self.run, |_, _| {}), None);
         };
         let n = p.n();
         let mut verdicts = Verdicts::default();
-        let d = classify_also(p, tools, &self.run, |counts, verdict_of| {
+        let d = classify_and_sweep(p, tools, &self.run, |counts, verdict_of| {
             // How many of the counts a threshold meets: met_by rises with the count.
             let meeting = |r: Ratio| counts.iter().filter(|&&c| r.met_by(c, n)).count();
             let mut decided: SmallVec<[((usize, usize), Verdict); 8]> = SmallVec::new();

@@ -22,7 +22,7 @@
 //! let prepared = decide::prepare(&t, &catalog, None);
 //! let states: BTreeMap<_, _> = decide::tool_states(&catalog);
 //! let d = decide::classify(&prepared, &states, &decide::Options::default());
-//! assert_eq!(d.decision, decide::Verdict::Accept); // 4 of 5 is 0.80, and 0.80 accepts
+//! assert_eq!(d.verdict, decide::Verdict::Accept); // 4 of 5 is 0.80, and 0.80 accepts
 //! ```
 
 pub mod baseline;

@@ -213,7 +213,7 @@ impl Decision {
         s.key("task_id");
         s.str(&self.task_id);
         s.key("decision");
-        s.str(self.decision.as_str());
+        s.str(self.verdict.as_str());
         s.key("reasons");
         list(s, &self.reasons, |s, r| s.str(r.as_str()));
         s.key("explanation");

@@ -87,7 +87,7 @@ impl Scored {
     /// The task's verdict, when the line has one (the seed's refusal has none).
     pub fn verdict(&self) -> Option<Verdict> {
         match self {
-            Scored::Decided(d) => Some(d.decision.decision),
+            Scored::Decided(d) => Some(d.decision.verdict),
             Scored::Seed(j) => j.outcome.verdict(),
             Scored::Bad(_) | Scored::Other => None,
         }
@@ -355,7 +355,7 @@ mod tests {
             format!(r#"{{"task_id":"t","samples":[{}]}}"#, samples.join(","))
         };
         let found = |texts: &[String]| match scorer.score(line(texts).as_bytes()) {
-            Scored::Decided(d) => (Some(d.decision.decision), d.prose),
+            Scored::Decided(d) => (Some(d.decision.verdict), d.prose),
             other => panic!("{other:?}"),
         };
         let sentence = "the report for the quarter is in your inbox";

@@ -194,3 +194,110 @@ fn decision_cases() {
         failures.join("\n")
     );
 }
+
+/// The verdicts docs/design.md's table of reason codes gives each code (`defer or
+/// reject`: both), by code, read from the table's rows.
+fn design_reason_rows() -> BTreeMap<String, Vec<String>> {
+    let design = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/design.md");
+    let text = std::fs::read_to_string(&design).unwrap();
+    let table = text
+        .split("\n### Reason codes\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n#").next())
+        .expect("docs/design.md has a section \"Reason codes\"");
+    table
+        .lines()
+        .filter_map(|line| {
+            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+            let code = cells.get(1)?.strip_prefix('`')?.strip_suffix('`')?;
+            let verdicts = cells.get(2)?.split(" or ").map(String::from).collect();
+            Some((code.to_string(), verdicts))
+        })
+        .collect()
+}
+
+/// Whether a case file's stem is named after `verdict` and `code`: it starts with the
+/// verdict, and the code's words follow in order (`accept_arguments_and_results_agree`
+/// is named after both `arguments_agree` and `results_agree`).
+fn named_after(stem: &str, verdict: &str, code: &str) -> bool {
+    let Some(rest) = stem.strip_prefix(verdict).and_then(|r| r.strip_prefix('_')) else {
+        return false;
+    };
+    let mut words = rest.split('_');
+    code.split('_').all(|w| words.any(|x| x == w))
+}
+
+#[test]
+fn a_case_is_named_after_its_verdict_and_code() {
+    assert!(named_after(
+        "reject_referential_miss_must_exist",
+        "reject",
+        "referential_miss"
+    ));
+    assert!(named_after(
+        "accept_arguments_and_results_agree",
+        "accept",
+        "results_agree"
+    ));
+    assert!(!named_after(
+        "accept_results_agree",
+        "accept",
+        "agree_results"
+    ));
+    assert!(!named_after("defer_tool_suspect", "reject", "tool_suspect"));
+    assert!(!named_after(
+        "defer_tool_suspected",
+        "defer",
+        "tool_suspect"
+    ));
+}
+
+/// Every reason code has a row in docs/design.md's table and, for each verdict the row
+/// gives it, a case file named after the verdict and the code whose expected record
+/// decides so for that reason; the table has no code the enum lacks.
+#[test]
+fn every_reason_has_a_case_and_a_row() {
+    let rows = design_reason_rows();
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/cases");
+    let stems: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| {
+            let p = e.unwrap().path();
+            let stem = p.file_stem()?.to_str()?.to_string();
+            (p.extension()? == "json").then_some(stem)
+        })
+        .collect();
+    let mut missing = Vec::new();
+    for reason in decide::Reason::ALL {
+        let code = reason.as_str();
+        let Some(verdicts) = rows.get(code) else {
+            missing.push(format!(
+                "{code}: no row in docs/design.md, \"Reason codes\""
+            ));
+            continue;
+        };
+        for verdict in verdicts {
+            let held = stems.iter().any(|stem| {
+                named_after(stem, verdict, code) && {
+                    let expect = dir.join("expect").join(format!("{stem}.json"));
+                    let record: serde_json::Value =
+                        serde_json::from_slice(&std::fs::read(expect).unwrap()).unwrap();
+                    record["decision"] == verdict.as_str()
+                        && (record["reasons"].as_array().unwrap()).contains(&code.into())
+                }
+            });
+            if !held {
+                missing.push(format!(
+                    "{code}: no case {verdict}_{code}*.json that {verdict}s for it"
+                ));
+            }
+        }
+    }
+    let codes: Vec<&str> = decide::Reason::ALL.iter().map(|r| r.as_str()).collect();
+    for code in rows.keys().filter(|c| !codes.contains(&c.as_str())) {
+        missing.push(format!(
+            "{code}: a row in docs/design.md, but no such Reason"
+        ));
+    }
+    assert!(missing.is_empty(), "{}", missing.join("\n"));
+}

@@ -464,11 +464,7 @@ fn shared_samples(
 }
 
 fn states() -> impl Strategy<Value = BTreeMap<String, ToolState>> {
-    let st = (any::<bool>(), any::<bool>(), any::<bool>()).prop_map(|(d, v, q)| ToolState {
-        declared_deterministic: d,
-        verified: v,
-        quarantined: q,
-    });
+    let st = prop::sample::select(&ToolState::ALL[..]);
     (st.clone(), st.clone(), st).prop_map(|(a, b, c)| {
         [
             ("a".to_string(), a),
@@ -494,7 +490,7 @@ proptest! {
     #[test]
     fn never_reject_an_unverified_or_nondeterministic_tool(t in task(), s in states()) {
         let d = classify(&t, &s);
-        if d.decision == Verdict::Reject {
+        if d.verdict == Verdict::Reject {
             prop_assert_eq!(&d.reasons, &vec![Reason::FabricatedArguments]);
             for tool in &d.tools {
                 let st = s[tool];
@@ -518,7 +514,7 @@ proptest! {
             }
         }
         let d = classify(&t, &s);
-        prop_assert_ne!(d.decision, Verdict::Reject);
+        prop_assert_ne!(d.verdict, Verdict::Reject);
     }
 
     #[test]
@@ -544,8 +540,8 @@ proptest! {
         raised.samples[differing[pick.index(differing.len())]] = modal;
         let after = classify(&raised, &s);
         prop_assert!(after.arg_agreement.count > before.arg_agreement.count);
-        if after.decision == Verdict::Reject {
-            prop_assert_eq!(before.decision, Verdict::Reject, "before {:?} after {:?}", before.reasons, after.reasons);
+        if after.verdict == Verdict::Reject {
+            prop_assert_eq!(before.verdict, Verdict::Reject, "before {:?} after {:?}", before.reasons, after.reasons);
         }
     }
 
@@ -643,9 +639,9 @@ proptest! {
         let less = distrusted(&s, &quarantine, &unverify);
         let after = decide::classify(&prepared, &less, &opts);
         prop_assert!(
-            after.decision == before.decision || after.decision == Verdict::Defer,
+            after.verdict == before.verdict || after.verdict == Verdict::Defer,
             "{:?} {:?} became {:?} {:?} with {:?} -> {:?}",
-            before.decision, before.reasons, after.decision, after.reasons, s, less
+            before.verdict, before.reasons, after.verdict, after.reasons, s, less
         );
     }
 
@@ -654,7 +650,7 @@ proptest! {
     #[test]
     fn an_accept_never_rests_on_an_untrusted_tools_results(t in referential_task(), s in states()) {
         let d = decide::classify(&decide::prepare(&t, &referential_catalog(), None), &s, &Options::default());
-        if d.decision == Verdict::Accept {
+        if d.verdict == Verdict::Accept {
             for step in d.modal_plan.iter().flatten() {
                 let st = s[&step.tool];
                 prop_assert!(

@@ -33,7 +33,7 @@ impl Attempt {
     fn of(d: &Decision, epoch_id: &str) -> Self {
         Attempt {
             epoch_id: epoch_id.to_string(),
-            decision: d.decision,
+            decision: d.verdict,
             reasons: d.reasons.clone(),
         }
     }
@@ -214,7 +214,7 @@ impl RetryPlan<'_> {
                 .resolved
                 .entry(first_reason[line].clone())
                 .or_default()
-                .entry(r.decision.decision.as_str())
+                .entry(r.decision.verdict.as_str())
                 .or_default() += 1;
         }
         Ok((retried, report))

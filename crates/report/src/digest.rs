@@ -31,7 +31,7 @@ impl RunDigest {
     /// plot are the tools its modal plan calls.
     pub fn add(&mut self, line: usize, d: &Decision) {
         let series = Series::of(d.label);
-        let v = d.decision as usize;
+        let v = d.verdict as usize;
         self.verdicts[series as usize][v] += 1;
         for r in &d.reasons {
             match self.reasons.get_mut(r.as_str()) {
@@ -123,7 +123,7 @@ pub(crate) mod tests {
         }
         Decision {
             task_id: format!("t-{i} <&>"),
-            decision: verdict,
+            verdict,
             reasons,
             explanation: vec![format!("sentence {i}"), "x".repeat(1000)],
             n,

@@ -85,7 +85,7 @@ fn task_case(d: &Decision, history: Option<&[Attempt]>) -> TestCase {
         .map(|r| code(r).unwrap_or_default())
         .collect();
     let message = d.explanation.join("; ");
-    let mut status = match d.decision {
+    let mut status = match d.verdict {
         Verdict::Accept => TestCaseStatus::success(),
         Verdict::Reject => {
             let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
@@ -94,7 +94,7 @@ fn task_case(d: &Decision, history: Option<&[Attempt]>) -> TestCase {
         }
         Verdict::Defer => TestCaseStatus::skipped(),
     };
-    if d.decision != Verdict::Accept {
+    if d.verdict != Verdict::Accept {
         status.set_message(message.clone());
         status.set_description(format!("reasons: {}\n{message}", reasons.join(", ")));
     }

@@ -78,7 +78,7 @@ impl Entry {
         Entry {
             rank,
             task_id: cut(&d.task_id, ID_CHARS),
-            verdict: d.decision,
+            verdict: d.verdict,
             label: d.label,
             reasons: d.reasons.iter().map(|r| r.as_str().to_string()).collect(),
             detail: cut(detail, DETAIL_CHARS),
@@ -188,7 +188,7 @@ impl Notable {
             });
         }
         let by_verdict = Rank {
-            num: severity(d.decision),
+            num: severity(d.verdict),
             den: 1,
             tie: 0,
             line,

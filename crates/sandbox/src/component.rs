@@ -29,8 +29,9 @@ use crate::store::Limiter;
 /// guests that import any 0.2.x (the linker matches 0.2 imports to the newest 0.2).
 const WASI: &str = "0.2.12";
 
-/// One component call's store.
-pub(crate) struct CCtx {
+/// The data of one component call's store: its WASI and HTTP contexts, limits, clock
+/// and what the shadowed filesystem calls remember.
+pub(crate) struct ComponentStoreData {
     pub(crate) wasi: WasiCtx,
     pub(crate) table: ResourceTable,
     pub(crate) http: WasiHttpCtx,
@@ -50,7 +51,7 @@ pub(crate) struct CCtx {
     hash_ids: HashMap<(u64, u64), u64>,
 }
 
-impl CCtx {
+impl ComponentStoreData {
     pub(crate) fn new(
         wasi: WasiCtx,
         hooks: Hooks,
@@ -59,8 +60,8 @@ impl CCtx {
         instant_ns: u64,
         deadline: Instant,
         started: LiveMonotonic,
-    ) -> CCtx {
-        CCtx {
+    ) -> ComponentStoreData {
+        ComponentStoreData {
             started,
             wasi,
             table: ResourceTable::new(),
@@ -76,7 +77,7 @@ impl CCtx {
     }
 }
 
-impl WasiView for CCtx {
+impl WasiView for ComponentStoreData {
     fn ctx(&mut self) -> WasiCtxView<'_> {
         WasiCtxView {
             ctx: &mut self.wasi,
@@ -85,7 +86,7 @@ impl WasiView for CCtx {
     }
 }
 
-impl WasiHttpView for CCtx {
+impl WasiHttpView for ComponentStoreData {
     fn http(&mut self) -> WasiHttpCtxView<'_> {
         WasiHttpCtxView {
             ctx: &mut self.http,
@@ -96,8 +97,8 @@ impl WasiHttpView for CCtx {
 }
 
 /// The linker every component of a sandbox is instantiated through.
-pub(crate) fn linker(engine: &Engine) -> wasmtime::Result<Linker<CCtx>> {
-    let mut linker: Linker<CCtx> = Linker::new(engine);
+pub(crate) fn linker(engine: &Engine) -> wasmtime::Result<Linker<ComponentStoreData>> {
+    let mut linker: Linker<ComponentStoreData> = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
     wasmtime_wasi_http::p2::add_only_http_to_linker_sync(&mut linker)?;
     linker.allow_shadowing(true);
@@ -120,7 +121,7 @@ fn pin_stat(s: &mut fst::DescriptorStat, instant_ns: u64) {
 
 /// A host metadata hash (device and inode, machine-dependent) as a number in the order
 /// the call first met it.
-fn hash_id(c: &mut CCtx, v: fst::MetadataHashValue) -> fst::MetadataHashValue {
+fn hash_id(c: &mut ComponentStoreData, v: fst::MetadataHashValue) -> fst::MetadataHashValue {
     let n = c.hash_ids.len() as u64 + 1;
     let id = *c.hash_ids.entry((v.lower, v.upper)).or_insert(n);
     fst::MetadataHashValue {
@@ -135,7 +136,7 @@ type FsOut<T> = wasmtime::Result<(Result<T, fst::ErrorCode>,)>;
 /// Runs wasmtime-wasi's own `f` on the call's filesystem view, its error as the guest
 /// sees it.
 fn fs<T>(
-    c: &mut CCtx,
+    c: &mut ComponentStoreData,
     f: impl FnOnce(
         &mut wasmtime_wasi::filesystem::WasiFilesystemCtxView<'_>,
     ) -> wasmtime_wasi::p2::FsResult<T>,
@@ -151,11 +152,13 @@ fn fs<T>(
 /// are the epoch instant, hashes are numbered, listings are sorted by name, and an open
 /// of anything but a file or a directory (a FIFO would block the host thread for good)
 /// or past the per-call cap is refused.
-fn shadow_filesystem(linker: &mut Linker<CCtx>) -> wasmtime::Result<()> {
+fn shadow_filesystem(linker: &mut Linker<ComponentStoreData>) -> wasmtime::Result<()> {
     let mut i = linker.instance(&format!("wasi:filesystem/types@{WASI}"))?;
     i.func_wrap(
         "[method]descriptor.stat",
-        |mut st: StoreContextMut<'_, CCtx>, (fd,): (Fd,)| -> FsOut<fst::DescriptorStat> {
+        |mut st: StoreContextMut<'_, ComponentStoreData>,
+         (fd,): (Fd,)|
+         -> FsOut<fst::DescriptorStat> {
             let c = st.data_mut();
             let instant = c.instant_ns;
             let r = fs(c, |v| fst::HostDescriptor::stat(v, fd))?;
@@ -167,7 +170,7 @@ fn shadow_filesystem(linker: &mut Linker<CCtx>) -> wasmtime::Result<()> {
     )?;
     i.func_wrap(
         "[method]descriptor.stat-at",
-        |mut st: StoreContextMut<'_, CCtx>,
+        |mut st: StoreContextMut<'_, ComponentStoreData>,
          (fd, flags, path): (Fd, fst::PathFlags, String)|
          -> FsOut<fst::DescriptorStat> {
             let c = st.data_mut();
@@ -181,7 +184,9 @@ fn shadow_filesystem(linker: &mut Linker<CCtx>) -> wasmtime::Result<()> {
     )?;
     i.func_wrap(
         "[method]descriptor.metadata-hash",
-        |mut st: StoreContextMut<'_, CCtx>, (fd,): (Fd,)| -> FsOut<fst::MetadataHashValue> {
+        |mut st: StoreContextMut<'_, ComponentStoreData>,
+         (fd,): (Fd,)|
+         -> FsOut<fst::MetadataHashValue> {
             let c = st.data_mut();
             let r = fs(c, |v| fst::HostDescriptor::metadata_hash(v, fd))?;
             Ok((r.map(|h| hash_id(c, h)),))
@@ -189,7 +194,7 @@ fn shadow_filesystem(linker: &mut Linker<CCtx>) -> wasmtime::Result<()> {
     )?;
     i.func_wrap(
         "[method]descriptor.metadata-hash-at",
-        |mut st: StoreContextMut<'_, CCtx>,
+        |mut st: StoreContextMut<'_, ComponentStoreData>,
          (fd, flags, path): (Fd, fst::PathFlags, String)|
          -> FsOut<fst::MetadataHashValue> {
             let c = st.data_mut();
@@ -204,11 +209,11 @@ fn shadow_filesystem(linker: &mut Linker<CCtx>) -> wasmtime::Result<()> {
 
 /// Listings sorted by name, and opens refused for what is not a file or a directory
 /// (a FIFO would block the host thread for good) or past the per-call cap.
-fn shadow_listing_and_open(linker: &mut Linker<CCtx>) -> wasmtime::Result<()> {
+fn shadow_listing_and_open(linker: &mut Linker<ComponentStoreData>) -> wasmtime::Result<()> {
     let mut i = linker.instance(&format!("wasi:filesystem/types@{WASI}"))?;
     i.func_wrap(
         "[method]descriptor.read-directory",
-        |mut st: StoreContextMut<'_, CCtx>,
+        |mut st: StoreContextMut<'_, ComponentStoreData>,
          (fd,): (Fd,)|
          -> FsOut<Resource<fst::DirectoryEntryStream>> {
             let c = st.data_mut();
@@ -233,7 +238,7 @@ fn shadow_listing_and_open(linker: &mut Linker<CCtx>) -> wasmtime::Result<()> {
     )?;
     i.func_wrap(
         "[method]directory-entry-stream.read-directory-entry",
-        |mut st: StoreContextMut<'_, CCtx>,
+        |mut st: StoreContextMut<'_, ComponentStoreData>,
          (s,): (Resource<fst::DirectoryEntryStream>,)|
          -> FsOut<Option<fst::DirectoryEntry>> {
             let next = (st.data_mut().readdir.get_mut(&s.rep())).and_then(VecDeque::pop_front);
@@ -242,7 +247,7 @@ fn shadow_listing_and_open(linker: &mut Linker<CCtx>) -> wasmtime::Result<()> {
     )?;
     i.func_wrap(
         "[method]descriptor.open-at",
-        |mut st: StoreContextMut<'_, CCtx>,
+        |mut st: StoreContextMut<'_, ComponentStoreData>,
          (fd, flags, path, open, dflags): (
             Fd,
             fst::PathFlags,
@@ -303,9 +308,12 @@ impl wasmtime_wasi::p2::Pollable for Sleep {
     }
 }
 
-fn shadow_sleep(linker: &mut Linker<CCtx>) -> wasmtime::Result<()> {
+fn shadow_sleep(linker: &mut Linker<ComponentStoreData>) -> wasmtime::Result<()> {
     type Pollable = Resource<wasmtime_wasi::p2::DynPollable>;
-    let sleep = |c: &mut CCtx, until_virtual: u64, live_ns: u64| -> wasmtime::Result<Pollable> {
+    let sleep = |c: &mut ComponentStoreData,
+                 until_virtual: u64,
+                 live_ns: u64|
+     -> wasmtime::Result<Pollable> {
         let s = Sleep {
             until: if c.time.is_some() {
                 until_virtual
@@ -321,7 +329,9 @@ fn shadow_sleep(linker: &mut Linker<CCtx>) -> wasmtime::Result<()> {
     let mut i = linker.instance(&format!("wasi:clocks/monotonic-clock@{WASI}"))?;
     i.func_wrap(
         "subscribe-duration",
-        move |mut st: StoreContextMut<'_, CCtx>, (ns,): (u64,)| -> wasmtime::Result<(Pollable,)> {
+        move |mut st: StoreContextMut<'_, ComponentStoreData>,
+              (ns,): (u64,)|
+              -> wasmtime::Result<(Pollable,)> {
             let c = st.data_mut();
             let now = c.time.as_ref().map_or(0, |t| t.peek());
             Ok((sleep(c, now.saturating_add(ns), ns)?,))
@@ -329,7 +339,7 @@ fn shadow_sleep(linker: &mut Linker<CCtx>) -> wasmtime::Result<()> {
     )?;
     i.func_wrap(
         "subscribe-instant",
-        move |mut st: StoreContextMut<'_, CCtx>,
+        move |mut st: StoreContextMut<'_, ComponentStoreData>,
               (when,): (u64,)|
               -> wasmtime::Result<(Pollable,)> {
             let c = st.data_mut();
@@ -368,10 +378,10 @@ impl wasmtime_wasi::HostMonotonicClock for LiveMonotonic {
 /// How a component tool is called.
 pub(crate) enum Shape {
     /// `wasi:cli/run`: arguments on stdin, the result on stdout.
-    Command(CommandPre<CCtx>),
+    Command(CommandPre<ComponentStoreData>),
     /// A typed function, with its parameters and result type.
     Export {
-        pre: InstancePre<CCtx>,
+        pre: InstancePre<ComponentStoreData>,
         func: ComponentExportIndex,
         params: Vec<(String, Type)>,
         result: Option<Type>,
@@ -381,7 +391,7 @@ pub(crate) enum Shape {
 /// Why a component cannot be a tool as the catalog names it.
 pub(crate) fn shape(
     engine: &Engine,
-    linker: &Linker<CCtx>,
+    linker: &Linker<ComponentStoreData>,
     component: &Component,
     export: Option<&str>,
 ) -> Result<Shape, String> {
@@ -443,19 +453,19 @@ pub(crate) fn shape(
 pub(crate) struct ExportedFunction {
     /// The tool name: the function's WIT name, `iface.` before it inside an interface
     /// (`iface` is the interface's name without its package and version).
-    name: String,
+    pub(crate) name: String,
     /// The same with the interface's whole name (`pkg:ns/iface@1.0.0.func`).
-    full_name: String,
+    pub(crate) full_name: String,
     /// The exported interface it is in, if any (its whole name).
     interface: Option<String>,
     /// The function's own name.
     func: String,
     /// Its parameters, by name.
-    params: Vec<(String, Type)>,
+    pub(crate) params: Vec<(String, Type)>,
     /// Its result, if it has one.
-    result: Option<Type>,
+    pub(crate) result: Option<Type>,
     /// Why it cannot be called with JSON (it takes or returns a resource, ...).
-    unsupported: Option<String>,
+    pub(crate) unsupported: Option<String>,
 }
 
 /// Interfaces toolchains export for themselves, not for callers: componentize-py's
@@ -544,8 +554,8 @@ pub(crate) fn error_envelope(kind: &str, message: &str) -> Vec<u8> {
 /// is the call's own: `ok` is the result, `err` the call's error (`tool_error`, its
 /// message the error's text, or its JSON when it is not a string), exit 1.
 pub(crate) fn call(
-    store: &mut wasmtime::Store<CCtx>,
-    pre: &InstancePre<CCtx>,
+    store: &mut wasmtime::Store<ComponentStoreData>,
+    pre: &InstancePre<ComponentStoreData>,
     func: &ComponentExportIndex,
     args: &[wasmtime::component::Val],
     result: Option<&Type>,
@@ -579,81 +589,5 @@ pub(crate) fn call(
         },
         (Some(v), Some(t)) => (json(v, t), 0),
         _ => (b"null".to_vec(), 0),
-    })
-}
-
-/// What a component offers as tools, described without wasmtime's types: what
-/// `plangate catalog --component` writes a catalog from.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ComponentTools {
-    /// It exports `wasi:cli/run`: a command, called with JSON on stdin.
-    pub command: bool,
-    /// Its typed functions, in export order.
-    pub functions: Vec<FunctionTool>,
-    /// The WASI and other interfaces it imports (`wasi:http/outgoing-handler@0.2.4`).
-    pub imports: Vec<String>,
-}
-
-/// One typed function as a tool.
-#[derive(Debug, Clone, PartialEq)]
-pub struct FunctionTool {
-    /// Its tool name (and the catalog's `export`): the WIT name, `iface.` before it
-    /// inside an exported interface.
-    pub name: String,
-    /// The same with the interface's whole name.
-    pub full_name: String,
-    /// JSON Schema of its arguments object.
-    pub parameters: serde_json::Value,
-    /// JSON Schema of what it returns (for a `result`, of its `ok`).
-    pub returns: Option<serde_json::Value>,
-    /// Why it cannot be a tool (it takes or returns a resource, ...).
-    pub unsupported: Option<String>,
-}
-
-/// Compiles (or loads from the module cache) the component at `path` and describes the
-/// tools it offers.
-pub fn describe(path: &std::path::Path) -> crate::Result<ComponentTools> {
-    let config = crate::SandboxConfig::default();
-    let engine = crate::build_engine(&config)?;
-    let bytes = std::fs::read(path).map_err(crate::error::io("read component", path))?;
-    if !crate::cache::is_component(&bytes) {
-        return Err(crate::Error::Link {
-            path: path.to_path_buf(),
-            message: "not a WebAssembly component (a core module has no typed exports: \
-                      catalog it by hand, as a command)"
-                .into(),
-        });
-    }
-    let sha256 = crate::epoch::hex(&<sha2::Sha256 as sha2::Digest>::digest(&bytes));
-    let crate::cache::Compiled::Component(c) =
-        crate::cache::load_or_compile(&engine, config.cache_dir.as_deref(), path, &sha256, &bytes)?
-    else {
-        unreachable!("a component's bytes compile to a component");
-    };
-    let ty = c.component_type();
-    let command = ty
-        .exports(&engine)
-        .any(|(name, _)| name.starts_with("wasi:cli/run@"));
-    let imports = ty.imports(&engine).map(|(n, _)| n.to_string()).collect();
-    let functions = functions(&engine, &c)
-        .into_iter()
-        .map(|f| FunctionTool {
-            parameters: crate::wit::parameters_schema(&f.params),
-            returns: f.result.as_ref().map(|t| match t {
-                Type::Result(r) => r
-                    .ok()
-                    .as_ref()
-                    .map_or(serde_json::json!({"type": "null"}), crate::wit::schema),
-                t => crate::wit::schema(t),
-            }),
-            name: f.name,
-            full_name: f.full_name,
-            unsupported: f.unsupported,
-        })
-        .collect();
-    Ok(ComponentTools {
-        command,
-        functions,
-        imports,
     })
 }

@@ -76,6 +76,7 @@
 mod cache;
 mod canonical;
 mod component;
+mod describe;
 mod epoch;
 mod error;
 mod host;
@@ -87,7 +88,7 @@ mod store;
 mod walk;
 pub mod wit;
 
-pub use component::{ComponentTools, FunctionTool, describe};
+pub use describe::{ComponentTools, FunctionTool, describe};
 pub use epoch::{
     DEFAULT_CLOCK_STEP_NS, DEFAULT_INSTANT_UNIX_NS, Epoch, EpochBuilder, EpochManifest, EpochMode,
     EpochMount, LiveCheck, MANIFEST_FORMAT, MountMismatch, MountRecord, PLANGATE_VERSION,

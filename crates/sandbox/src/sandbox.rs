@@ -18,7 +18,7 @@ use wasmtime_wasi::p2::pipe::{MemoryInputPipe, MemoryOutputPipe};
 use wasmtime_wasi::{FsPerms, I32Exit, WasiCtxBuilder};
 
 use crate::cache::Compiled;
-use crate::component::{CCtx, LiveMonotonic, Shape};
+use crate::component::{ComponentStoreData, LiveMonotonic, Shape};
 use crate::epoch::{Epoch, EpochMode, hex};
 use crate::error::{Error, Result, io};
 use crate::network::{Hooks, NetworkPolicy};
@@ -338,7 +338,7 @@ impl Drop for SlotGuard<'_> {
 pub struct Sandbox {
     engine: Engine,
     linker: Linker<Ctx>,
-    components: wasmtime::component::Linker<CCtx>,
+    components: wasmtime::component::Linker<ComponentStoreData>,
     epoch: Epoch,
     config: SandboxConfig,
     modules: Mutex<BTreeMap<String, Compiled>>,
@@ -659,7 +659,7 @@ impl Sandbox {
         if time.is_none() {
             b.monotonic_clock(started);
         }
-        let ctx = CCtx::new(
+        let ctx = ComponentStoreData::new(
             b.build(),
             Hooks {
                 policy: t.network.clone(),

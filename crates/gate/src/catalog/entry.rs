@@ -7,9 +7,20 @@ use std::sync::Arc;
 
 use super::sandbox::{parse_mode, parse_mounts, parse_network};
 use super::schema::parse_schema;
-use super::{CatalogError, CatalogWarning, Dialect, Reference, ToolSpec, err};
+use super::{CatalogError, CatalogWarning, Dialect, Problems, Reference, ToolSpec, err};
 use crate::hints::Hints;
 use crate::json::{Object, Value};
+
+/// Rebinds each named `Option` to its value, or returns the problems `p` collected when
+/// one is `None` (its problem is among them): each field is named once, however many an
+/// entry has.
+macro_rules! every_taken {
+    ($p:ident, $($field:ident),+ $(,)?) => {
+        let ($(Some($field),)+) = ($($field,)+) else {
+            return Err($p.0);
+        };
+    };
+}
 
 pub(super) fn parse_entry(
     entry: &Value,
@@ -54,20 +65,8 @@ pub(super) fn parse_entry(
     let annotations = (dialect == Dialect::Mcp)
         .then(|| body.get("annotations").cloned())
         .flatten();
-    let (
-        Some(name),
-        Some(deterministic),
-        Some(verified),
-        Some((parameters, (validator, in_place), hints)),
-        Some(module),
-        Some(export),
-        Some(network),
-        Some(description),
-        Some(probe),
-        Some(mounts),
-        Some(clock),
-        Some(random),
-    ) = (
+    every_taken!(
+        p,
         name,
         deterministic,
         verified,
@@ -79,11 +78,9 @@ pub(super) fn parse_entry(
         probe,
         mounts,
         clock,
-        random,
-    )
-    else {
-        return Err(p.0);
-    };
+        random
+    );
+    let (parameters, (validator, in_place), hints) = parameters;
     if !p.0.is_empty() {
         return Err(p.0);
     }
@@ -156,20 +153,6 @@ pub(super) fn entry_name<'a>(entry: &'a Value, field: &str) -> Option<(&'a str, 
         .or_else(|| o.get("x-plangate")?.as_object()?.get("name"))?
         .as_str()?;
     Some((name, format!("{body_field}.name")))
-}
-
-/// Collects the problems of one entry and goes on, so one run lists them all.
-#[derive(Default)]
-pub(super) struct Problems(pub(super) Vec<CatalogError>);
-
-impl Problems {
-    pub(super) fn take<T>(&mut self, r: Result<T, CatalogError>) -> Option<T> {
-        r.map_err(|e| self.0.push(e)).ok()
-    }
-
-    pub(super) fn take_all<T>(&mut self, r: Result<T, Vec<CatalogError>>) -> Option<T> {
-        r.map_err(|mut e| self.0.append(&mut e)).ok()
-    }
 }
 
 const NATIVE_FIELDS: &[&str] = &[

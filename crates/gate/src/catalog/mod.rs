@@ -280,6 +280,20 @@ impl From<CatalogError> for CatalogErrors {
     }
 }
 
+/// Collects the problems of one entry and goes on, so one run lists them all.
+#[derive(Default)]
+struct Problems(Vec<CatalogError>);
+
+impl Problems {
+    fn take<T>(&mut self, r: Result<T, CatalogError>) -> Option<T> {
+        r.map_err(|e| self.0.push(e)).ok()
+    }
+
+    fn take_all<T>(&mut self, r: Result<T, Vec<CatalogError>>) -> Option<T> {
+        r.map_err(|mut e| self.0.append(&mut e)).ok()
+    }
+}
+
 fn err(field: impl Into<String>, message: impl Into<String>) -> CatalogError {
     CatalogError {
         field: field.into(),

@@ -2,8 +2,7 @@
 //! the schema compiled twice (for serde_json values and for ours) after the checks that
 //! keep a hostile schema from costing the compiler time and memory.
 
-use super::entry::Problems;
-use super::{CatalogError, CatalogWarning, err};
+use super::{CatalogError, CatalogWarning, Problems, err};
 use crate::hints::Hints;
 use crate::json::{Object, Value};
 use crate::serde_bridge::GateJson;

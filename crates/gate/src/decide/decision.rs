@@ -7,8 +7,21 @@ use crate::stats::wilson;
 use crate::task::Label;
 
 /// accept, reject or defer: a value, never an error.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Serialize,
+    serde::Deserialize,
+    strum::IntoStaticStr,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum Verdict {
     /// The plan stands.
     Accept,
@@ -21,16 +34,16 @@ pub enum Verdict {
 impl Verdict {
     /// The word used in outputs.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Accept => "accept",
-            Verdict::Defer => "defer",
-            Verdict::Reject => "reject",
-        }
+        self.into()
     }
 }
 
-/// Why a verdict was reached. Codes are stable: scripts match on them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+/// Why a verdict was reached. Codes are stable: scripts match on them. Each is its
+/// variant's name in snake_case ([`Reason::as_str`]), and [`Reason::ALL`] lists them.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, strum::IntoStaticStr, strum::VariantArray,
+)]
+#[strum(serialize_all = "snake_case")]
 pub enum Reason {
     /// Arguments agree at or above `arg_accept`.
     ArgumentsAgree,
@@ -82,28 +95,12 @@ impl Serialize for Reason {
 }
 
 impl Reason {
-    /// The code as outputs write it (the one place it is spelled: serde writes this too).
+    /// Every reason, in the enum's order.
+    pub const ALL: &'static [Reason] = <Reason as strum::VariantArray>::VARIANTS;
+
+    /// The code as outputs write it (the one place it is derived: serde writes this too).
     pub fn as_str(self) -> &'static str {
-        match self {
-            Reason::ArgumentsAgree => "arguments_agree",
-            Reason::ResultsAgree => "results_agree",
-            Reason::NoDeterministicStep => "no_deterministic_step",
-            Reason::FabricatedArguments => "fabricated_arguments",
-            Reason::UnknownTool => "unknown_tool",
-            Reason::NoSamples => "no_samples",
-            Reason::InsufficientSamples => "insufficient_samples",
-            Reason::EpochNotFixed => "epoch_not_fixed",
-            Reason::ToolNotDeterministic => "tool_not_deterministic",
-            Reason::ToolUnverified => "tool_unverified",
-            Reason::ToolQuarantined => "tool_quarantined",
-            Reason::TaintedByUpstream => "tainted_by_upstream",
-            Reason::ToolSuspect => "tool_suspect",
-            Reason::ResultInconclusive => "result_inconclusive",
-            Reason::AmbiguousArguments => "ambiguous_arguments",
-            Reason::DiffuseArguments => "diffuse_arguments",
-            Reason::SchemaMismatch => "schema_mismatch",
-            Reason::ReferentialMiss => "referential_miss",
-        }
+        self.into()
     }
 
     /// Whether a fresh epoch with every source pinned can change a deferral for this
@@ -224,8 +221,8 @@ pub struct SchemaViolation {
 pub struct Decision {
     /// The caller's task ID.
     pub task_id: String,
-    /// The verdict.
-    pub decision: Verdict,
+    /// The verdict (written `decision` in records).
+    pub verdict: Verdict,
     /// Reason codes.
     pub reasons: Vec<Reason>,
     /// The same in sentences, with the names and numbers behind them.
@@ -266,7 +263,7 @@ impl Decision {
     /// a retry can change (see [`Reason::fixed_by_a_fresh_epoch`]); one it cannot
     /// (too few samples beside a changed source) would defer the retry too.
     pub fn retryable(&self) -> bool {
-        self.decision == Verdict::Defer
+        self.verdict == Verdict::Defer
             && !self.reasons.is_empty()
             && self.reasons.iter().all(|r| r.fixed_by_a_fresh_epoch())
     }

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use super::measure::DistinctSample;
+use super::prepared::DistinctSample;
 use crate::catalog::Catalog;
 
 /// What the batch knows of a tool when tasks are classified.
@@ -16,6 +16,28 @@ pub struct ToolState {
     pub verified: bool,
     /// A probe failure or a witness in this batch contradicted it.
     pub quarantined: bool,
+}
+
+impl ToolState {
+    /// Every state a tool can be in: each combination of the flags once, bit `k` of the
+    /// index the `k`th flag.
+    pub const ALL: [ToolState; 8] = {
+        let mut all = [ToolState {
+            declared_deterministic: false,
+            verified: false,
+            quarantined: false,
+        }; 8];
+        let mut i = 0;
+        while i < all.len() {
+            all[i] = ToolState {
+                declared_deterministic: i & 1 != 0,
+                verified: i & 2 != 0,
+                quarantined: i & 4 != 0,
+            };
+            i += 1;
+        }
+        all
+    };
 }
 
 /// Tool health by name; a name with no state is a tool the catalog does not have.
@@ -77,5 +99,20 @@ impl ToolStates for TaskToolStates<'_> {
             Some((_, state)) => *state,
             None => self.batch.state(tool),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `ToolState::ALL` holds every combination of the flags, once each.
+    #[test]
+    fn every_tool_state_once() {
+        let all: std::collections::BTreeSet<(bool, bool, bool)> = (ToolState::ALL.iter())
+            .map(|s| (s.declared_deterministic, s.verified, s.quarantined))
+            .collect();
+        assert_eq!(all.len(), ToolState::ALL.len());
+        assert_eq!(all.len(), 1 << 3);
     }
 }

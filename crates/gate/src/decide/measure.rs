@@ -1,97 +1,179 @@
 //! Everything the rule reads, measured before any verdict: agreements, the modal plan,
-//! per-step agreement, suspect tools and schema violations. Kept apart from the rule so
-//! the rule reads numbers, never samples.
+//! per-step agreement, suspect tools, schema violations, and on demand what only some
+//! steps of the rule ask (an upstream taint, the modal plan's schema violation, its
+//! referential miss). Kept apart from the rule so the rule reads numbers, never samples.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::decision::{Agreement, Decision, PlanStep, SchemaViolation, StepAgreement, Verdict};
+use super::decision::{
+    Agreement, Decision, DivergentPath, MalformedSample, PlanStep, Reason, SchemaViolation,
+    StepAgreement, Verdict,
+};
 use super::health::ToolStates;
 use super::paths::{MAX_PATHS, path_agreements};
-use super::prepare::{PlanKey, Prepared, PreparedSample};
+use super::prepared::{DistinctSample, PlanKey, Prepared, PreparedSample};
+use super::tally::tally;
 use crate::jcs;
+use crate::task::Label;
 
-/// The modal key: (index of its first occurrence, count). Ties go to the first seen,
-/// so the choice is reproducible.
-pub(crate) fn modal<K: Ord>(keys: impl Iterator<Item = K>) -> Option<(usize, usize)> {
-    tally(keys.enumerate().map(|(i, k)| (i, k, 1))).1
+/// A task measured: what its decision reports beside the verdict, and what the rule reads
+/// to reach one. Built once per task; the rule may read it under several options.
+pub(super) struct Measured<'p> {
+    pub(super) task_id: String,
+    pub(super) n: usize,
+    pub(super) arg_agreement: Agreement,
+    pub(super) result_agreement: Option<Agreement>,
+    pub(super) modal_plan: Option<Vec<PlanStep>>,
+    pub(super) divergent_paths: Vec<DivergentPath>,
+    pub(super) steps: Vec<StepAgreement>,
+    pub(super) first_divergent_step: Option<usize>,
+    pub(super) tools: Vec<String>,
+    pub(super) suspect_tools: Vec<String>,
+    pub(super) malformed: Vec<MalformedSample>,
+    pub(super) schema_violations: Vec<SchemaViolation>,
+    pub(super) warnings: Vec<String>,
+    pub(super) label: Option<Label>,
+    pub(super) outcomes: Vec<Option<f64>>,
+    /// Whether the epoch was fixed for every source the task read (seed condition 4).
+    pub(super) epoch_fixed: bool,
+    /// The health of the tools the task calls.
+    pub(super) tool_states: &'p dyn ToolStates,
+    prepared: &'p Prepared,
 }
 
-/// How keys spread, each given as (index of its sample, key, how many samples it
-/// stands for): the number of distinct keys, and the modal key's (index of its first
-/// sample, count), ties to the first seen. Sorted once instead of counted in a map:
-/// a task has a handful of samples, and a map would cost an allocation and a search per
-/// key.
-pub(super) fn tally<K: Ord>(
-    keys: impl Iterator<Item = (usize, K, usize)>,
-) -> (usize, Option<(usize, usize)>) {
-    let mut all: Vec<(K, usize, usize)> = keys.map(|(i, k, times)| (k, i, times)).collect();
-    // Samples mostly agree: one key throughout needs no sort.
-    if let Some((one, ..)) = all.first()
-        && all.iter().all(|(k, ..)| k == one)
-    {
-        let first = all.iter().map(|(_, i, _)| *i).min();
-        let count = all.iter().map(|(.., times)| times).sum();
-        return (1, first.map(|f| (f, count)));
-    }
-    // Each key's samples together, its first one first.
-    all.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
-    let (mut distinct, mut best) = (0, None);
-    let mut rest = &all[..];
-    while let Some((key, first, _)) = rest.first() {
-        let len = rest.iter().take_while(|(k, ..)| k == key).count();
-        let count = rest[..len].iter().map(|(.., times)| times).sum();
-        distinct += 1;
-        if best.is_none_or(|(f, c)| count > c || count == c && *first < f) {
-            best = Some((*first, count));
+/// A step of the modal plan that refers to something its verified deterministic tool,
+/// in a fixed epoch, found no trace of ([`Measured::referential_miss`]).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct ReferentialMiss<'p> {
+    /// The step of the modal plan.
+    pub(super) step: usize,
+    pub(super) tool: &'p str,
+    /// The reference parameters the call gives (every parameter when the schema marks
+    /// none), with their values as written.
+    pub(super) params: &'p [(String, String)],
+    pub(super) found: MissFound<'p>,
+}
+
+/// How a referential miss was found.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum MissFound<'p> {
+    /// A reference parameter's `id` resolver (itself sound) found nothing for it.
+    Unresolved { param: &'p str, resolver: &'p str },
+    /// `count` of the `of` samples that make the modal plan got `not_found` (more than
+    /// half); `must_exist` when a reference parameter it gives is declared so.
+    NotFound {
+        count: usize,
+        of: usize,
+        must_exist: bool,
+    },
+}
+
+impl<'p> Measured<'p> {
+    /// The decision: the measured task with the rule's verdict, reasons and sentences.
+    pub(super) fn decided(
+        self,
+        verdict: Verdict,
+        reasons: Vec<Reason>,
+        explanation: Vec<String>,
+    ) -> Decision {
+        Decision {
+            task_id: self.task_id,
+            verdict,
+            reasons,
+            explanation,
+            n: self.n,
+            arg_agreement: self.arg_agreement,
+            result_agreement: self.result_agreement,
+            modal_plan: self.modal_plan,
+            divergent_paths: self.divergent_paths,
+            steps: self.steps,
+            first_divergent_step: self.first_divergent_step,
+            tools: self.tools,
+            suspect_tools: self.suspect_tools,
+            malformed: self.malformed,
+            schema_violations: self.schema_violations,
+            warnings: self.warnings,
+            label: self.label,
+            outcomes: self.outcomes,
         }
-        rest = &rest[len..];
     }
-    (distinct, best)
-}
 
-/// A distinct sample of a task: its index, and how many samples it stands for (itself
-/// and the later ones prepared as copies of it, see `PreparedSample::first`).
-#[derive(Clone, Copy)]
-pub(super) struct DistinctSample<'a> {
-    pub(super) at: usize,
-    pub(super) sample: &'a PreparedSample,
-    pub(super) times: usize,
-}
+    /// The first step before the first divergent one whose results disagree, if any:
+    /// arguments that diverge only after it may have read those results.
+    pub(super) fn tainting_step(&self) -> Option<usize> {
+        let d = self.first_divergent_step?;
+        (0..d).find(|&j| {
+            let results: BTreeSet<u32> = (self.prepared.samples.iter())
+                .filter_map(|s| s.steps.get(j).and_then(|st| st.result))
+                .collect();
+            results.len() > 1
+        })
+    }
 
-/// The distinct samples of `p` in the order they first occur. Every measure of
-/// [`analyse`] reads a sample's keys alone, so a copy counts as its first does, and
-/// copies are common (a model often writes the same plan again).
-pub(super) fn distinct_samples(p: &Prepared) -> Vec<DistinctSample<'_>> {
-    let mut out: Vec<DistinctSample> = Vec::with_capacity(p.samples.len());
-    // Where each sample was counted in `out`.
-    let mut at: Vec<usize> = Vec::with_capacity(p.samples.len());
-    for (i, s) in p.samples.iter().enumerate() {
-        match at.get(s.first).copied().filter(|_| s.first < i) {
-            Some(k) => {
-                out[k].times += 1;
-                at.push(k);
+    /// The first way the modal plan breaks its tools' schemas, if it does.
+    pub(super) fn modal_violation(&self) -> Option<&SchemaViolation> {
+        let (m, _) = self.prepared.modal_plan?;
+        (self.schema_violations.iter()).find(|v| v.samples.contains(&m))
+    }
+
+    /// A consistent fabrication, if the modal plan has one: a step whose tool is declared
+    /// deterministic, verified and not quarantined, where a sound `id` resolver found
+    /// nothing for a reference parameter, or more than half of the samples that make the
+    /// modal plan got `not_found`. Agreement cannot see it (every sample repeats the
+    /// invented value, every call fails alike); execution can. The first such step.
+    pub(super) fn referential_miss(&self) -> Option<ReferentialMiss<'p>> {
+        let p = self.prepared;
+        let (m, _) = p.modal_plan?;
+        let modal_plan = &p.samples[m];
+        let sound = |t: &str| {
+            (self.tool_states.state(t))
+                .is_some_and(|s| s.declared_deterministic && s.verified && !s.quarantined)
+        };
+        let agreeing: Vec<&PreparedSample> = (p.samples.iter())
+            .filter(|s| s.plan == modal_plan.plan)
+            .collect();
+        for (j, st) in modal_plan.steps.iter().enumerate() {
+            let Some(miss) = &st.miss else { continue };
+            if !sound(&st.tool) {
+                continue;
             }
-            None => {
-                at.push(out.len());
-                out.push(DistinctSample {
-                    at: i,
-                    sample: s,
-                    times: 1,
-                });
+            let at = |found| ReferentialMiss {
+                step: j,
+                tool: &st.tool,
+                params: &miss.params,
+                found,
+            };
+            if let Some((param, resolver)) = (miss.unresolved.iter()).find(|(_, r)| sound(r)) {
+                return Some(at(MissFound::Unresolved { param, resolver }));
+            }
+            let not_found = (agreeing.iter())
+                .filter(|s| {
+                    (s.steps.get(j))
+                        .and_then(|x| x.miss.as_ref())
+                        .is_some_and(|x| x.not_found)
+                })
+                .count();
+            // Most samples that make the modal plan got not_found here, not just one.
+            if 2 * not_found > agreeing.len() {
+                return Some(at(MissFound::NotFound {
+                    count: not_found,
+                    of: agreeing.len(),
+                    must_exist: miss.must_exist,
+                }));
             }
         }
+        None
     }
-    out
 }
 
 /// Everything the rule reads, measured: agreements, the modal plan, per-step agreement,
 /// where plans differ, suspect tools and schema violations. The verdict is left to
 /// [`rule`](super::rule).
-pub(super) fn analyse(
-    p: &Prepared,
+pub(super) fn measure<'p>(
+    p: &'p Prepared,
     samples: &[DistinctSample],
-    tools: &dyn ToolStates,
-) -> Decision {
+    tools: &'p dyn ToolStates,
+) -> Measured<'p> {
     let n = p.samples.len();
     let (modal_idx, arg_count) = p.modal_plan.unwrap_or((0, 0));
     let arg = Agreement::new(arg_count, n);
@@ -145,11 +227,8 @@ pub(super) fn analyse(
         .collect();
     tools_called.sort_unstable();
     tools_called.dedup();
-    Decision {
+    Measured {
         task_id: p.task_id.clone(),
-        decision: Verdict::Defer,
-        reasons: Vec::new(),
-        explanation: Vec::new(),
         n,
         arg_agreement: arg,
         result_agreement: result,
@@ -180,6 +259,9 @@ pub(super) fn analyse(
         warnings: p.warnings.clone(),
         label: p.label,
         outcomes: p.outcomes.clone(),
+        epoch_fixed: p.epoch_fixed,
+        tool_states: tools,
+        prepared: p,
     }
 }
 
@@ -255,6 +337,7 @@ mod tests {
     use super::*;
     use std::sync::Arc;
 
+    use crate::decide::prepared::distinct_samples;
     use crate::decide::{Options, classify, prepare, test_catalog, tool_states};
     use crate::task::{Task, parse_task_line};
 

@@ -6,11 +6,12 @@
 //! result agreement (over deterministic steps) only ever defers.
 //!
 //! A task goes through the files in this order: `prepare` keys it (with `turns` ordering
-//! the calls of each turn), `measure` and `paths` say how far its samples agree, and
-//! `rule` decides, writing its sentences with `explain`. `options`, `health` and
-//! `decision` hold what goes in and what comes out; `prepared_line` keeps a prepared
-//! task as one line between the phases. `prose` finds parameters that look like free
-//! text and split the plans on their words, for a run to warn about once.
+//! the calls of each turn) into a `prepared` task, `measure` and `paths` say how far its
+//! samples agree (counting with `tally`), and `rule` decides, step by step, each step
+//! ruling on the measured task with the grounds `explain` says in sentences. `options`,
+//! `health` and `decision` hold what goes in and what comes out; `prepared_line` keeps a
+//! prepared task as one line between the phases. `prose` finds parameters that look like
+//! free text and split the plans on their words, for a run to warn about once.
 
 mod decision;
 mod explain;
@@ -19,9 +20,11 @@ mod measure;
 mod options;
 mod paths;
 mod prepare;
+mod prepared;
 mod prepared_line;
 mod prose;
 mod rule;
+mod tally;
 mod turns;
 
 pub use decision::{
@@ -29,13 +32,14 @@ pub use decision::{
     StepAgreement, Verdict,
 };
 pub use health::{ToolState, ToolStates, tool_states};
-pub(crate) use measure::modal;
 pub use options::{InvertedThresholds, Options, Rule};
 pub use paths::path_member;
-pub use prepare::{Prepared, prepare};
+pub use prepare::prepare;
+pub use prepared::Prepared;
 pub use prepared_line::PreparedLineError;
 pub use prose::{PROSE_CHARS, PROSE_WORDS, ProseParameter, looks_like_prose, prose_like};
-pub use rule::{classify, classify_also};
+pub use rule::{classify, classify_and_sweep};
+pub(crate) use tally::modal;
 
 /// The catalog the unit tests of this module decide against: one deterministic,
 /// verified tool `w`, whose `unit` has a default.

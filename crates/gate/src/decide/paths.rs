@@ -4,7 +4,8 @@
 use std::collections::BTreeMap;
 
 use super::decision::{Agreement, DivergentPath};
-use super::measure::{DistinctSample, tally};
+use super::prepared::DistinctSample;
+use super::tally::tally;
 use crate::canon::is_prose_form;
 use crate::jcs;
 use crate::json::{Object, Value};

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::decision::MalformedSample;
-use super::prepare::{Miss, PlanKey, Prepared, PreparedSample, PreparedStep};
+use super::prepared::{Miss, PlanKey, Prepared, PreparedSample, PreparedStep};
 use crate::canon::Violation;
 use crate::jcs;
 use crate::json::{self, Value};

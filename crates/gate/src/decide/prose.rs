@@ -329,10 +329,10 @@ mod tests {
         let marked = r#","x-plangate":{"canon":["prose"]}"#;
         let words: Vec<String> = texts.iter().map(|t| summary(t)).collect();
         let d = decide(marked, &words);
-        assert_eq!(d.decision, Verdict::Accept, "{:?}", d.explanation);
+        assert_eq!(d.verdict, Verdict::Accept, "{:?}", d.explanation);
         assert!(d.divergent_paths.is_empty(), "{:?}", d.divergent_paths);
         let d = decide("", &words);
-        assert_eq!(d.decision, Verdict::Reject, "{:?}", d.explanation);
+        assert_eq!(d.verdict, Verdict::Reject, "{:?}", d.explanation);
         assert_eq!(d.divergent_paths[0].path, "$.steps[0].arguments.summary");
         // Half the samples say something, half nothing: presence is compared, but the
         // place is never listed, so the task cannot be rejected for it.
@@ -343,7 +343,7 @@ mod tests {
             })
             .collect();
         let d = decide(marked, &half);
-        assert_eq!(d.decision, Verdict::Defer, "{:?}", d.explanation);
+        assert_eq!(d.verdict, Verdict::Defer, "{:?}", d.explanation);
         assert_eq!(d.reasons, [Reason::AmbiguousArguments]);
         assert!(d.divergent_paths.is_empty(), "{:?}", d.divergent_paths);
         // Another parameter scattered is listed, and decides, alone.
@@ -351,7 +351,7 @@ mod tests {
             .map(|i| format!(r#"{{"to":"u_{i}","summary":"{}"}}"#, texts[i]))
             .collect();
         let d = decide(marked, &to);
-        assert_eq!(d.decision, Verdict::Reject, "{:?}", d.explanation);
+        assert_eq!(d.verdict, Verdict::Reject, "{:?}", d.explanation);
         let listed: Vec<&str> = d.divergent_paths.iter().map(|p| p.path.as_str()).collect();
         assert_eq!(listed, ["$.steps[0].arguments.to"]);
         assert!(
@@ -368,7 +368,7 @@ mod tests {
             })
             .collect();
         let d = decide_with(catalog_with("", marked), &notes);
-        assert_eq!(d.decision, Verdict::Defer, "{:?}", d.explanation);
+        assert_eq!(d.verdict, Verdict::Defer, "{:?}", d.explanation);
         assert_eq!(d.reasons, [Reason::DiffuseArguments], "{:?}", d.explanation);
         assert!(d.divergent_paths.is_empty(), "{:?}", d.divergent_paths);
         // Arguments that break the schema (a note that is not a string) still agree

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use super::prepare::{PreparedSample, PreparedStep};
+use super::prepared::{PreparedSample, PreparedStep};
 use crate::canon::as_from_ref;
 use crate::json::{Object, Value};
 use crate::task::{Arguments, turn_ranges};

@@ -1,70 +1,11 @@
 //! Reading a document part by part instead of building it: a task line keeps its results
-//! as checked text, and `jcs` fingerprints a result in the pass that checks it. `Walk` is
-//! told a value's parts in order, whether read from text or from a tree.
+//! as checked text, and `jcs` fingerprints a result in the pass that checks it.
 
 use std::borrow::Cow;
 
 use super::parser::{Discard, Parser};
-use super::{Duplicates, MAX_DEPTH, Value, utf8};
-
-/// What [`Cursor::walk`] makes of a value as it checks it, told its parts in order:
-/// nothing ([`Discard`]), or a hash of it (`jcs`'s fingerprints, computed in the same
-/// pass that checks a result). [`walk_value`] tells a tree's parts the same way.
-pub(crate) trait Walk {
-    /// What a value comes to.
-    type Out;
-    /// An array or object being read.
-    type Open;
-    /// Whether strings and keys are handed over decoded (else as `""`, only checked).
-    const DECODES: bool;
-    fn null(&mut self) -> Self::Out;
-    fn boolean(&mut self, b: bool) -> Self::Out;
-    /// A number's lexeme, checked against the grammar.
-    fn number(&mut self, lexeme: &str) -> Self::Out;
-    fn string(&mut self, s: &str) -> Self::Out;
-    /// An array (`object` false) or object opened.
-    fn open(&mut self, object: bool) -> Self::Open;
-    /// An object's key; its value comes next, as an item.
-    fn key(&mut self, open: &mut Self::Open, key: &str);
-    /// An array's item or an object's member value.
-    fn item(&mut self, open: &mut Self::Open, v: Self::Out);
-    fn close(&mut self, open: Self::Open) -> Self::Out;
-}
-
-/// Tells `w` the parts of `v`, at nesting `depth`, as [`Cursor::walk`] tells those of any
-/// text that reads as `v`: the same calls in the same order. None where the reader would
-/// refuse that text for nesting (an array or object at [`MAX_DEPTH`]).
-pub(crate) fn walk_value<W: Walk>(v: &Value, depth: usize, w: &mut W) -> Option<W::Out> {
-    let object = match v {
-        Value::Null => return Some(w.null()),
-        Value::Bool(b) => return Some(w.boolean(*b)),
-        Value::Number(n) => return Some(w.number(n.lexeme())),
-        Value::String(s) => return Some(w.string(s)),
-        Value::Array(_) => false,
-        Value::Object(_) => true,
-    };
-    if depth >= MAX_DEPTH {
-        return None;
-    }
-    let mut open = w.open(object);
-    match v {
-        Value::Object(members) => {
-            for (key, item) in members.iter() {
-                w.key(&mut open, key);
-                let item = walk_value(item, depth + 1, w)?;
-                w.item(&mut open, item);
-            }
-        }
-        Value::Array(items) => {
-            for item in items {
-                let item = walk_value(item, depth + 1, w)?;
-                w.item(&mut open, item);
-            }
-        }
-        _ => {}
-    }
-    Some(w.close(open))
-}
+use super::walk::Walk;
+use super::{Duplicates, Value, utf8};
 
 /// What [`Cursor::token`] found.
 pub(crate) enum Token<'a> {
@@ -212,20 +153,6 @@ impl<'a> Cursor<'a> {
         self.0.ws();
         self.0.i == self.0.s.len()
     }
-}
-
-impl Walk for Discard {
-    type Out = ();
-    type Open = ();
-    const DECODES: bool = false;
-    fn null(&mut self) {}
-    fn boolean(&mut self, _: bool) {}
-    fn number(&mut self, _: &str) {}
-    fn string(&mut self, _: &str) {}
-    fn open(&mut self, _: bool) {}
-    fn key(&mut self, _: &mut (), _: &str) {}
-    fn item(&mut self, _: &mut (), _: ()) {}
-    fn close(&mut self, _: ()) {}
 }
 
 #[cfg(test)]

@@ -12,12 +12,14 @@
 mod cursor;
 mod number;
 mod parser;
+mod walk;
 
 pub use number::{Decimal, Number};
 pub use parser::plain_len;
 
-pub(crate) use cursor::{Cursor, Token, Walk, walk_value};
+pub(crate) use cursor::{Cursor, Token};
 pub(crate) use number::decimal_of;
+pub(crate) use walk::{Walk, walk_value};
 
 use parser::Parser;
 

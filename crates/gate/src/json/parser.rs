@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use super::cursor::Walk;
+use super::walk::Walk;
 use super::{
     Duplicates, JsonErrorKind, MAX_DEPTH, MAX_EXPONENT, Number, Object, Value, decimal_of,
 };
@@ -522,6 +522,20 @@ pub(super) struct Discard;
 impl Text for Discard {
     fn push_run(&mut self, _: &str) {}
     fn push(&mut self, _: char) {}
+}
+
+impl Walk for Discard {
+    type Out = ();
+    type Open = ();
+    const DECODES: bool = false;
+    fn null(&mut self) {}
+    fn boolean(&mut self, _: bool) {}
+    fn number(&mut self, _: &str) {}
+    fn string(&mut self, _: &str) {}
+    fn open(&mut self, _: bool) {}
+    fn key(&mut self, _: &mut (), _: &str) {}
+    fn item(&mut self, _: &mut (), _: ()) {}
+    fn close(&mut self, _: ()) {}
 }
 
 #[cfg(test)]

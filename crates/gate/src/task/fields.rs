@@ -8,7 +8,17 @@
 
 /// Where in a samples line a field sits.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+    strum::VariantArray,
 )]
 #[serde(rename_all = "snake_case")]
 pub enum Level {
@@ -36,18 +46,7 @@ pub enum Level {
 
 impl Level {
     /// Every level, in order.
-    pub const ALL: [Level; 10] = [
-        Level::Task,
-        Level::Sample,
-        Level::Call,
-        Level::CallError,
-        Level::Message,
-        Level::ToolCall,
-        Level::Function,
-        Level::ToolUse,
-        Level::ToolResult,
-        Level::McpCall,
-    ];
+    pub const ALL: &'static [Level] = <Level as strum::VariantArray>::VARIANTS;
 
     /// The names read here, in groups of alternatives: an object holding one name of a
     /// group cannot have misspelt another (a sample with `calls` has no `turns` to
@@ -252,7 +251,7 @@ mod tests {
                 Level::ToolResult => &["type", "tool_use_id", "content"],
             }
         };
-        for level in Level::ALL {
+        for &level in Level::ALL {
             let has = present(level);
             for key in FOREIGN.iter().filter(|k| !level.knows(k)) {
                 let missed = near_miss(level, key, |n| has.contains(&n));
@@ -310,7 +309,7 @@ mod tests {
 
     #[test]
     fn every_read_name_is_known_and_no_passed_name_is_read() {
-        for level in Level::ALL {
+        for &level in Level::ALL {
             for name in level.read().iter().flat_map(|g| g.iter()) {
                 assert!(level.knows(name));
                 assert!(!level.passed().contains(name), "{name}");

@@ -13,6 +13,7 @@ mod general;
 mod keys;
 mod native;
 mod notes;
+mod parts;
 mod transcript;
 
 use std::borrow::Cow;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use smallvec::SmallVec;
 
 use super::fields::{Level, near_miss};
-use super::general::{call_of, epoch_fixed_of, label_of, task_id_of};
+use super::parts::{call_of, epoch_fixed_of, label_of, task_id_of};
 use super::{Call, Observed, Payload, ReadingNotes, Sample, Task};
 use crate::jcs::Fingerprint;
 use crate::json::{Cursor, Duplicates};

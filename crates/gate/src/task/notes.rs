@@ -38,6 +38,11 @@ impl std::ops::AddAssign for IdMatching {
 #[serde(from = "Vec<Level>", into = "Vec<Level>")]
 pub struct Levels(u16);
 
+const _: () = assert!(
+    Level::ALL.len() <= u16::BITS as usize,
+    "every level has a bit"
+);
+
 impl Levels {
     /// Adds `level`.
     pub fn insert(&mut self, level: Level) {
@@ -46,9 +51,7 @@ impl Levels {
 
     /// The levels, in [`Level`]'s order.
     pub fn iter(self) -> impl Iterator<Item = Level> {
-        Level::ALL
-            .into_iter()
-            .filter(move |&l| self.0 & (1 << l as u16) != 0)
+        (Level::ALL.iter().copied()).filter(move |&l| self.0 & (1 << l as u16) != 0)
     }
 
     /// The levels' objects, as a warning names them: `tasks and calls`.

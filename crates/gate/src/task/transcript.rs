@@ -7,8 +7,9 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 use super::fields::Level;
-use super::general::{
-    Notes, check_fields, foreign_call, json_arguments, observed_result, tool_name,
+use super::parts::{
+    Notes, check_fields, content_value, foreign_call, json_arguments, observed_result, text_of,
+    tool_name,
 };
 use super::{Arguments, IdMatching, Observed, Sample, TaskError, err};
 use crate::json::{Duplicates, Object, Value, parse_with};
@@ -330,40 +331,6 @@ pub(super) fn check_role(o: &Object, field: &str) -> Result<(), TaskError> {
             format!("{field}.role"),
             "expected \"assistant\": only the model's own message is a plan",
         )),
-    }
-}
-
-/// A message's or result block's content as a value: text read as JSON when it parses
-/// and as a string otherwise; a list of text parts joined first.
-pub(super) fn content_value(content: Option<&Value>) -> Value {
-    let text = match content {
-        None | Some(Value::Null) => return Value::String(String::new()),
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(parts)) => {
-            let texts: Option<Vec<&str>> = parts
-                .iter()
-                .map(|p| {
-                    let p = p.as_object()?;
-                    (p.get("type")?.as_str()? == "text").then_some(())?;
-                    p.get("text")?.as_str()
-                })
-                .collect();
-            match texts {
-                Some(t) => t.concat(),
-                // Images and other blocks: compared as given.
-                None => return Value::Array(parts.clone()),
-            }
-        }
-        Some(other) => return other.clone(),
-    };
-    parse_with(text.as_bytes(), Duplicates::Flag).unwrap_or(Value::String(text))
-}
-
-/// The text of a result, for an error's message.
-pub(super) fn text_of(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        other => crate::jcs::to_string(other),
     }
 }
 
