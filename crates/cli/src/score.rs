@@ -256,6 +256,25 @@ impl RecordWriter<'_> {
     }
 }
 
+/// How the gate scores each line, from the flags: a shard's scorer decides the tasks
+/// `owns` says are its own.
+fn score_config<'a>(
+    args: &ScoreArgs,
+    owns: &'a (dyn Fn(&str) -> bool + Sync),
+    calibrate: bool,
+) -> score::ScoreConfig<'a> {
+    score::ScoreConfig {
+        opts: args.thresholds.options(),
+        seed_compat: args
+            .seed_compat
+            .map(|entry| (entry.into(), args.thresholds.seed_options())),
+        compare: true,
+        baseline: args.baseline.is_some(),
+        shard: args.shard.map(|_| owns),
+        calibrate,
+    }
+}
+
 /// Whether the run calibrates its labelled tasks: for a summary or a page, which show
 /// the calibration.
 fn calibrates(args: &ScoreArgs) -> bool {
@@ -468,19 +487,7 @@ pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
     };
     let owns = |id: &str| args.shard.is_some_and(|s| s.owns_task(id));
     let scorer = ChunkScorer {
-        gate: score::LineScorer::new(
-            &catalog,
-            score::ScoreConfig {
-                opts: args.thresholds.options(),
-                seed_compat: args
-                    .seed_compat
-                    .map(|entry| (entry.into(), args.thresholds.seed_options())),
-                compare: true,
-                baseline: args.baseline.is_some(),
-                shard: args.shard.map(|_| &owns as &(dyn Fn(&str) -> bool + Sync)),
-                calibrate: grid.is_some(),
-            },
-        ),
+        gate: score::LineScorer::new(&catalog, score_config(&args, &owns, grid.is_some())),
         args: &args,
     };
     let jobs = args.jobs.unwrap_or_else(plangate_harness::default_jobs);

@@ -165,7 +165,7 @@ proptest! {
         let text = record::json(&d);
         let v = reprinted(&text)?;
         prop_assert_eq!(v["task_id"].as_str(), Some(d.task_id.as_str()));
-        prop_assert_eq!(v["decision"].as_str(), Some(d.decision.as_str()));
+        prop_assert_eq!(v["decision"].as_str(), Some(d.verdict.as_str()));
         let explanation: Vec<&str> = v["explanation"].as_array().unwrap().iter().map(|x| x.as_str().unwrap()).collect();
         prop_assert_eq!(explanation, d.explanation.iter().map(String::as_str).collect::<Vec<_>>());
         prop_assert_eq!(v["arg_agreement"]["value"].as_f64().map(f64::to_bits), Some(d.arg_agreement.value.to_bits()));
