@@ -2,6 +2,12 @@
 # endless generator in a child process, which gets SIGINT at a random point and must
 # raise KeyboardInterrupt and exit. A child that outlives its limit is killed, so a lost
 # interrupt fails the test instead of running on after it.
+#
+# A process started with SIGINT ignored (anything a non-interactive shell starts with
+# `&`, such as a test run sent to the background) passes the ignoring on to its
+# children, and Python then installs no KeyboardInterrupt handler at all: such a child
+# never sees Ctrl-C, whatever plangate does. Each child sets Python's own handler
+# first, as an interactive interpreter has it.
 import random
 import signal
 import subprocess
@@ -14,6 +20,8 @@ import pytest
 import plangate  # noqa: F401  (the children import the same build)
 
 CHILD = textwrap.dedent("""
+    import signal
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     import sys, plangate
     mode, catalog, line = sys.argv[1], sys.argv[2], sys.argv[3]
     def endless():
