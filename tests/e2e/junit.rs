@@ -36,7 +36,14 @@ fn parse_with_expat(xml: &std::path::Path) -> Result<Vec<String>, String> {
 #[test]
 fn junit_parses_whatever_the_task_ids_hold() {
     let dir = tempfile::tempdir().unwrap();
-    let odd = ["\u{FFFE}", "\u{FFFF}", "\u{1}", "\u{1b}[31m", "\u{7f}", "\u{85}"];
+    let odd = [
+        "\u{FFFE}",
+        "\u{FFFF}",
+        "\u{1}",
+        "\u{1b}[31m",
+        "\u{7f}",
+        "\u{85}",
+    ];
     let mut lines = Vec::new();
     for (i, c) in odd.iter().enumerate() {
         // Each sample invents its own path, with the odd character in it: a reject whose

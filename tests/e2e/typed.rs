@@ -56,7 +56,10 @@ fn a_typed_error_says_not_found_in_each_wit_shape() {
     for tool in LOOKUPS {
         let missing = call(&kinds, tool, json!({"user-id": "u_999"}));
         assert_eq!(missing["exit_code"], 1, "{missing}");
-        assert_eq!(missing["result"]["error"]["kind"], "not_found", "{tool}: {missing}");
+        assert_eq!(
+            missing["result"]["error"]["kind"], "not_found",
+            "{tool}: {missing}"
+        );
         let found = call(&kinds, tool, json!({"user-id": "u_1"}));
         assert_eq!(found["result"], "Ada", "{tool}: {found}");
         // Another error case is the tool's error, or the kind the envelope names.
@@ -119,7 +122,12 @@ fn a_consistent_fabrication_through_a_typed_export_is_not_accepted() {
     assert_eq!(d.len(), 2 * LOOKUPS.len(), "{}", run.stdout);
     for pair in d.chunks(2) {
         assert_eq!(pair[0]["decision"], "reject", "{}", pair[0]);
-        assert_eq!(pair[0]["reasons"], json!(["referential_miss"]), "{}", pair[0]);
+        assert_eq!(
+            pair[0]["reasons"],
+            json!(["referential_miss"]),
+            "{}",
+            pair[0]
+        );
         assert_eq!(pair[1]["decision"], "accept", "{}", pair[1]);
     }
 }

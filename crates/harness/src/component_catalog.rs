@@ -80,9 +80,7 @@ pub fn wit_docs(path: &Path) -> Result<std::collections::BTreeMap<String, String
                     // The name the component exports the interface under.
                     let export = match key {
                         wit_parser::WorldKey::Name(n) => n.clone(),
-                        wit_parser::WorldKey::Interface(i) => {
-                            resolve.id_of(*i).unwrap_or_default()
-                        }
+                        wit_parser::WorldKey::Interface(i) => resolve.id_of(*i).unwrap_or_default(),
                     };
                     for (name, f) in &resolve.interfaces[*id].functions {
                         if let Some(d) = &f.docs.contents {
