@@ -495,7 +495,7 @@ pub fn to_json(v: &Val, ty: &Type) -> Json {
     }
 }
 
-/// The error kind a typed export names by a case `not-found`.
+/// The name of the error variant or enum case by which a typed export says "not found".
 const NOT_FOUND_CASE: &str = "not-found";
 
 /// A typed call's `err` as the tool ABI's error envelope, `{"error": {"kind": …,
