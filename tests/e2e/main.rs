@@ -80,3 +80,8 @@ mod ray;
 // The summary's calibration (AUROC, ROC, threshold sweep) against pairwise AUROCs and
 // runs of the gate at the swept thresholds, from score, eval and merge.
 mod calibration;
+// `--junit` parsed by a validating XML reader, whatever characters the task ids hold.
+mod junit;
+// Typed component exports: an error that says not found, and interfaces whose short
+// names collide.
+mod typed;

@@ -53,9 +53,10 @@ impl Policy {
     }
 }
 
-/// The doc comments of a component's exported functions, by tool name, from its WIT
-/// sources (a `.wit` file, or a folder with its `deps`): compiled components do not
-/// carry them.
+/// The doc comments of a component's exported functions, by whole name (the function's
+/// name, after its interface's export name and a dot inside one:
+/// `plangate:kinds/values@0.1.0.echo`), from its WIT sources (a `.wit` file, or a
+/// folder with its `deps`): compiled components do not carry them.
 pub fn wit_docs(path: &Path) -> Result<std::collections::BTreeMap<String, String>, HarnessError> {
     let mut resolve = wit_parser::Resolve::default();
     let (package, _) = resolve.push_path(path).map_err(|e| HarnessError::Wit {
@@ -76,16 +77,14 @@ pub fn wit_docs(path: &Path) -> Result<std::collections::BTreeMap<String, String
                     }
                 }
                 wit_parser::WorldItem::Interface { id, .. } => {
-                    let iface = &resolve.interfaces[*id];
-                    let short = match key {
+                    // The name the component exports the interface under.
+                    let export = match key {
                         wit_parser::WorldKey::Name(n) => n.clone(),
-                        wit_parser::WorldKey::Interface(_) => {
-                            iface.name.clone().unwrap_or_default()
-                        }
+                        wit_parser::WorldKey::Interface(i) => resolve.id_of(*i).unwrap_or_default(),
                     };
-                    for (name, f) in &iface.functions {
+                    for (name, f) in &resolve.interfaces[*id].functions {
                         if let Some(d) = &f.docs.contents {
-                            docs.insert(format!("{short}.{name}"), d.trim().to_string());
+                            docs.insert(format!("{export}.{name}"), d.trim().to_string());
                         }
                     }
                 }
@@ -192,13 +191,13 @@ pub fn component_catalog(
         None => (Vec::new(), Vec::new()),
     };
     let imports_http = tools.imports.iter().any(|i| i.starts_with("wasi:http/"));
-    let entry = |name: &str, export: Option<&str>, parameters: Value| {
+    let entry = |name: &str, export: Option<&plangate_sandbox::FunctionTool>, parameters| {
         let mut e = Map::new();
         e.insert("name".into(), json!(name));
         e.insert("module".into(), json!(module));
-        if let Some(x) = export {
-            e.insert("export".into(), json!(x));
-            if let Some(d) = docs.get(x) {
+        if let Some(f) = export {
+            e.insert("export".into(), json!(f.name));
+            if let Some(d) = docs.get(&f.full_name) {
                 e.insert("description".into(), json!(d));
             }
         }
@@ -218,7 +217,14 @@ pub fn component_catalog(
     for f in &tools.functions {
         match &f.unsupported {
             Some(why) => warnings.push(format!("{}: not a tool: {why}", f.name)),
-            None => out.push(entry(&f.name, Some(&f.name), f.parameters.clone())),
+            None => out.push(entry(&f.name, Some(f), f.parameters.clone())),
+        }
+        if f.name == f.full_name && f.name.contains('/') {
+            warnings.push(format!(
+                "{}: named by its whole name, since another exported interface has the \
+                 same short name",
+                f.name
+            ));
         }
     }
     if imports_http && allow.is_empty() {

@@ -73,6 +73,14 @@ impl Junit {
     }
 }
 
+/// `s` as an XML 1.0 document can hold it. quick-junit drops control characters and
+/// ANSI escapes but lets U+FFFE and U+FFFF through, and one of them makes the whole
+/// file unreadable to CI: they become U+FFFD, so the name keeps its length and place.
+/// Every other `char` is an XML 1.0 `Char` (a `str` holds no surrogates).
+fn xml_text(s: &str) -> String {
+    s.replace(['\u{FFFE}', '\u{FFFF}'], "\u{FFFD}")
+}
+
 /// A reason's code as the decision record writes it.
 fn code(r: &Reason) -> Option<String> {
     serde_json::to_value(r).ok()?.as_str().map(str::to_string)
@@ -84,7 +92,7 @@ fn task_case(d: &Decision, history: Option<&[Attempt]>) -> TestCase {
         .iter()
         .map(|r| code(r).unwrap_or_default())
         .collect();
-    let message = d.explanation.join("; ");
+    let message = xml_text(&d.explanation.join("; "));
     let mut status = match d.verdict {
         Verdict::Accept => TestCaseStatus::success(),
         Verdict::Reject => {
@@ -98,7 +106,7 @@ fn task_case(d: &Decision, history: Option<&[Attempt]>) -> TestCase {
         status.set_message(message.clone());
         status.set_description(format!("reasons: {}\n{message}", reasons.join(", ")));
     }
-    let mut tc = TestCase::new(d.task_id.clone(), status);
+    let mut tc = TestCase::new(xml_text(&d.task_id), status);
     for (i, a) in history.unwrap_or_default().iter().enumerate() {
         let reasons: Vec<String> = a.reasons.iter().filter_map(code).collect();
         let name = format!("plangate.history.{i}");
@@ -108,7 +116,7 @@ fn task_case(d: &Decision, history: Option<&[Attempt]>) -> TestCase {
             a.epoch_id,
             reasons.join(", ")
         );
-        tc.add_property((name.as_str(), value.as_str()));
+        tc.add_property((name.as_str(), xml_text(&value).as_str()));
     }
     tc.set_classname("plangate.eval");
     tc
@@ -117,12 +125,39 @@ fn task_case(d: &Decision, history: Option<&[Attempt]>) -> TestCase {
 fn input_case(line: usize, e: &TaskError) -> TestCase {
     let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
     status.set_type("input");
-    status.set_message(e.to_string());
+    status.set_message(xml_text(&e.to_string()));
     let name = match &e.task_id {
-        Some(id) => id.clone(),
+        Some(id) => xml_text(id),
         None => format!("line {line}"),
     };
     let mut tc = TestCase::new(name, status);
     tc.set_classname("plangate.eval");
     tc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn characters_xml_cannot_hold_are_replaced_everywhere() {
+        let mut junit = Junit::new();
+        let mut d = crate::digest::tests::decision(2);
+        d.task_id = "a\u{FFFE}b\u{FFFF}".into();
+        d.explanation = vec!["u_\u{FFFF} is not found".into()];
+        junit.decided(&d, None);
+        junit.bad_line(
+            3,
+            &TaskError {
+                field: "samples".into(),
+                message: "\u{FFFE} is not a list".into(),
+                task_id: Some("bad\u{FFFF}".into()),
+            },
+        );
+        let xml = String::from_utf8(junit.to_xml().unwrap()).unwrap();
+        assert!(!xml.contains(['\u{FFFE}', '\u{FFFF}']), "{xml}");
+        assert!(xml.contains("a\u{FFFD}b\u{FFFD}"), "{xml}");
+        assert!(xml.contains("bad\u{FFFD}"), "{xml}");
+        assert!(xml.contains("u_\u{FFFD} is not found"), "{xml}");
+    }
 }

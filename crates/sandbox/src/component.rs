@@ -419,10 +419,19 @@ pub(crate) fn shape(
         .into_iter()
         .find(|f| f.name == name || f.full_name == name);
     let Some(f) = found else {
-        let names: Vec<String> = functions(engine, component)
-            .into_iter()
-            .map(|f| f.name)
+        let all = functions(engine, component);
+        let names: Vec<&str> = all.iter().map(|f| f.name.as_str()).collect();
+        let shared: Vec<&str> = (all.iter())
+            .filter(|f| f.name == f.full_name && short_name(&f.full_name) == name)
+            .map(|f| f.full_name.as_str())
             .collect();
+        if shared.len() > 1 {
+            return Err(format!(
+                "`{name}` is ambiguous: interfaces of one short name export it ({}); name \
+                 one by its whole name",
+                shared.join(", ")
+            ));
+        }
         return Err(format!(
             "it exports no function `{name}` (it exports: {})",
             names.join(", ")
@@ -452,7 +461,8 @@ pub(crate) fn shape(
 /// A function a component exports, as a tool would call it.
 pub(crate) struct ExportedFunction {
     /// The tool name: the function's WIT name, `iface.` before it inside an interface
-    /// (`iface` is the interface's name without its package and version).
+    /// (`iface` is the interface's name without its package and version), or its whole
+    /// name where another function has the same short one.
     pub(crate) name: String,
     /// The same with the interface's whole name (`pkg:ns/iface@1.0.0.func`).
     pub(crate) full_name: String,
@@ -466,6 +476,20 @@ pub(crate) struct ExportedFunction {
     pub(crate) result: Option<Type>,
     /// Why it cannot be called with JSON (it takes or returns a resource, ...).
     pub(crate) unsupported: Option<String>,
+}
+
+/// A function's short name from its whole one: `pkg:ns/iface@1.0.0.func` is
+/// `iface.func` (the interface's name without its package and version).
+fn short_name(full_name: &str) -> String {
+    let tail = full_name.rsplit_once('/').map_or(full_name, |(_, t)| t);
+    match tail.split_once('@') {
+        // The version's dots end where the function's name begins: after the last dot.
+        Some((iface, version)) => {
+            let func = version.rsplit_once('.').map_or(version, |(_, f)| f);
+            format!("{iface}.{func}")
+        }
+        None => tail.to_string(),
+    }
 }
 
 /// Interfaces toolchains export for themselves, not for callers: componentize-py's
@@ -492,19 +516,13 @@ pub(crate) fn functions(engine: &Engine, component: &Component) -> Vec<ExportedF
                         .as_ref()
                         .and_then(|t| crate::wit::unsupported(t, "its result"))
                 });
-            let short = interface.map(|i| {
-                let tail = i.rsplit_once('/').map_or(i, |(_, t)| t);
-                tail.split_once('@').map_or(tail, |(n, _)| n).to_string()
-            });
+            let full_name = match interface {
+                Some(i) => format!("{i}.{func}"),
+                None => func.to_string(),
+            };
             out.push(ExportedFunction {
-                name: match &short {
-                    Some(s) => format!("{s}.{func}"),
-                    None => func.to_string(),
-                },
-                full_name: match interface {
-                    Some(i) => format!("{i}.{func}"),
-                    None => func.to_string(),
-                },
+                name: short_name(&full_name),
+                full_name,
                 interface: interface.map(str::to_string),
                 func: func.to_string(),
                 params,
@@ -528,6 +546,17 @@ pub(crate) fn functions(engine: &Engine, component: &Component) -> Vec<ExportedF
             _ => {}
         }
     }
+    // A short name two functions share (`api.f` from `a:x/api` and `b:y/api`) names
+    // neither of them: each is named by its whole name.
+    let mut seen = HashMap::new();
+    for f in &out {
+        *seen.entry(f.name.clone()).or_insert(0) += 1;
+    }
+    for f in &mut out {
+        if seen[&f.name] > 1 {
+            f.name = f.full_name.clone();
+        }
+    }
     out
 }
 
@@ -546,13 +575,13 @@ pub(crate) fn arguments(
 
 /// The tool ABI's error envelope, `{"error": {"kind": …, "message": …}}`.
 pub(crate) fn error_envelope(kind: &str, message: &str) -> Vec<u8> {
-    let v = serde_json::json!({"error": {"kind": kind, "message": message}});
-    serde_json::to_vec(&v).expect("an envelope serializes")
+    serde_json::to_vec(&crate::wit::envelope(kind, message)).expect("an envelope serializes")
 }
 
 /// Calls a typed function: its return as the call's stdout and exit code. A `result`
-/// is the call's own: `ok` is the result, `err` the call's error (`tool_error`, its
-/// message the error's text, or its JSON when it is not a string), exit 1.
+/// is the call's own: `ok` is the result, `err` the call's error envelope
+/// ([`crate::wit::call_error`]: `not_found`, `tool_error` or the envelope the
+/// tool wrote), exit 1.
 pub(crate) fn call(
     store: &mut wasmtime::Store<ComponentStoreData>,
     pre: &InstancePre<ComponentStoreData>,
@@ -577,14 +606,8 @@ pub(crate) fn call(
                 _ => (b"null".to_vec(), 0),
             },
             Err(e) => {
-                let message = match (e, rt.err()) {
-                    (Some(v), Some(t)) => match crate::wit::to_json(v, &t) {
-                        serde_json::Value::String(s) => s,
-                        other => other.to_string(),
-                    },
-                    _ => "the tool returned err".into(),
-                };
-                (error_envelope("tool_error", &message), 1)
+                let envelope = crate::wit::call_error(e.as_deref(), rt.err().as_ref());
+                (serde_json::to_vec(&envelope).expect("JSON serializes"), 1)
             }
         },
         (Some(v), Some(t)) => (json(v, t), 0),

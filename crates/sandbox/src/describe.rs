@@ -22,7 +22,8 @@ pub struct ComponentTools {
 #[derive(Debug, Clone, PartialEq)]
 pub struct FunctionTool {
     /// Its tool name (and the catalog's `export`): the WIT name, `iface.` before it
-    /// inside an exported interface.
+    /// inside an exported interface, or its whole name where another function has the
+    /// same short one.
     pub name: String,
     /// The same with the interface's whole name.
     pub full_name: String,

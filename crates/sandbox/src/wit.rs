@@ -495,6 +495,61 @@ pub fn to_json(v: &Val, ty: &Type) -> Json {
     }
 }
 
+/// The name of the error variant or enum case by which a typed export says "not found".
+const NOT_FOUND_CASE: &str = "not-found";
+
+/// A typed call's `err` as the tool ABI's error envelope, `{"error": {"kind": …,
+/// "message": …}}`, the one form every call's error takes (docs/tools.md, "Errors from
+/// typed exports"):
+/// - a variant or enum case named `not-found` is kind `not_found`, its message the
+///   payload's text (a string as it is, any other payload as JSON) or, with no payload,
+///   the case's name;
+/// - an err whose JSON form is itself the envelope (an object whose `error` holds a
+///   string `kind`), or a string that is the envelope's JSON text, is that envelope;
+/// - any other err is kind `tool_error`, its message the err's text, or its JSON when
+///   it is not a string.
+pub fn call_error(err: Option<&Val>, ty: Option<&Type>) -> Json {
+    let text = |v: Json| match v {
+        Json::String(s) => s,
+        other => other.to_string(),
+    };
+    let (Some(v), Some(t)) = (err, ty) else {
+        return envelope("tool_error", "the tool returned err");
+    };
+    match (v, t) {
+        (Val::Enum(case), _) if case == NOT_FOUND_CASE => envelope("not_found", case),
+        (Val::Variant(case, payload), Type::Variant(var)) if case == NOT_FOUND_CASE => {
+            let payload_ty = var.cases().find(|c| c.name == case).and_then(|c| c.ty);
+            let message = match (payload, payload_ty) {
+                (Some(p), Some(pt)) => text(to_json(p, &pt)),
+                _ => case.clone(),
+            };
+            envelope("not_found", &message)
+        }
+        _ => {
+            let json = to_json(v, t);
+            let read = match &json {
+                Json::String(s) => serde_json::from_str(s).ok(),
+                other => Some(other.clone()),
+            };
+            match read.filter(is_envelope) {
+                Some(e) => e,
+                None => envelope("tool_error", &text(json)),
+            }
+        }
+    }
+}
+
+/// The tool ABI's error envelope, `{"error": {"kind": …, "message": …}}`.
+pub(crate) fn envelope(kind: &str, message: &str) -> Json {
+    json!({"error": {"kind": kind, "message": message}})
+}
+
+/// `{"error": {"kind": "…", …}}`: what the tool ABI reads as a call's error.
+fn is_envelope(v: &Json) -> bool {
+    (v.get("error").and_then(|e| e.get("kind"))).is_some_and(Json::is_string)
+}
+
 fn float_json(f: f64) -> Json {
     match Number::from_f64(f) {
         Some(n) => Json::Number(n),
