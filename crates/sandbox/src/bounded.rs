@@ -1,9 +1,9 @@
 //! The host side of WASI 0.2 held to a component call's limits (docs/design.md,
-//! "Limits"). Fuel and epochs stop only wasm code: a guest that waits in a host call
-//! (a poll, a blocking stream write nobody drains, a response that never comes) or
-//! makes the host hold memory for it (header maps) is out of their reach. Here every
-//! blocking wait ends at the call's wall-time deadline as a `timeout`, and the bytes of
-//! every header map a guest builds count against the call's memory limit.
+//! "Limits and outcomes"). Fuel and epochs stop only wasm code: a guest that waits in a
+//! host call (a poll, a blocking stream write nobody drains, a response that never
+//! comes) or makes the host hold memory for it (header maps) is out of their reach.
+//! Here every blocking wait ends at the call's wall-time deadline as a `timeout`, and
+//! the bytes of every header map a guest builds count against the call's memory limit.
 
 use std::time::Instant;
 
