@@ -72,6 +72,9 @@ mod ctool;
 // WebAssembly components (Rust and Python): call, catalog --component, probe, eval, and
 // the network inside the epoch.
 mod components;
+// Hostile components against the sandbox's limits and pinning: host-side waits, host
+// memory, pinned u64 draws, directory sizes.
+mod hostile_components;
 // Shards and `plangate merge`: whole and sharded runs decide alike, quarantine is
 // global, and shards of different batches are refused.
 mod shard;

@@ -389,7 +389,7 @@ fn broken_catalogs_and_manifests_exit_2_naming_the_file_and_the_field() {
     );
     // A manifest that is not one.
     let catalog = file(d, "ok.json", &format!(r#"{{"tools":[{{{tool}}}]}}"#));
-    let manifest = file(d, "epoch.json", r#"{"format":1,"seeed":2}"#);
+    let manifest = file(d, "epoch.json", r#"{"format":2,"seeed":2}"#);
     let run = bounded(
         &[
             "eval",

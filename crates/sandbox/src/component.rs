@@ -29,6 +29,11 @@ use crate::store::Limiter;
 /// guests that import any 0.2.x (the linker matches 0.2 imports to the newest 0.2).
 const WASI: &str = "0.2.12";
 
+/// The most entries one call's resource table holds (streams, pollables, header maps,
+/// open files, requests...): a million by default, each a host allocation a guest can
+/// make in a few instructions. Past it the call ends as `memory_limit`.
+pub(crate) const MAX_HOST_RESOURCES: usize = 10_000;
+
 /// The data of one component call's store: its WASI and HTTP contexts, limits, clock
 /// and what the shadowed filesystem calls remember.
 pub(crate) struct ComponentStoreData {
@@ -61,10 +66,12 @@ impl ComponentStoreData {
         deadline: Instant,
         started: LiveMonotonic,
     ) -> ComponentStoreData {
+        let mut table = ResourceTable::new();
+        table.set_max_capacity(MAX_HOST_RESOURCES);
         ComponentStoreData {
             started,
             wasi,
-            table: ResourceTable::new(),
+            table,
             http: WasiHttpCtx::new(),
             hooks,
             limiter,
@@ -96,6 +103,20 @@ impl WasiHttpView for ComponentStoreData {
     }
 }
 
+impl crate::bounded::Bounded for ComponentStoreData {
+    fn resources(&mut self) -> &mut ResourceTable {
+        &mut self.table
+    }
+
+    fn deadline(&self) -> Instant {
+        self.deadline
+    }
+
+    fn limiter(&mut self) -> &mut Limiter {
+        &mut self.limiter
+    }
+}
+
 /// The linker every component of a sandbox is instantiated through.
 pub(crate) fn linker(engine: &Engine) -> wasmtime::Result<Linker<ComponentStoreData>> {
     let mut linker: Linker<ComponentStoreData> = Linker::new(engine);
@@ -104,11 +125,16 @@ pub(crate) fn linker(engine: &Engine) -> wasmtime::Result<Linker<ComponentStoreD
     linker.allow_shadowing(true);
     shadow_filesystem(&mut linker)?;
     shadow_sleep(&mut linker)?;
+    crate::bounded::shadow(&mut linker)?;
     Ok(linker)
 }
 
-/// Every timestamp of a stat is the epoch instant, as for core modules.
+/// Every timestamp of a stat is the epoch instant and a directory's size is 0, as for
+/// core modules: what the host's filesystem says of them differs from one to another.
 fn pin_stat(s: &mut fst::DescriptorStat, instant_ns: u64) {
+    if s.type_ == fst::DescriptorType::Directory {
+        s.size = 0;
+    }
     let t = Some(fst::Datetime {
         seconds: instant_ns / 1_000_000_000,
         nanoseconds: (instant_ns % 1_000_000_000) as u32,
@@ -284,26 +310,22 @@ fn shadow_listing_and_open(linker: &mut Linker<ComponentStoreData>) -> wasmtime:
 }
 
 /// A sleep: on a pinned clock it moves the call's virtual time to its end and is ready
-/// at once; on a live clock it waits, never past the call's wall-time limit (a blocking
-/// host call is one that fuel and epochs cannot interrupt).
+/// at once; on a live clock it waits until its end, on the host's clock. A wait past the
+/// call's deadline is cut there and ends the call as a `timeout` (see `bounded`), so a
+/// guest never runs on after a sleep that did not happen.
 struct Sleep {
-    time: Option<Arc<VirtualTime>>,
-    /// The virtual elapsed nanoseconds it ends at, or how long it waits live.
-    until: u64,
-    deadline: Instant,
+    /// The call's virtual time, and the virtual elapsed nanoseconds the sleep ends at.
+    pinned: Option<(Arc<VirtualTime>, u64)>,
+    /// When a live sleep ends.
+    live: Instant,
 }
 
 #[wasmtime_wasi::async_trait]
 impl wasmtime_wasi::p2::Pollable for Sleep {
     async fn ready(&mut self) {
-        match &self.time {
-            Some(t) => t.advance(self.until.saturating_sub(t.peek())),
-            None => {
-                let left = self.deadline.saturating_duration_since(Instant::now());
-                let wait = std::time::Duration::from_nanos(self.until).min(left);
-                let _ =
-                    wasmtime_wasi::runtime::spawn_blocking(move || std::thread::sleep(wait)).await;
-            }
+        match &self.pinned {
+            Some((t, until)) => t.advance(until.saturating_sub(t.peek())),
+            None => tokio::time::sleep_until(self.live.into()).await,
         }
     }
 }
@@ -314,14 +336,13 @@ fn shadow_sleep(linker: &mut Linker<ComponentStoreData>) -> wasmtime::Result<()>
                  until_virtual: u64,
                  live_ns: u64|
      -> wasmtime::Result<Pollable> {
+        let now = Instant::now();
         let s = Sleep {
-            until: if c.time.is_some() {
-                until_virtual
-            } else {
-                live_ns
-            },
-            time: c.time.clone(),
-            deadline: c.deadline,
+            pinned: c.time.clone().map(|t| (t, until_virtual)),
+            // Past any deadline: `Instant` cannot hold every u64 of nanoseconds.
+            live: now
+                .checked_add(std::time::Duration::from_nanos(live_ns))
+                .unwrap_or(c.deadline.max(now) + std::time::Duration::from_secs(1)),
         };
         let r = c.table.push(s)?;
         wasmtime_wasi::p2::subscribe(&mut c.table, r)

@@ -22,8 +22,12 @@ pub const WASMTIME_VERSION: &str = "48.0.8";
 /// The plangate release, recorded in every manifest.
 pub const PLANGATE_VERSION: &str = env!("CARGO_PKG_VERSION");
 
-/// The manifest format this crate writes and reads.
-pub const MANIFEST_FORMAT: u32 = 1;
+/// The manifest format this crate writes and reads. It names what an epoch pins as well
+/// as the manifest's fields: the same manifest must make the same observations, so a
+/// change in what a pinned source serves (format 2: a `u64` draw takes 8 keystream
+/// bytes) moves it, and an epoch of another format is refused rather than replayed
+/// differently.
+pub const MANIFEST_FORMAT: u32 = 2;
 
 /// 2025-01-01T00:00:00Z: the default epoch instant, so that two epochs built without an
 /// explicit instant agree.
@@ -621,7 +625,7 @@ mod tests {
     #[test]
     fn manifest_id_is_stable_and_sensitive() {
         let m = EpochManifest {
-            format: 1,
+            format: MANIFEST_FORMAT,
             instant_unix_ns: "5".into(),
             clock_step_ns: 0,
             seed: format!("{:016x}", 1),
@@ -635,7 +639,7 @@ mod tests {
         };
         assert_eq!(
             m.canonical_json(),
-            r#"{"argv":["tool"],"clock_step_ns":0,"env":{},"format":1,"instant_unix_ns":"5","modules":[],"mounts":[],"plangate_version":"0","seed":"0000000000000001","wasmtime_version":"48"}"#
+            r#"{"argv":["tool"],"clock_step_ns":0,"env":{},"format":2,"instant_unix_ns":"5","modules":[],"mounts":[],"plangate_version":"0","seed":"0000000000000001","wasmtime_version":"48"}"#
         );
         let mut m2 = m.clone();
         m2.clock_step_ns = 1;
@@ -672,7 +676,7 @@ mod tests {
             mode: EpochMode::Pinned,
         };
         let m = EpochManifest {
-            format: 1,
+            format: MANIFEST_FORMAT,
             instant_unix_ns: "5".into(),
             clock_step_ns: 0,
             seed: "0".into(),
@@ -689,6 +693,19 @@ mod tests {
             .mount_hosts(&[spec("hb", "/b"), spec("ha", "/a")])
             .unwrap();
         assert_eq!(hosts, vec![PathBuf::from("ha"), PathBuf::from("hb")]);
+        // A manifest of format 1 pinned one byte per u64 draw: its epoch is not this one.
+        let old = EpochManifest {
+            format: 1,
+            mounts: vec![],
+            ..m.clone()
+        };
+        match Epoch::from_manifest(old, &[], None) {
+            Err(Error::Manifest(why)) => assert_eq!(
+                why,
+                format!("format 1 is not the supported format {MANIFEST_FORMAT}")
+            ),
+            other => panic!("{other:?}"),
+        }
         assert_eq!(
             m.mount_hosts(&[spec("ha", "/a")]),
             Err(MountMismatch::NotGiven { guest: "/b".into() })

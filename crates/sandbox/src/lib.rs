@@ -9,7 +9,8 @@
 //!   constant; both move by `clock_step_ns` per read (0 freezes them) and by the
 //!   duration of any sleep, which is virtual and returns at once;
 //! - **randomness**: `random_get` serves a SHA-256 keystream of the epoch seed, one byte
-//!   per draw, so the bytes do not depend on how wasmtime samples its RNG;
+//!   per draw, so the bytes do not depend on how wasmtime samples its RNG; a
+//!   component's `u64` draw is the next 8 bytes;
 //! - **environment and argv**: exactly the manifest's, nothing inherited;
 //! - **pinned mounts**: a private read-only snapshot copied at epoch start and
 //!   digested, walked by directory handle; symlinks that leave the mount are neither
@@ -73,6 +74,7 @@
 //! exhausted. Run calls on plain threads or `spawn_blocking`, never directly on a tokio
 //! worker: wasmtime-wasi's synchronous preview1 blocks on its own runtime.
 
+mod bounded;
 mod cache;
 mod canonical;
 mod component;

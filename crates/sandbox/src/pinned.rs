@@ -86,12 +86,14 @@ impl wasmtime_wasi::HostMonotonicClock for PinnedMonotonicClock {
     }
 }
 
-/// A keystream of SHA-256 blocks over (domain, seed, counter), served one byte per draw.
+/// A keystream of SHA-256 blocks over (domain, seed, counter).
 ///
-/// wasmtime-wasi 48 fills `random_get` by drawing one `next_u32` per byte and keeping its
+/// wasmtime-wasi 48 fills random bytes by drawing one `next_u32` per byte and keeping its
 /// low byte; another version may call `fill_bytes`. Returning exactly one keystream byte
-/// from every draw makes the guest's bytes the keystream itself either way, so the seed
-/// alone decides what a guest sees, whatever the sampling code inside wasmtime does.
+/// from every `next_u32` makes the guest's bytes the keystream itself either way, so the
+/// seed alone decides what a guest sees, whatever the sampling code inside wasmtime does.
+/// A `u64` is a guest's own draw (`get-random-u64`), never sampled into bytes: it takes
+/// the next 8 keystream bytes, little-endian, so it spans every u64.
 #[derive(Clone)]
 pub(crate) struct ByteStreamRng {
     key: [u8; 32],
@@ -138,7 +140,11 @@ impl rand_core::TryRng for ByteStreamRng {
     }
 
     fn try_next_u64(&mut self) -> Result<u64, Infallible> {
-        Ok(u64::from(self.next_byte()))
+        let mut b = [0; 8];
+        for x in &mut b {
+            *x = self.next_byte();
+        }
+        Ok(u64::from_le_bytes(b))
     }
 
     fn try_fill_bytes(&mut self, dst: &mut [u8]) -> Result<(), Infallible> {
@@ -166,6 +172,25 @@ mod tests {
         let mut other = vec![0; 100];
         c.fill_bytes(&mut other);
         assert_ne!(filled, other);
+    }
+
+    #[test]
+    fn a_u64_draw_is_the_next_eight_bytes() {
+        let mut a = ByteStreamRng::new(7, "secure");
+        let mut b = ByteStreamRng::new(7, "secure");
+        let mut bytes = [0; 24];
+        b.fill_bytes(&mut bytes);
+        let first = a.next_u64();
+        assert_eq!(first, u64::from_le_bytes(bytes[..8].try_into().unwrap()));
+        assert_eq!(a.next_u32(), u32::from(bytes[8]));
+        assert_eq!(
+            a.next_u64(),
+            u64::from_le_bytes(bytes[9..17].try_into().unwrap())
+        );
+        let big = (0..64)
+            .filter(|_| a.next_u64() > u64::from(u32::MAX))
+            .count();
+        assert!(big > 32, "{big} of 64 draws above 2^32");
     }
 
     #[test]

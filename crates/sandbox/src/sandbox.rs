@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use wasmtime::component::ResourceTableError;
 use wasmtime::{
     Config, Enabled, Engine, InstanceAllocationStrategy, InstancePre, Linker,
     PoolingAllocationConfig, Store, Trap,
@@ -752,11 +753,9 @@ impl Sandbox {
 
     /// The call's memory limit, as the limiter a store holds it to.
     fn limiter(&self, limits: &Limits) -> Limiter {
-        Limiter {
-            memory_bytes: (limits.memory_mb.min(self.config.max_memory_mb) as usize)
-                .saturating_mul(1 << 20),
-            hit: false,
-        }
+        Limiter::new(
+            (limits.memory_mb.min(self.config.max_memory_mb) as usize).saturating_mul(1 << 20),
+        )
     }
 
     /// The call's fuel, and its wall-time limit as an epoch deadline.
@@ -844,7 +843,7 @@ fn classify(result: wasmtime::Result<()>, memory_hit: bool) -> (Outcome, Option<
     if let Some(exit) = e.downcast_ref::<I32Exit>() {
         return (Outcome::Exit { code: exit.0 }, None);
     }
-    if memory_hit || e.downcast_ref::<MemoryLimitHit>().is_some() {
+    if memory_hit || e.downcast_ref::<MemoryLimitHit>().is_some() || table_full(&e) {
         return (Outcome::MemoryLimit, None);
     }
     match e.downcast_ref::<Trap>() {
@@ -862,6 +861,17 @@ fn classify(result: wasmtime::Result<()>, memory_hit: bool) -> (Outcome, Option<
             Some(format!("{e:#}")),
         ),
     }
+}
+
+/// Whether the call's resource table ran out of entries (see
+/// [`crate::component`]'s `MAX_HOST_RESOURCES`): host memory, so a `memory_limit`.
+fn table_full(e: &wasmtime::Error) -> bool {
+    e.chain().any(|c| {
+        matches!(
+            c.downcast_ref::<ResourceTableError>(),
+            Some(ResourceTableError::Full)
+        )
+    })
 }
 
 fn host_failure(start: Instant, detail: String) -> CallRecord {

@@ -66,10 +66,38 @@ pub(crate) struct DirEntry {
 }
 
 /// Refuses growth past the call's limit with an error of its own, so the outcome says
-/// `memory_limit` rather than the trap a guest makes of a failed allocation.
+/// `memory_limit` rather than the trap a guest makes of a failed allocation. The limit
+/// holds for the call as a whole: every linear memory it has (a component may have
+/// several) and the bytes the host holds for it (a component's header maps) together.
 pub(crate) struct Limiter {
     pub(crate) memory_bytes: usize,
+    /// The call's linear memories, together.
+    linear_bytes: usize,
+    /// What the host holds for the guest (see `bounded`), charged as it is made.
+    host_bytes: usize,
     pub(crate) hit: bool,
+}
+
+impl Limiter {
+    /// A limit of `memory_bytes` for one call, nothing used yet.
+    pub(crate) fn new(memory_bytes: usize) -> Limiter {
+        Limiter {
+            memory_bytes,
+            linear_bytes: 0,
+            host_bytes: 0,
+            hit: false,
+        }
+    }
+
+    /// Counts `bytes` the host holds for the guest; over the limit, the call ends.
+    pub(crate) fn charge_host(&mut self, bytes: usize) -> wasmtime::Result<()> {
+        self.host_bytes = self.host_bytes.saturating_add(bytes);
+        if self.linear_bytes.saturating_add(self.host_bytes) > self.memory_bytes {
+            self.hit = true;
+            return Err(wasmtime::Error::new(MemoryLimitHit));
+        }
+        Ok(())
+    }
 }
 
 #[derive(Debug)]
@@ -86,14 +114,18 @@ impl std::error::Error for MemoryLimitHit {}
 impl ResourceLimiter for Limiter {
     fn memory_growing(
         &mut self,
-        _current: usize,
+        current: usize,
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        if desired > self.memory_bytes {
+        // Called for each memory as it is made (`current` 0) and as it grows: the sum
+        // of every memory's last approved size is the call's linear memory.
+        let linear = (self.linear_bytes.saturating_sub(current)).saturating_add(desired);
+        if linear.saturating_add(self.host_bytes) > self.memory_bytes {
             self.hit = true;
             return Err(wasmtime::Error::new(MemoryLimitHit));
         }
+        self.linear_bytes = linear;
         Ok(true)
     }
 

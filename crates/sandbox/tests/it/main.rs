@@ -19,3 +19,5 @@ mod cache;
 mod mounts;
 // Per-call bounds on host resources: open files, poll subscriptions.
 mod limits;
+// A component's several memories held to one call's limit together.
+mod memories;
