@@ -78,3 +78,6 @@ mod ray;
 // The summary's calibration (AUROC, ROC, threshold sweep) against pairwise AUROCs and
 // runs of the gate at the swept thresholds, from score, eval and merge.
 mod calibration;
+// `plangate serve` on loopback: /v1/decide against score, limits, the token, metrics,
+// a graceful stop, and the OpenAI-compatible proxy in front of a recorded upstream.
+mod serve;
