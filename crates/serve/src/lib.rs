@@ -15,9 +15,10 @@ mod judge;
 mod metrics;
 mod out;
 mod reply;
+mod server;
 mod upstream;
 
-pub use app::{Config, Served, Server};
+pub use server::{Config, Served, Server};
 pub use error::ServeError;
 pub use out::SYNC_EVERY;
 pub use upstream::{OnDefer, OnReject, UpstreamConfig};

@@ -73,9 +73,9 @@ fn refusal_text(d: &Decision, messages: &[&Value]) -> String {
 /// The first divergent argument path (`$.steps[S].arguments.P...`): the step, its tool,
 /// the parameter as written in the path, and up to three distinct values the choices
 /// gave it, in the order they came.
-fn diverging<'a>(
+fn diverging(
     d: &Decision,
-    messages: &[&'a Value],
+    messages: &[&Value],
 ) -> Option<(usize, String, String, Vec<String>)> {
     let path = d
         .divergent_paths
