@@ -88,3 +88,6 @@ mod junit;
 // Typed component exports: an error that says not found, and interfaces whose short
 // names collide.
 mod typed;
+// `plangate serve` on loopback: /v1/decide against score, limits, the token, metrics,
+// a graceful stop, and the OpenAI-compatible proxy in front of a recorded upstream.
+mod serve;

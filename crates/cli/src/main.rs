@@ -18,6 +18,7 @@ mod page;
 mod probe;
 mod resume;
 mod score;
+mod serve;
 mod shard;
 mod tally;
 
@@ -61,6 +62,8 @@ enum Command {
     Merge(merge::MergeArgs),
     /// Write a catalog for a WebAssembly component: one tool per exported function.
     Catalog(catalog::CatalogArgs),
+    /// Keep a gate warm behind an HTTP API, and proxy an OpenAI-compatible model.
+    Serve(serve::ServeArgs),
 }
 
 /// Sends the libraries' `tracing` events to stderr: warnings always, in plangate's own
@@ -131,6 +134,7 @@ fn main() -> ExitCode {
         Command::Epoch(args) => epoch::run(args),
         Command::Merge(args) => merge::run(args),
         Command::Catalog(args) => catalog::run(args),
+        Command::Serve(args) => serve::run(args),
     };
     match outcome {
         Ok(code) => ExitCode::from(code),

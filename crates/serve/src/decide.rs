@@ -1,0 +1,76 @@
+//! `POST /v1/decide`: one samples line whose results came recorded, answered with the
+//! record `plangate score` writes for it (the gate's `LineScorer`, as the CLI calls
+//! it), or, for a line that is not a task, a 400 with the CLI's bad-line record.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::Response;
+use plangate_gate::score::{LineScorer, Scored, bad_line_record};
+
+use crate::app::{App, error, json};
+
+pub(crate) async fn decide(State(app): State<Arc<App>>, body: Body) -> Response {
+    let line = match app.body(body).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let worker = app.clone();
+    match tokio::task::spawn_blocking(move || worker.decide_line(&line)).await {
+        Ok((status, text)) => json(status, text),
+        Err(e) => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            &format!("deciding failed: {e}"),
+        ),
+    }
+}
+
+impl App {
+    /// Scores one line as `plangate score` does: the status and the record. A decision
+    /// is counted and appended to `--out` before it is answered.
+    fn decide_line(&self, line: &[u8]) -> (StatusCode, String) {
+        let line = trim_line_end(line);
+        let scorer = LineScorer::new(&self.catalog, self.decide);
+        let mut record = String::new();
+        let see = |d: &plangate_gate::decide::Decision| self.metrics.decision("decide", d);
+        match scorer.score_guarded_seeing(line, &mut record, see) {
+            Scored::Record(_) | Scored::Kept(_) => {
+                if let Some(out) = &self.out {
+                    out.append(&record);
+                }
+                (StatusCode::OK, record)
+            }
+            Scored::Bad(e) => (StatusCode::BAD_REQUEST, bad_line_record(1, &e)),
+            // Only a shard's scorer passes a task over, and this one is not a shard's.
+            Scored::Other => (StatusCode::INTERNAL_SERVER_ERROR, String::from("{}")),
+        }
+    }
+}
+
+/// The line without the newline a client may end its body with, as a samples file's
+/// reader leaves it out.
+pub(crate) fn trim_line_end(line: &[u8]) -> &[u8] {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    line.strip_suffix(b"\r").unwrap_or(line)
+}
+
+pub(crate) async fn health(State(app): State<Arc<App>>) -> Response {
+    let tools: Vec<_> = plangate_gate::decide::tool_states(&app.catalog)
+        .into_iter()
+        .map(|(name, s)| {
+            serde_json::json!({
+                "name": name,
+                "declared_deterministic": s.declared_deterministic,
+                "verified": s.verified,
+                "quarantined": s.quarantined,
+            })
+        })
+        .collect();
+    json(
+        StatusCode::OK,
+        serde_json::json!({"status": "ok", "epoch_id": null, "tools": tools}).to_string(),
+    )
+}
