@@ -309,6 +309,9 @@ fn a_public_address_needs_a_token() {
     assert!(stderr.contains("--token-env"), "{stderr}");
 }
 
+/// The requests a recorded upstream saw: each one's `Authorization` and body.
+type Seen = Arc<Mutex<Vec<(Option<String>, Value)>>>;
+
 /// A recorded upstream: an OpenAI-compatible server on loopback answering each step
 /// (keyed by the last message's text) with the next of its recorded choices, at most
 /// `cap` per request whatever `n` asks, so the proxy must top up. It stops when the
@@ -316,7 +319,7 @@ fn a_public_address_needs_a_token() {
 struct Recorded {
     addr: String,
     stop: Arc<AtomicBool>,
-    requests: Arc<Mutex<Vec<(Option<String>, Value)>>>,
+    requests: Seen,
 }
 
 impl Drop for Recorded {

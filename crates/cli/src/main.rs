@@ -33,7 +33,7 @@ use plangate::exit;
 static GLOBAL: alloc::Mimalloc = alloc::Mimalloc;
 
 /// Tell a fabricated tool-call argument from a flaky tool: score, eval, probe, call,
-/// demo, epoch, merge, catalog.
+/// demo, epoch, merge, catalog, serve.
 #[derive(Debug, Parser)]
 #[command(name = "plangate", version, long_about = None)]
 struct Cli {

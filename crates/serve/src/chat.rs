@@ -195,7 +195,7 @@ impl Step {
             // No choice calls a tool: the first passes through as it is.
             return answer(completion(&self.answer, first(), None), stream, &headers);
         };
-        let verdict = judged.decision.decision;
+        let verdict = judged.decision.verdict;
         let reasons: Vec<&str> = judged.decision.reasons.iter().map(|r| r.as_str()).collect();
         headers.push(("x-plangate-decision", verdict.as_str().into()));
         headers.push(("x-plangate-reasons", reasons.join(",")));
@@ -243,7 +243,7 @@ fn refused_with_status(
     headers: &[(&'static str, String)],
 ) -> Response {
     let record: Value = serde_json::from_str(&judged.record).unwrap_or(Value::Null);
-    let verdict = judged.decision.decision.as_str();
+    let verdict = judged.decision.verdict.as_str();
     let message = format!(
         "plangate's verdict on this step is {verdict} ({}); its tool calls were not made",
         judged

@@ -8,7 +8,7 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use plangate_gate::score::{LineScorer, Scored, bad_line_record};
+use plangate_gate::score::{LineScorer, ScoreConfig, Scored, bad_line_record};
 
 use crate::app::{App, error, json};
 
@@ -33,19 +33,25 @@ impl App {
     /// is counted and appended to `--out` before it is answered.
     fn decide_line(&self, line: &[u8]) -> (StatusCode, String) {
         let line = trim_line_end(line);
-        let scorer = LineScorer::new(&self.catalog, self.decide);
+        let config = ScoreConfig {
+            opts: self.decide,
+            ..ScoreConfig::default()
+        };
+        let scored = LineScorer::new(&self.catalog, config).score(line);
+        if let Scored::Decided(d) = &scored {
+            self.metrics.decision("decide", &d.decision);
+        }
         let mut record = String::new();
-        let see = |d: &plangate_gate::decide::Decision| self.metrics.decision("decide", d);
-        match scorer.score_guarded_seeing(line, &mut record, see) {
-            Scored::Record(_) | Scored::Kept(_) => {
-                if let Some(out) = &self.out {
-                    out.append(&record);
-                }
-                (StatusCode::OK, record)
+        if scored.emit(&mut plangate_gate::record::Json::new(&mut record)) {
+            if let Some(out) = &self.out {
+                out.append(&record);
             }
+            return (StatusCode::OK, record);
+        }
+        match scored {
             Scored::Bad(e) => (StatusCode::BAD_REQUEST, bad_line_record(1, &e)),
             // Only a shard's scorer passes a task over, and this one is not a shard's.
-            Scored::Other => (StatusCode::INTERNAL_SERVER_ERROR, String::from("{}")),
+            _ => (StatusCode::INTERNAL_SERVER_ERROR, String::from("{}")),
         }
     }
 }

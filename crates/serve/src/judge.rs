@@ -86,7 +86,7 @@ impl App {
         seen_in_conversation(&mut d, conversation);
         let modal = self.modal_choice(&task, &d, &states);
         self.metrics.decision("chat_completions", &d);
-        let record = plangate_gate::record::decision(&d);
+        let record = plangate_gate::record::json(&d);
         Ok(Judged {
             decision: d,
             record,
@@ -139,7 +139,7 @@ fn mark_unexecuted(task: &mut Task, executable: &dyn Fn(&str) -> bool) {
 /// A referential miss over a value the conversation already holds only defers: the
 /// sandbox's snapshot does not know what the earlier, real steps created.
 fn seen_in_conversation(d: &mut Decision, conversation: &str) {
-    if d.decision != Verdict::Reject || !d.reasons.contains(&Reason::ReferentialMiss) {
+    if d.verdict != Verdict::Reject || !d.reasons.contains(&Reason::ReferentialMiss) {
         return;
     }
     let seen = d.modal_plan.iter().flatten().find_map(|step| {
@@ -151,7 +151,7 @@ fn seen_in_conversation(d: &mut Decision, conversation: &str) {
             .find(|t| t.len() >= 2 && conversation.contains(t.as_str()))
     });
     if let Some(value) = seen {
-        d.decision = Verdict::Defer;
+        d.verdict = Verdict::Defer;
         d.explanation.push(format!(
             "{value:?} appears earlier in the conversation: the sandbox's snapshot does not know what earlier real steps created, so a referential miss on it defers"
         ));

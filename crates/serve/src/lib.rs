@@ -18,7 +18,7 @@ mod reply;
 mod server;
 mod upstream;
 
-pub use server::{Config, Served, Server};
 pub use error::ServeError;
 pub use out::SYNC_EVERY;
+pub use server::{Config, Served, Server};
 pub use upstream::{OnDefer, OnReject, UpstreamConfig};

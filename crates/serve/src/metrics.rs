@@ -122,7 +122,7 @@ impl Metrics {
         self.verdicts
             .get_or_create(&Verdict {
                 endpoint,
-                verdict: d.decision.as_str(),
+                verdict: d.verdict.as_str(),
             })
             .inc();
         for r in &d.reasons {

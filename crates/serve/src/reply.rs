@@ -46,7 +46,7 @@ pub(crate) fn refusal(judged: &Judged, messages: &[&Value]) -> Value {
 }
 
 fn refusal_text(d: &Decision, messages: &[&Value]) -> String {
-    let verdict = match d.decision {
+    let verdict = match d.verdict {
         Verdict::Reject => "rejected",
         _ => "deferred",
     };
@@ -73,10 +73,7 @@ fn refusal_text(d: &Decision, messages: &[&Value]) -> String {
 /// The first divergent argument path (`$.steps[S].arguments.P...`): the step, its tool,
 /// the parameter as written in the path, and up to three distinct values the choices
 /// gave it, in the order they came.
-fn diverging(
-    d: &Decision,
-    messages: &[&Value],
-) -> Option<(usize, String, String, Vec<String>)> {
+fn diverging(d: &Decision, messages: &[&Value]) -> Option<(usize, String, String, Vec<String>)> {
     let path = d
         .divergent_paths
         .iter()
