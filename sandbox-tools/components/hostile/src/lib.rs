@@ -47,7 +47,9 @@ impl Guest for Hostile {
     }
 
     fn draws(n: u32) -> (Vec<u64>, Vec<u64>) {
-        let secure = (0..n).map(|_| wasi::random::random::get_random_u64()).collect();
+        let secure = (0..n)
+            .map(|_| wasi::random::random::get_random_u64())
+            .collect();
         let insecure = (0..n)
             .map(|_| wasi::random::insecure::get_insecure_random_u64())
             .collect();
