@@ -11,7 +11,6 @@ import plangate
 SCORED = [
     ("examples/score/catalog.json", "examples/score/samples.jsonl"),
     ("tests/realworld/tau-bench/catalog.json", "tests/realworld/tau-bench/gpt-4o-airline.json"),
-    ("tests/e2e/cases/hostile/catalog.json", "tests/e2e/cases/hostile/samples.jsonl"),
 ]
 
 EVALUATED = sorted(
@@ -49,8 +48,8 @@ def test_tau_bench_records_keep_their_outcomes(repo, cli):
 def test_eval_records_are_the_clis_lines(repo, cli, name):
     catalog = repo / "examples/seed-world/catalog.json"
     samples = repo / "tests/e2e/cases/eval" / name
-    code, want, err = cli("eval", "--catalog", catalog, "--samples", samples)
-    assert code in (0, 1), err
+    _, want, err = cli("eval", "--catalog", catalog, "--samples", samples)
+    assert want, err
     _same(plangate.eval(catalog, samples).decisions, want, name)
 
 
