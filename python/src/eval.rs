@@ -17,8 +17,8 @@ use plangate_gate::calibration::Calibration;
 use plangate_gate::record::BadLine;
 use plangate_gate::task::{RunNotes, Task, parse_task_line};
 use plangate_harness::{
-    EvalOptions, EvalRecord, EvalRun, Finished, HarnessError, LimitsGiven, LineOutcome, Retries,
-    World, WorldOptions,
+    EvalOptions, EvalRecord, EvalRun, HarnessError, LimitsGiven, LineOutcome, PreparedBatch,
+    Retries, World, WorldOptions,
 };
 use plangate_sandbox::EpochManifest;
 use pyo3::prelude::*;
@@ -145,7 +145,7 @@ fn manifest_of(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<EpochManife
 /// A finished run: the first epoch (the lines that were not tasks in their place),
 /// what the defer path retried, when it ran, and what reading the lines noted.
 struct EvalDone {
-    finished: Finished,
+    finished: PreparedBatch,
     retries: Retries,
     notes: RunNotes,
 }

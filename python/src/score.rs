@@ -14,7 +14,7 @@ use plangate_gate::record::BadLine;
 use plangate_gate::score::{LineScorer, ScoreConfig, Scored};
 use plangate_gate::seed::{self, SeedOptions};
 use plangate_gate::task::RunNotes;
-use plangate_harness::pipeline::{self, Feed, InOrder, NotReady};
+use plangate_harness::pipeline::{self, InOrder, NotReady, WorkQueue};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyModule};
@@ -57,7 +57,7 @@ pub(crate) struct Scores {
 struct State {
     input: Option<Input>,
     /// Where chunks go to the workers; dropped at the input's end.
-    feed: Option<Feed<Chunk>>,
+    feed: Option<WorkQueue<Chunk>>,
     /// The workers' records, in input order.
     scored: InOrder<Chunk, ChunkScored>,
     /// The calibration of the labelled tasks of the records taken so far.
@@ -245,7 +245,7 @@ impl State {
             // when this iterator is dropped.
             py.check_signals()?;
             while self.input.is_some()
-                && let Some(mut chunk) = self.feed.as_ref().and_then(Feed::try_spare)
+                && let Some(mut chunk) = self.feed.as_ref().and_then(WorkQueue::try_spare)
             {
                 self.read_chunk(py, &mut chunk);
                 if chunk.lines.is_empty() {
@@ -256,7 +256,10 @@ impl State {
                     feed.send(chunk).map_err(|_| stopped())?;
                 }
             }
-            let sent = self.feed.as_ref().map_or(self.scored.taken(), Feed::sent);
+            let sent = self
+                .feed
+                .as_ref()
+                .map_or(self.scored.taken(), WorkQueue::sent);
             if self.scored.taken() == sent {
                 if self.feed.take().is_some() {
                     args::warn_notes(py, "plangate.score", &self.notes)?;

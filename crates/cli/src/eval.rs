@@ -16,8 +16,8 @@ use plangate_gate::baseline::naive;
 use plangate_gate::decide::prose_like;
 use plangate_gate::task::{Task, parse_task_line};
 use plangate_harness::{
-    Earlier, Eval, EvalOptions, EvalRun, Finished, Journal, JournalHeader, Retries, RetryReport,
-    World, WorldOptions, read_quarantine,
+    Earlier, Eval, EvalOptions, EvalRun, Journal, JournalHeader, PreparedBatch, Retries,
+    RetryReport, World, WorldOptions, read_quarantine,
 };
 
 use crate::args::{Baseline, IoArgs, LimitArgs, ReportArgs, ThresholdArgs, compares_baseline};
@@ -26,7 +26,7 @@ use crate::interrupt::{Interrupted, stopping};
 use crate::lines::{
     Source, TaskIds, for_each_line, line_hash, open_samples, source_name, tasks_at, too_long,
 };
-use crate::outputs::{Findings, Outputs, Timings, write_reports};
+use crate::outputs::{Outputs, RunOutcome, Timings, write_reports};
 use crate::resume::{check_header, fingerprint, journal_path, journal_to_resume};
 use crate::tally::Tally;
 use plangate_harness::shard::{
@@ -224,7 +224,7 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
         retried: retry_done,
         decided,
     };
-    let ran = Findings {
+    let ran = RunOutcome {
         command: "eval",
         epoch: Some(world.epoch().manifest()),
         finished: &finished,
@@ -289,7 +289,7 @@ fn after_the_work(e: anyhow::Error, journal: Option<&Journal>) -> anyhow::Error 
 /// A shard's evidence for `plangate merge`, beside its `--out`.
 fn write_evidence(
     args: &EvalArgs,
-    ran: &Findings<'_>,
+    ran: &RunOutcome<'_>,
     samples: SamplesDigest,
     tally: &Tally,
 ) -> Result<()> {
@@ -320,7 +320,7 @@ fn write_evidence(
 fn retry_deferred(
     args: &EvalArgs,
     run: &EvalRun<'_>,
-    first: &Finished,
+    first: &PreparedBatch,
     hashes: &[(usize, u64)],
 ) -> Result<Retries> {
     if !run.retries() {
@@ -594,7 +594,7 @@ fn execute(
     })
 }
 
-fn human(f: &Finished, exec: std::time::Duration) -> String {
+fn human(f: &PreparedBatch, exec: std::time::Duration) -> String {
     let s = &f.stats;
     let mut line = format!(
         "epoch {}: {} calls executed ({} not executed) over {} samples in {:.2} s; {} probe calls",

@@ -10,11 +10,11 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use plangate_harness::shard::{evidence_path, read_shards, unite};
-use plangate_harness::{Finished, Spilled};
+use plangate_harness::{PreparedBatch, Spilled};
 use serde_json::json;
 
 use crate::args::ReportArgs;
-use crate::outputs::{Findings, Outputs, Timings, write_reports};
+use crate::outputs::{Outputs, RunOutcome, Timings, write_reports};
 use crate::tally::Tally;
 
 #[derive(Debug, Args)]
@@ -49,7 +49,7 @@ pub(crate) fn run(args: MergeArgs) -> Result<u8> {
         .collect::<Result<_, _>>()?;
     let merged = Spilled::merged(parts);
     let epoch_id = first.epoch_id.clone().unwrap_or_default();
-    let finished = Finished::new(epoch_id, books, live, merged, options, stats);
+    let finished = PreparedBatch::new(epoch_id, books, live, merged, options, stats);
     let setup = started.elapsed();
 
     let mut tally = Tally {
@@ -74,7 +74,7 @@ pub(crate) fn run(args: MergeArgs) -> Result<u8> {
         );
     }
     let decided = started.elapsed();
-    let ran = Findings {
+    let ran = RunOutcome {
         command: "merge",
         epoch: first.epoch.as_ref(),
         finished: &finished,

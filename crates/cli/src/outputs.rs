@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use plangate_gate::decide::Verdict;
 use plangate_gate::task::TaskError;
-use plangate_harness::{EvalRecord, Finished, LineOutcome, Retried, RetryReport};
+use plangate_harness::{EvalRecord, LineOutcome, PreparedBatch, Retried, RetryReport};
 use plangate_report::digest::RunDigest;
 use plangate_report::junit::Junit;
 use plangate_report::run::RunPage;
@@ -33,12 +33,12 @@ pub(crate) struct Timings {
 }
 
 /// What the run found, for the reports: its first epoch and the defer path's rounds.
-pub(crate) struct Findings<'a> {
+pub(crate) struct RunOutcome<'a> {
     /// The command (`eval`, `merge`), as the page names it.
     pub(crate) command: &'static str,
     /// The epoch's manifest (None: results recorded in the input, from `score`).
     pub(crate) epoch: Option<&'a plangate_sandbox::EpochManifest>,
-    pub(crate) finished: &'a Finished,
+    pub(crate) finished: &'a PreparedBatch,
     pub(crate) retry: Option<&'a RetryReport>,
     /// What `merge` adds to the summary: its shards, and what it cannot see.
     pub(crate) merged: Option<serde_json::Value>,
@@ -72,7 +72,7 @@ impl<'a> Outputs<'a> {
     /// on the run's calibration grid and counted in the tally's calibration.
     pub(crate) fn write_all(
         &mut self,
-        finished: &Finished,
+        finished: &PreparedBatch,
         retried: &BTreeMap<usize, Retried>,
         tally: &mut Tally,
         calibrate: bool,
@@ -149,7 +149,7 @@ impl<'a> Outputs<'a> {
 /// leaves the earlier decisions file as it was.
 pub(crate) fn write_reports(
     args: &ReportArgs,
-    ran: &Findings<'_>,
+    ran: &RunOutcome<'_>,
     outputs: Outputs<'_>,
     tally: &Tally,
     timings: &Timings,
@@ -190,7 +190,7 @@ pub(crate) fn write_reports(
 /// calls (an epoch; recorded results have no probe), the defer path, and the run's
 /// facts.
 fn run_page<'a>(
-    ran: &Findings<'a>,
+    ran: &RunOutcome<'a>,
     source: &str,
     tally: &Tally,
     digest: &'a RunDigest,
@@ -283,7 +283,7 @@ fn lines(tally: &Tally) -> serde_json::Value {
 /// The `--summary-json` document: counts, tool health, the epoch, and how long each
 /// phase took (the total up to now).
 fn summary(
-    ran: &Findings<'_>,
+    ran: &RunOutcome<'_>,
     tally: &Tally,
     labels: &BTreeMap<String, [usize; 3]>,
     t: &Timings,

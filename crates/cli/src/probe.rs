@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::{Result, bail};
 use clap::Args;
-use plangate_harness::declarations::{ProbeOptions, describe, probe_declarations};
+use plangate_harness::probe_report::{ProbeOptions, describe, probe_declarations};
 
 use crate::exit;
 use crate::files::{catalog_dir, load_catalog};

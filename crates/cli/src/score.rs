@@ -9,10 +9,10 @@ use clap::{Args, ValueEnum};
 use plangate_gate::calibration::Grid;
 use plangate_gate::catalog::Catalog;
 use plangate_gate::record;
-use plangate_gate::score::{self, Compared, Decided, Scored};
+use plangate_gate::score::{self, Compared, Scored, ScoredTask};
 use plangate_gate::seed;
-use plangate_harness::SpilledLine;
-use plangate_harness::pipeline::{self, Feed, InOrder};
+use plangate_harness::PreparedEntry;
+use plangate_harness::pipeline::{self, InOrder, WorkQueue};
 use plangate_report::digest::RunDigest;
 
 use crate::args::{Baseline, IoArgs, PageArgs, ThresholdArgs};
@@ -207,7 +207,7 @@ impl RecordWriter<'_> {
                     }
                 }
                 Scored::Decided(d) => {
-                    let Decided {
+                    let ScoredTask {
                         decision: d,
                         compared,
                         notes,
@@ -224,7 +224,7 @@ impl RecordWriter<'_> {
                         count_calibration(tally, self.grid, c);
                     }
                     if let Some(prepared) = prepared {
-                        let entry = SpilledLine::Task {
+                        let entry = PreparedEntry::Task {
                             line: number,
                             prepared,
                             live: Vec::new(),
@@ -241,7 +241,7 @@ impl RecordWriter<'_> {
                     write_records(&mut self.out, &chunk.records[from..end])?;
                     from = end;
                     if let Some(ev) = self.evidence.as_mut() {
-                        let entry = SpilledLine::Bad {
+                        let entry = PreparedEntry::Bad {
                             line: number,
                             error: e.clone(),
                         };
@@ -360,7 +360,7 @@ fn write_in_order(
 /// chunk carries the journal's hash of the input through its last line.
 fn read_chunks(
     input: Box<dyn BufRead>,
-    mut feed: Feed<ScoreChunk>,
+    mut feed: WorkQueue<ScoreChunk>,
     done: &Checkpoint,
     max: u64,
     mut digest: Option<&mut SamplesDigest>,

@@ -13,7 +13,8 @@ use plangate_gate::baseline::naive;
 use plangate_gate::decide::{Decision, Options, Rule};
 use plangate_gate::task::{Label, Task, parse_task_line};
 use plangate_harness::{
-    Decided, Eval, EvalOptions, EvalRun, Finished, HarnessError, Retried, RetryReport, WorldOptions,
+    ClassifiedTask, Eval, EvalOptions, EvalRun, HarnessError, PreparedBatch, Retried, RetryReport,
+    WorldOptions,
 };
 use plangate_report::agreement::{Plots, Series};
 
@@ -26,10 +27,10 @@ use crate::{Batch, RunOptions};
 /// What running the batch produced: the harness's results, the naive scorer's column
 /// (it judges each task as it is executed) and what the world driver did.
 pub(crate) struct BatchRun {
-    finished: Finished,
+    finished: PreparedBatch,
     /// The first epoch's decisions, classified once for the retry and both gate
     /// columns.
-    first: Vec<Decided>,
+    first: Vec<ClassifiedTask>,
     naive: Column,
     driver_actions: Vec<String>,
     /// The defer path's last decision for each task it retried, by line.
@@ -92,7 +93,7 @@ fn run_batch(batch: &Batch, opts: &RunOptions) -> Result<BatchRun, DemoError> {
     let world = run.pin(None).map_err(DemoError::Pin)?;
     let eval = run.start(world.clone(), None);
     let (naive, driver_actions) = execute_with_driver(&eval, batch, opts, &live);
-    // Finished before the scratch folder goes: the end of the batch rechecks live/.
+    // PreparedBatch before the scratch folder goes: the end of the batch rechecks live/.
     // The retry epoch snapshots the live state as the driver left it.
     let finished = eval.finish()?;
     let tasks = &batch.tasks;
@@ -108,7 +109,7 @@ fn run_batch(batch: &Batch, opts: &RunOptions) -> Result<BatchRun, DemoError> {
     };
     // The demo judges the first epoch whether or not it retries, so that pass is the
     // first epoch's, not the retry's.
-    let first: Vec<Decided> = finished.decisions().collect::<Result<_, _>>()?;
+    let first: Vec<ClassifiedTask> = finished.decisions().collect::<Result<_, _>>()?;
     let retry_started = Instant::now();
     let (retried, retry) = run.retry_from(
         &finished.epoch_id,
@@ -234,7 +235,7 @@ fn judge_gate(
 fn judge_seed_rule(
     decide: &Options,
     tasks: &[Generated],
-    finished: &Finished,
+    finished: &PreparedBatch,
 ) -> Result<Column, DemoError> {
     let mut seed_rule = Column::default();
     let seed_options = Options {

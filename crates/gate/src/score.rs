@@ -18,7 +18,7 @@ use crate::task::{Label, Observed, ReadingNotes, Task, TaskError, parse_task_lin
 #[derive(Debug)]
 pub enum Scored {
     /// The gate decided the task.
-    Decided(Box<Decided>),
+    Decided(Box<ScoredTask>),
     /// The seed's gate (`--seed-compat`) judged the task.
     Seed(Box<SeedJudged>),
     /// The line is not a task.
@@ -29,7 +29,7 @@ pub enum Scored {
 
 /// A task the gate decided, with what the run counts of it beside its record.
 #[derive(Debug)]
-pub struct Decided {
+pub struct ScoredTask {
     /// The decision: the record written for the task.
     pub decision: Decision,
     /// The naive scorer's comparison, when the task is compared.
@@ -42,7 +42,7 @@ pub struct Decided {
     pub prepared: Option<Prepared>,
 }
 
-impl Decided {
+impl ScoredTask {
     /// How the task's samples fared where they came from.
     pub fn trial_outcomes(&self) -> Option<TrialOutcomes> {
         TrialOutcomes::of(self.decision.outcomes.iter().copied())
@@ -123,7 +123,7 @@ pub struct ScoreConfig<'a> {
     /// when the scorer compares.
     pub baseline: bool,
     /// A shard's scorer (`--shard K/M`) decides only the tasks whose ID this says it
-    /// owns, and keeps each one's prepared form ([`Decided::prepared`]).
+    /// owns, and keeps each one's prepared form ([`ScoredTask::prepared`]).
     pub shard: Option<&'a (dyn Fn(&str) -> bool + Sync)>,
     /// Calibrate on a grid around [`ScoreConfig::opts`]: each labelled task is also
     /// decided at every point of it, and its observation comes back with its
@@ -218,7 +218,7 @@ impl<'a> LineScorer<'a> {
             .then(|| self.compared(&task, &prepared, observation))
             .flatten();
         let prose = self.prose_like(&task, &decision);
-        Scored::Decided(Box::new(Decided {
+        Scored::Decided(Box::new(ScoredTask {
             decision,
             compared,
             notes: task.notes,

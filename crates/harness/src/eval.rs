@@ -17,9 +17,9 @@ use plangate_gate::task::{Label, ReadingNotes, Sample, Task, TaskError};
 use plangate_sandbox::LiveCheck;
 
 use crate::error::HarnessError;
-use crate::health::{HealthReport, ToolBook};
+use crate::health::{HealthReport, ToolFindings};
 use crate::journal::Journal;
-use crate::spill::{Spill, Spilled, SpilledLine};
+use crate::spill::{PreparedEntry, Spill, Spilled};
 use crate::warm::{EvalOptions, EvalStats, Executed, WarmGate, judge_tools, lock};
 use crate::world::World;
 
@@ -101,7 +101,7 @@ impl<'w> Eval<'w> {
     pub fn execute<R>(
         &self,
         on_done: &OnDone<'_>,
-        feed: impl FnOnce(&mut Feeder<'_, 'w>) -> R,
+        feed: impl FnOnce(&mut TaskQueue<'_, 'w>) -> R,
     ) -> R {
         let jobs = self.gate.options().jobs.max(1);
         let (tx, rx) = sync_channel::<Job>(jobs * 4);
@@ -114,7 +114,7 @@ impl<'w> Eval<'w> {
                     .spawn_scoped(s, move || self.work(rx, on_done))
                     .expect("spawn an executor thread");
             }
-            let mut feeder = Feeder {
+            let mut feeder = TaskQueue {
                 eval: self,
                 tx,
                 on_done,
@@ -169,7 +169,7 @@ impl<'w> Eval<'w> {
         naive: Option<NaiveDecision>,
     ) {
         let Executed { prepared, live } = self.gate.prepare(&task, touched);
-        let entry = SpilledLine::Task {
+        let entry = PreparedEntry::Task {
             line,
             prepared,
             live,
@@ -200,7 +200,7 @@ impl<'w> Eval<'w> {
 
     /// Phase two: rechecks live mounts, fixes tool health, and readies every task for
     /// classification.
-    pub fn finish(self) -> Result<Finished, HarnessError> {
+    pub fn finish(self) -> Result<PreparedBatch, HarnessError> {
         let live = self.gate.world().epoch().recheck_live()?;
         for c in live.iter().filter(|c| c.changed()) {
             tracing::warn!(guest = c.guest, "a live mount changed during the batch");
@@ -213,7 +213,7 @@ impl<'w> Eval<'w> {
             .finish()?;
         let stats = self.gate.stats();
         let epoch_id = self.gate.epoch_id().to_string();
-        Ok(Finished::new(
+        Ok(PreparedBatch::new(
             epoch_id,
             books,
             live,
@@ -225,19 +225,19 @@ impl<'w> Eval<'w> {
 }
 
 /// Pushes tasks to the workers; handed to the `feed` closure of [`Eval::execute`].
-pub struct Feeder<'e, 'w> {
+pub struct TaskQueue<'e, 'w> {
     eval: &'e Eval<'w>,
     tx: SyncSender<Job>,
     on_done: &'e OnDone<'e>,
 }
 
-impl std::fmt::Debug for Feeder<'_, '_> {
+impl std::fmt::Debug for TaskQueue<'_, '_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Feeder").finish_non_exhaustive()
+        f.debug_struct("TaskQueue").finish_non_exhaustive()
     }
 }
 
-impl Feeder<'_, '_> {
+impl TaskQueue<'_, '_> {
     /// Queues every sample of `task` (read from input line `line`). Blocks while the
     /// queue is full, so reading never runs far ahead of execution.
     pub fn push(&mut self, line: usize, task: Task) {
@@ -278,14 +278,14 @@ impl Feeder<'_, '_> {
     /// Records input line `line` as not a task, to be reported in its place.
     pub fn skip(&mut self, line: usize, error: TaskError) {
         let index = self.eval.pushed.fetch_add(1, Ordering::Relaxed);
-        let text = SpilledLine::Bad { line, error }.to_line();
+        let text = PreparedEntry::Bad { line, error }.to_line();
         lock(&self.eval.spill).put(index, text);
     }
 }
 
 /// A task decided in phase two.
 #[derive(Debug, Clone)]
-pub struct Decided {
+pub struct ClassifiedTask {
     /// The input line it came from.
     pub line: usize,
     /// The decision.
@@ -293,7 +293,7 @@ pub struct Decided {
     /// The naive scorer's verdict, when it compared the task.
     pub naive: Option<Verdict>,
     /// What the task adds to the run's calibration: a labelled task's, from
-    /// [`Finished::calibrated_lines`].
+    /// [`PreparedBatch::calibrated_lines`].
     pub calibration: Option<Observation>,
 }
 
@@ -301,14 +301,14 @@ pub struct Decided {
 #[derive(Debug, Clone)]
 pub enum LineOutcome {
     /// A task, decided.
-    Task(Box<Decided>),
+    Task(Box<ClassifiedTask>),
     /// A line that is not a task.
     Bad(usize, TaskError),
 }
 
 /// Everything phase one learned: tool health, live checks, and every task prepared
 /// (on disk, read back for each pass over the decisions).
-pub struct Finished {
+pub struct PreparedBatch {
     /// The epoch every call ran in.
     pub epoch_id: String,
     /// Tool health (`tool-health.json`).
@@ -316,7 +316,7 @@ pub struct Finished {
     /// Tool states the tasks are classified with.
     pub states: BTreeMap<String, ToolState>,
     /// What the run learned of each tool, in catalog order (a shard's evidence).
-    pub books: Vec<ToolBook>,
+    pub books: Vec<ToolFindings>,
     /// Live mounts, digested at epoch start and batch end.
     pub live: Vec<LiveCheck>,
     /// Counts.
@@ -330,34 +330,34 @@ pub struct Finished {
     grid: Grid,
 }
 
-impl std::fmt::Debug for Finished {
+impl std::fmt::Debug for PreparedBatch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Finished")
+        f.debug_struct("PreparedBatch")
             .field("epoch_id", &self.epoch_id)
             .field("stats", &self.stats)
             .finish_non_exhaustive()
     }
 }
 
-impl Finished {
+impl PreparedBatch {
     /// A finished run from its parts: also how `plangate merge` builds one from the
     /// union of its shards (their books and live checks added up, their entries merged
     /// in input order).
     pub fn new(
         epoch_id: String,
-        books: Vec<ToolBook>,
+        books: Vec<ToolFindings>,
         live: Vec<LiveCheck>,
         spilled: Spilled,
         options: decide::Options,
         stats: EvalStats,
-    ) -> Finished {
+    ) -> PreparedBatch {
         let (states, health) = judge_tools(&books, &epoch_id);
         let changed = live
             .iter()
             .filter(|c| c.changed())
             .map(|c| c.guest.clone())
             .collect();
-        Finished {
+        PreparedBatch {
             epoch_id,
             health,
             states,
@@ -376,9 +376,9 @@ impl Finished {
         self.lines_with(self.options)
     }
 
-    /// [`Finished::lines`], each labelled task also decided at every point of the run's
-    /// calibration grid ([`Finished::grid`]), its observation in
-    /// [`Decided::calibration`]: the pass that writes a run's summary.
+    /// [`PreparedBatch::lines`], each labelled task also decided at every point of the run's
+    /// calibration grid ([`PreparedBatch::grid`]), its observation in
+    /// [`ClassifiedTask::calibration`]: the pass that writes a run's summary.
     pub fn calibrated_lines(&self) -> impl Iterator<Item = Result<LineOutcome, HarnessError>> + '_ {
         self.spilled.entries().map(move |e| {
             Ok(classify_entry(
@@ -390,7 +390,7 @@ impl Finished {
         })
     }
 
-    /// The grid [`Finished::calibrated_lines`] decides labelled tasks on: around the
+    /// The grid [`PreparedBatch::calibrated_lines`] decides labelled tasks on: around the
     /// run's options.
     pub fn grid(&self) -> &Grid {
         &self.grid
@@ -409,15 +409,15 @@ impl Finished {
     }
 
     /// Every task's decision, in input order (lines that are no task left out).
-    pub fn decisions(&self) -> impl Iterator<Item = Result<Decided, HarnessError>> + '_ {
+    pub fn decisions(&self) -> impl Iterator<Item = Result<ClassifiedTask, HarnessError>> + '_ {
         self.decisions_with(self.options)
     }
 
-    /// [`Finished::decisions`] under other options.
+    /// [`PreparedBatch::decisions`] under other options.
     pub fn decisions_with(
         &self,
         options: decide::Options,
-    ) -> impl Iterator<Item = Result<Decided, HarnessError>> + '_ {
+    ) -> impl Iterator<Item = Result<ClassifiedTask, HarnessError>> + '_ {
         self.lines_with(options).filter_map(|l| match l {
             Ok(LineOutcome::Task(d)) => Some(Ok(*d)),
             Ok(LineOutcome::Bad(..)) => None,
@@ -452,13 +452,13 @@ enum Sweep<'a> {
 /// Phase two for one line: a task is classified, its epoch not fixed if a live mount
 /// it read changed.
 fn classify_entry(
-    entry: SpilledLine,
+    entry: PreparedEntry,
     changed: &BTreeSet<String>,
     states: &BTreeMap<String, ToolState>,
     under: Sweep<'_>,
 ) -> LineOutcome {
     match entry {
-        SpilledLine::Task {
+        PreparedEntry::Task {
             line,
             mut prepared,
             live,
@@ -470,7 +470,7 @@ fn classify_entry(
                 Sweep::Options(options) => (decide::classify(&prepared, states, options), None),
                 Sweep::Grid(grid) => grid.classify(&prepared, states),
             };
-            LineOutcome::Task(Box::new(Decided {
+            LineOutcome::Task(Box::new(ClassifiedTask {
                 line,
                 decision,
                 naive,
@@ -480,7 +480,7 @@ fn classify_entry(
                 }),
             }))
         }
-        SpilledLine::Bad { line, error } => LineOutcome::Bad(line, error),
+        PreparedEntry::Bad { line, error } => LineOutcome::Bad(line, error),
     }
 }
 

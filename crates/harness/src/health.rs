@@ -237,7 +237,7 @@ pub struct ToolHealth {
 /// What a run learned of one tool, in the form shards add up: `plangate merge` unions
 /// the books of every shard and judges the tool from the union, as one run would have.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ToolBook {
+pub struct ToolFindings {
     /// The tool.
     pub name: String,
     /// The author's declaration.
@@ -257,7 +257,7 @@ pub struct ToolBook {
     pub annotations: Option<serde_json::Value>,
 }
 
-impl ToolBook {
+impl ToolFindings {
     /// The tool's state for classification.
     pub fn state(&self) -> ToolState {
         ToolState {
@@ -283,7 +283,7 @@ impl ToolBook {
 
     /// Adds what another run (another shard) learned of the same tool: one drift, one
     /// witness or one earlier quarantine anywhere is one for the whole batch.
-    pub fn add(&mut self, other: &ToolBook) {
+    pub fn add(&mut self, other: &ToolFindings) {
         self.probed |= other.probed;
         self.drift |= other.drift;
         self.earlier |= other.earlier;

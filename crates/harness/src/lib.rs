@@ -17,7 +17,6 @@
 mod bridge;
 mod catalog_file;
 mod component_catalog;
-pub mod declarations;
 mod error;
 mod eval;
 mod health;
@@ -27,6 +26,7 @@ mod lines;
 mod observe;
 pub mod pipeline;
 mod probe;
+pub mod probe_report;
 mod record;
 mod refs;
 mod repeats;
@@ -45,9 +45,11 @@ pub use catalog_file::{
 };
 pub use component_catalog::{ComponentCatalog, Policy, component_catalog, wit_docs};
 pub use error::HarnessError;
-pub use eval::{Decided, Eval, Feeder, Finished, LineOutcome, OnDone, read_quarantine};
+pub use eval::{
+    ClassifiedTask, Eval, LineOutcome, OnDone, PreparedBatch, TaskQueue, read_quarantine,
+};
 pub use health::{
-    Evidence, FirstDifference, HealthReport, Output, ToolBook, ToolHealth, first_difference,
+    Evidence, FirstDifference, HealthReport, Output, ToolFindings, ToolHealth, first_difference,
 };
 pub use journal::{CallAt, Chain, Earlier, Journal, JournalHeader, open_locked};
 pub use limits::{JobsOutOfRange, LimitTooLow, LimitsGiven, MAX_JOBS, default_jobs, jobs};
@@ -59,6 +61,6 @@ pub use refs::{pointer, substitute};
 pub use resolver::{SandboxResolver, resolver_answer};
 pub use retry::{Attempt, Retried, RetryPlan, RetryReport, RetryRound, TasksAt};
 pub use run::{EvalRun, Retries};
-pub use spill::{Spilled, SpilledLine};
+pub use spill::{PreparedEntry, Spilled};
 pub use warm::{EvalOptions, EvalStats, Executed, WarmGate, judge_tools};
 pub use world::{World, WorldOptions};

@@ -71,13 +71,13 @@ impl<E> Chunk<E> {
 pub struct Stopped;
 
 /// The reading side: hands numbered work to the workers, one spare buffer per item.
-pub struct Feed<T> {
+pub struct WorkQueue<T> {
     work: SyncSender<(usize, T)>,
     spares: Receiver<T>,
     sent: usize,
 }
 
-impl<T> Feed<T> {
+impl<T> WorkQueue<T> {
     /// A spare item to fill, waiting until one is free: reading waits for the writing
     /// side, not only for the workers. [`Stopped`] when the other side is gone.
     pub fn spare(&self) -> Result<T, Stopped> {
@@ -184,7 +184,7 @@ struct Ends<T, R> {
 }
 
 /// The channels of a pipeline of `jobs` workers, and its spares made.
-fn channels<T: Default, R>(jobs: usize) -> (Feed<T>, InOrder<T, R>, Ends<T, R>) {
+fn channels<T: Default, R>(jobs: usize) -> (WorkQueue<T>, InOrder<T, R>, Ends<T, R>) {
     let in_flight = IN_FLIGHT_PER_JOB * jobs.max(1);
     let (work_tx, work_rx) = mpsc::sync_channel(in_flight);
     let (done_tx, done_rx) = mpsc::sync_channel(in_flight);
@@ -192,7 +192,7 @@ fn channels<T: Default, R>(jobs: usize) -> (Feed<T>, InOrder<T, R>, Ends<T, R>) 
     for _ in 0..in_flight {
         spare_tx.send(T::default()).ok();
     }
-    let feed = Feed {
+    let feed = WorkQueue {
         work: work_tx,
         spares: spare_rx,
         sent: 0,
@@ -233,7 +233,7 @@ pub fn start_scoped<'scope, 'env, T, R, F, W>(
     scope: &'scope std::thread::Scope<'scope, 'env>,
     jobs: usize,
     worker: &'scope F,
-) -> (Feed<T>, InOrder<T, R>)
+) -> (WorkQueue<T>, InOrder<T, R>)
 where
     T: Default + Send + 'scope,
     R: Send + 'scope,
@@ -255,7 +255,7 @@ pub fn start<T, R, F, W>(
     name: &str,
     jobs: usize,
     worker: F,
-) -> std::io::Result<(Feed<T>, InOrder<T, R>)>
+) -> std::io::Result<(WorkQueue<T>, InOrder<T, R>)>
 where
     T: Default + Send + 'static,
     R: Send + 'static,

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use plangate_gate::decide::Decision;
 use plangate_gate::record::{Record, Sink, list};
 
-use crate::eval::Decided;
+use crate::eval::ClassifiedTask;
 use crate::retry::{Attempt, Retried};
 
 /// A decision as written: the gate's record plus the epoch it was decided in.
@@ -27,7 +27,11 @@ impl<'a> EvalRecord<'a> {
     /// What is written for a task decided in the epoch `epoch_id`: the last decision of
     /// its retry, with the earlier ones, when the defer path retried it (`retried` is by
     /// input line), else the decision itself.
-    pub fn of(d: &'a Decided, epoch_id: &'a str, retried: &'a BTreeMap<usize, Retried>) -> Self {
+    pub fn of(
+        d: &'a ClassifiedTask,
+        epoch_id: &'a str,
+        retried: &'a BTreeMap<usize, Retried>,
+    ) -> Self {
         match retried.get(&d.line) {
             Some(r) => EvalRecord {
                 decision: &r.decision,

@@ -14,7 +14,7 @@ use plangate_gate::task::Task;
 use serde::Serialize;
 
 use crate::error::HarnessError;
-use crate::eval::{Decided, Eval, Finished};
+use crate::eval::{ClassifiedTask, Eval, PreparedBatch};
 use crate::warm::EvalOptions;
 use crate::world::{World, WorldOptions};
 
@@ -119,7 +119,7 @@ impl RetryPlan<'_> {
     /// and the report.
     pub fn run(
         &self,
-        first: &Finished,
+        first: &PreparedBatch,
         tasks_at: &mut TasksAt<'_>,
     ) -> Result<(BTreeMap<usize, Retried>, RetryReport), HarnessError> {
         self.run_from(&first.epoch_id, first.decisions(), tasks_at)
@@ -131,7 +131,7 @@ impl RetryPlan<'_> {
     pub fn run_from(
         &self,
         first_epoch: &str,
-        first: impl IntoIterator<Item = Result<Decided, HarnessError>>,
+        first: impl IntoIterator<Item = Result<ClassifiedTask, HarnessError>>,
         tasks_at: &mut TasksAt<'_>,
     ) -> Result<(BTreeMap<usize, Retried>, RetryReport), HarnessError> {
         let mut retried: BTreeMap<usize, Retried> = BTreeMap::new();
@@ -223,7 +223,11 @@ impl RetryPlan<'_> {
     /// One round: a fresh epoch with every source pinned (its own seed), every tool
     /// probed again, the tasks executed (a task's repeated calls reused once two
     /// executions agree) and decided.
-    fn round(&self, round: usize, tasks: Vec<(usize, Task)>) -> Result<Finished, HarnessError> {
+    fn round(
+        &self,
+        round: usize,
+        tasks: Vec<(usize, Task)>,
+    ) -> Result<PreparedBatch, HarnessError> {
         let world = World::build(
             &self.catalog,
             self.base_dir,

@@ -12,7 +12,7 @@ use plangate_gate::catalog::Catalog;
 use plangate_sandbox::EpochManifest;
 
 use crate::error::HarnessError;
-use crate::eval::{Decided, Eval, Finished};
+use crate::eval::{ClassifiedTask, Eval, PreparedBatch};
 use crate::journal::Journal;
 use crate::retry::{Retried, RetryPlan, RetryReport, TasksAt};
 use crate::warm::EvalOptions;
@@ -114,7 +114,7 @@ impl<'a> EvalRun<'a> {
     /// `tasks_at` reads the tasks on given input lines again.
     pub fn retry(
         &self,
-        first: &Finished,
+        first: &PreparedBatch,
         tasks_at: &mut TasksAt<'_>,
     ) -> Result<Retries, HarnessError> {
         if !self.retries() {
@@ -128,12 +128,12 @@ impl<'a> EvalRun<'a> {
     }
 
     /// [`EvalRun::retry`] from decisions already taken out of the first epoch's
-    /// [`Finished`] (`epoch_id` is that epoch's). With no rounds, the report is an
+    /// [`PreparedBatch`] (`epoch_id` is that epoch's). With no rounds, the report is an
     /// empty one, not `None`: a caller that always shows the defer path shows zeros.
     pub fn retry_from(
         &self,
         epoch_id: &str,
-        decisions: impl IntoIterator<Item = Result<Decided, HarnessError>>,
+        decisions: impl IntoIterator<Item = Result<ClassifiedTask, HarnessError>>,
         tasks_at: &mut TasksAt<'_>,
     ) -> Result<(BTreeMap<usize, Retried>, RetryReport), HarnessError> {
         self.plan().run_from(epoch_id, decisions, tasks_at)

@@ -16,8 +16,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::error::HarnessError;
-use crate::eval::Finished;
-use crate::health::ToolBook;
+use crate::eval::PreparedBatch;
+use crate::health::ToolFindings;
 use crate::journal::Chain;
 use crate::warm::EvalStats;
 
@@ -168,7 +168,7 @@ pub struct Learned {
     /// That epoch's id.
     pub epoch_id: Option<String>,
     /// Every tool's book: declared, probed, drifted, witnesses.
-    pub books: Vec<ToolBook>,
+    pub books: Vec<ToolFindings>,
     /// The live mounts, as checked at the start and the end.
     pub live: Vec<LiveCheck>,
     /// What the shard executed.
@@ -177,7 +177,7 @@ pub struct Learned {
 
 impl Learned {
     /// What an `eval` shard learned.
-    pub fn of_run(finished: &Finished, epoch: Option<&EpochManifest>) -> Learned {
+    pub fn of_run(finished: &PreparedBatch, epoch: Option<&EpochManifest>) -> Learned {
         Learned {
             epoch: epoch.cloned(),
             epoch_id: Some(finished.epoch_id.clone()),
@@ -196,11 +196,11 @@ impl Learned {
             books: catalog
                 .tools()
                 .iter()
-                .map(|t| ToolBook {
+                .map(|t| ToolFindings {
                     name: t.name.clone(),
                     declared: t.deterministic,
                     probed: t.verified.unwrap_or(false),
-                    ..ToolBook::default()
+                    ..ToolFindings::default()
                 })
                 .collect(),
             live: Vec::new(),
@@ -240,7 +240,7 @@ pub struct EvidenceHeader {
     /// `--probe-runs` (`eval`), none for `score`.
     pub probe_runs: Option<u64>,
     /// Every tool's book: declared, probed, drifted, witnesses.
-    pub books: Vec<ToolBook>,
+    pub books: Vec<ToolFindings>,
     /// The live mounts, as checked at the start and the end.
     pub live: Vec<LiveCheck>,
     /// What the shard executed.
@@ -591,8 +591,8 @@ fn check_one_batch(shards: &[(PathBuf, EvidenceHeader, u64)]) -> Result<(), Harn
 /// every tool's book added up, the counts summed, and the live mounts.
 pub fn unite(
     shards: &[(PathBuf, EvidenceHeader, u64)],
-) -> (Vec<ToolBook>, EvalStats, Vec<LiveCheck>) {
-    let mut books: Vec<ToolBook> = shards[0].1.books.clone();
+) -> (Vec<ToolFindings>, EvalStats, Vec<LiveCheck>) {
+    let mut books: Vec<ToolFindings> = shards[0].1.books.clone();
     let mut stats = EvalStats::default();
     for (_, h, _) in shards {
         for (mine, theirs) in books.iter_mut().zip(&h.books) {

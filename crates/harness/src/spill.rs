@@ -19,7 +19,7 @@ use crate::error::HarnessError;
 
 /// One input line's outcome of phase one.
 #[derive(Debug)]
-pub enum SpilledLine {
+pub enum PreparedEntry {
     /// A task, executed and prepared.
     Task {
         /// The input line.
@@ -44,24 +44,24 @@ pub enum SpilledLine {
     },
 }
 
-impl SpilledLine {
+impl PreparedEntry {
     /// The input line.
     pub fn line(&self) -> usize {
         match self {
-            SpilledLine::Task { line, .. } | SpilledLine::Bad { line, .. } => *line,
+            PreparedEntry::Task { line, .. } | PreparedEntry::Bad { line, .. } => *line,
         }
     }
 
-    /// As one line of JSON (no newline), for [`SpilledLine::from_line`].
+    /// As one line of JSON (no newline), for [`PreparedEntry::from_line`].
     pub fn to_line(&self) -> String {
         let wire = match self {
-            SpilledLine::Task {
+            PreparedEntry::Task {
                 line,
                 prepared,
                 live,
                 naive,
                 naive_agreement,
-            } => SpilledLineJson {
+            } => PreparedEntryJson {
                 line: *line,
                 live: live.clone(),
                 naive: *naive,
@@ -69,7 +69,7 @@ impl SpilledLine {
                 task: RawValue::from_string(prepared.to_line()).ok(),
                 error: None,
             },
-            SpilledLine::Bad { line, error } => SpilledLineJson {
+            PreparedEntry::Bad { line, error } => PreparedEntryJson {
                 line: *line,
                 live: Vec::new(),
                 naive: None,
@@ -85,18 +85,18 @@ impl SpilledLine {
         serde_json::to_string(&wire).expect("an entry serializes")
     }
 
-    /// Reads back a line [`SpilledLine::to_line`] wrote.
-    pub fn from_line(text: &str) -> Result<SpilledLine, String> {
-        let w: SpilledLineJson = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    /// Reads back a line [`PreparedEntry::to_line`] wrote.
+    pub fn from_line(text: &str) -> Result<PreparedEntry, String> {
+        let w: PreparedEntryJson = serde_json::from_str(text).map_err(|e| e.to_string())?;
         match (w.task, w.error) {
-            (Some(task), None) => Ok(SpilledLine::Task {
+            (Some(task), None) => Ok(PreparedEntry::Task {
                 line: w.line,
                 prepared: Prepared::from_line(task.get()).map_err(|e| e.to_string())?,
                 live: w.live,
                 naive: w.naive,
                 naive_agreement: w.naive_agreement,
             }),
-            (None, Some(e)) => Ok(SpilledLine::Bad {
+            (None, Some(e)) => Ok(PreparedEntry::Bad {
                 line: w.line,
                 error: TaskError {
                     field: e.field,
@@ -117,7 +117,7 @@ fn line_of(text: &str) -> Option<usize> {
 }
 
 #[derive(Serialize, Deserialize)]
-struct SpilledLineJson {
+struct PreparedEntryJson {
     line: usize,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     live: Vec<String>,
@@ -168,7 +168,7 @@ impl Spill {
     }
 
     /// Puts the entry pushed `index`-th (counting from 0), written as a line
-    /// ([`SpilledLine::to_line`], done by the caller before it takes the spill's lock, so
+    /// ([`PreparedEntry::to_line`], done by the caller before it takes the spill's lock, so
     /// workers serialize their tasks in parallel), in its place.
     pub(crate) fn put(&mut self, index: usize, text: String) {
         self.waiting.insert(index, text);
@@ -277,7 +277,7 @@ impl Spilled {
 
     /// Reads the entries from the first, in input order; each call reads afresh, and
     /// several readers may go at once.
-    pub fn entries(&self) -> impl Iterator<Item = Result<SpilledLine, HarnessError>> + '_ {
+    pub fn entries(&self) -> impl Iterator<Item = Result<PreparedEntry, HarnessError>> + '_ {
         let mut readers: Vec<_> = self
             .parts
             .iter()
@@ -298,7 +298,7 @@ impl Spilled {
 /// The entry with the lowest input line among the parts' next ones, read.
 fn next_in_order<I: Iterator<Item = Result<Raw, HarnessError>>>(
     readers: &mut [(&Part, std::iter::Peekable<I>)],
-) -> Option<Result<SpilledLine, HarnessError>> {
+) -> Option<Result<PreparedEntry, HarnessError>> {
     let mut best: Option<(usize, usize)> = None;
     for i in 0..readers.len() {
         let line = match readers[i].1.peek() {
@@ -324,7 +324,7 @@ fn next_in_order<I: Iterator<Item = Result<Raw, HarnessError>>>(
     let (part, reader) = &mut readers[i];
     let (entry, _, text) = reader.next()?.ok()?;
     Some(
-        SpilledLine::from_line(&text).map_err(|message| HarnessError::Evidence {
+        PreparedEntry::from_line(&text).map_err(|message| HarnessError::Evidence {
             path: part.name(),
             entry,
             message,
@@ -397,8 +397,8 @@ impl Read for At<'_> {
 mod tests {
     use super::*;
 
-    fn bad(line: usize) -> SpilledLine {
-        SpilledLine::Bad {
+    fn bad(line: usize) -> PreparedEntry {
+        PreparedEntry::Bad {
             line,
             error: TaskError {
                 field: "samples".into(),

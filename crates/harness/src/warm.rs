@@ -14,7 +14,7 @@ use plangate_gate::jcs;
 use plangate_gate::task::{Arguments, Observed, Sample, Task};
 use plangate_sandbox::{CallRecord, Outcome};
 
-use crate::health::{Evidence, HealthReport, PairKind, ToolBook, WitnessBook, witness_key};
+use crate::health::{Evidence, HealthReport, PairKind, ToolFindings, WitnessBook, witness_key};
 use crate::journal::{CallAt, Journal};
 use crate::observe::observed;
 use crate::probe::{ProbeRun, probe_arguments};
@@ -125,7 +125,7 @@ struct Counters {
 /// distinct call, against which a later different one is a determinism witness.
 #[derive(Default)]
 struct Health {
-    tools: BTreeMap<String, ToolBook>,
+    tools: BTreeMap<String, ToolFindings>,
     witnesses: WitnessBook,
 }
 
@@ -443,7 +443,7 @@ impl WarmGate {
     }
 
     /// What the gate knows of each tool, in catalog order.
-    pub fn books(&self) -> Vec<ToolBook> {
+    pub fn books(&self) -> Vec<ToolFindings> {
         let h = lock(&self.health);
         self.catalog
             .tools()
@@ -492,19 +492,19 @@ fn not_executed(kind: &str, message: String) -> Observed {
 
 /// Every catalog tool's book as a run starts: its declaration and annotations, and what
 /// an earlier run's quarantine file says of it.
-fn books(catalog: &Catalog, opts: &EvalOptions) -> BTreeMap<String, ToolBook> {
+fn books(catalog: &Catalog, opts: &EvalOptions) -> BTreeMap<String, ToolFindings> {
     let mut tools = BTreeMap::new();
     for t in catalog.tools() {
         tools.insert(
             t.name.clone(),
-            ToolBook {
+            ToolFindings {
                 name: t.name.clone(),
                 declared: t.deterministic,
                 annotations: t
                     .annotations
                     .as_ref()
                     .and_then(|a| serde_json::from_str(&jcs::to_string(a)).ok()),
-                ..ToolBook::default()
+                ..ToolFindings::default()
             },
         );
     }
@@ -538,13 +538,13 @@ fn books(catalog: &Catalog, opts: &EvalOptions) -> BTreeMap<String, ToolBook> {
 /// Tool health from every tool's book, in catalog order: the states tasks are
 /// classified with, and the report.
 pub fn judge_tools(
-    books: &[ToolBook],
+    books: &[ToolFindings],
     epoch_id: &str,
 ) -> (BTreeMap<String, ToolState>, HealthReport) {
     let states = books.iter().map(|b| (b.name.clone(), b.state())).collect();
     let report = HealthReport {
         epoch_id: Some(epoch_id.to_string()),
-        tools: books.iter().map(ToolBook::health).collect(),
+        tools: books.iter().map(ToolFindings::health).collect(),
     };
     (states, report)
 }
