@@ -104,7 +104,7 @@ pub(crate) fn eval<'py>(
     }
     let input = Input::of(samples, max_line_bytes)?;
     let world_opts = WorldOptions {
-        seed,
+        random_seed: seed,
         limits,
         ..WorldOptions::default()
     };

@@ -259,7 +259,9 @@ fn unknown_tool(file: &Path, catalog: &Catalog, name: &str) -> String {
 /// its mounts.
 fn epoch(args: &CallArgs, target: &Target) -> Result<Epoch> {
     let Some(file) = &args.epoch else {
-        let mut b = Epoch::builder().seed(args.seed).module(&target.spec.module);
+        let mut b = Epoch::builder()
+            .random_seed(args.seed)
+            .module(&target.spec.module);
         if let Some(ns) = args.instant {
             b = b.instant_unix_ns(ns);
         }

@@ -33,7 +33,7 @@ pub(crate) fn run(args: EpochArgs) -> Result<u8> {
         &catalog,
         &catalog_dir(&args.catalog),
         WorldOptions {
-            seed: args.seed,
+            random_seed: args.seed,
             ..WorldOptions::default()
         },
     )

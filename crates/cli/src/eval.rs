@@ -136,7 +136,7 @@ fn set_up<'a>(
     );
     let flags = format!("{flags} {} {:?}", args.io.max_line_bytes, args.shard);
     let world_opts = WorldOptions {
-        seed: args.seed,
+        random_seed: args.seed,
         limits: args.limits.limits()?,
         ..WorldOptions::default()
     };

@@ -80,7 +80,7 @@ fn run_batch(batch: &Batch, opts: &RunOptions) -> Result<BatchRun, DemoError> {
         eval_opts.jobs = j;
     }
     let world_opts = WorldOptions {
-        seed,
+        random_seed: seed,
         ..WorldOptions::default()
     };
     let run = EvalRun::new(

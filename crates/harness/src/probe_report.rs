@@ -34,10 +34,10 @@ pub struct ProbeOptions<'a> {
 
 /// A probe epoch could not be pinned.
 #[derive(Debug, thiserror::Error)]
-#[error("failed to pin a probe epoch (seed {seed})")]
+#[error("failed to pin a probe epoch (seed {random_seed})")]
 pub struct ProbeError {
     /// The epoch's seed.
-    pub seed: u64,
+    pub random_seed: u64,
     /// Why.
     #[source]
     pub source: Box<HarnessError>,
@@ -203,13 +203,13 @@ fn world_at(opts: &ProbeOptions<'_>, seed: u64, instant_ns: u64) -> Result<World
         opts.catalog,
         opts.base_dir,
         WorldOptions {
-            seed,
+            random_seed: seed,
             instant_unix_ns: Some(instant_ns),
             ..WorldOptions::default()
         },
     )
     .map_err(|source| ProbeError {
-        seed,
+        random_seed: seed,
         source: Box::new(source),
     })
 }

@@ -233,7 +233,7 @@ impl RetryPlan<'_> {
             self.base_dir,
             WorldOptions {
                 manifest: None,
-                seed: self.world.seed.wrapping_add(round as u64 + 1),
+                random_seed: self.world.random_seed.wrapping_add(round as u64 + 1),
                 pin_all: true,
                 ..self.world.clone()
             },

@@ -20,7 +20,7 @@ pub struct WorldOptions {
     /// Replay this manifest instead of building a new epoch.
     pub manifest: Option<EpochManifest>,
     /// A new epoch's random seed.
-    pub seed: u64,
+    pub random_seed: u64,
     /// A new epoch's instant (default: the sandbox's fixed default instant).
     pub instant_unix_ns: Option<u64>,
     /// Engine settings.
@@ -141,7 +141,7 @@ impl Declared {
 
     /// Pins a new epoch: snapshots the pinned mounts and hashes every module.
     fn pin(&self, seed: u64, instant_unix_ns: Option<u64>) -> Result<Epoch, HarnessError> {
-        let mut b = Epoch::builder().seed(seed);
+        let mut b = Epoch::builder().random_seed(seed);
         if let Some(ns) = instant_unix_ns {
             b = b.instant_unix_ns(ns);
         }
@@ -166,7 +166,7 @@ impl World {
         let declared = Declared::of(catalog, base_dir, opts.pin_all)?;
         let epoch = match opts.manifest {
             Some(manifest) => declared.replay(manifest)?,
-            None => declared.pin(opts.seed, opts.instant_unix_ns)?,
+            None => declared.pin(opts.random_seed, opts.instant_unix_ns)?,
         };
         tracing::info!(epoch_id = epoch.id(), "epoch pinned");
         let sandbox = Sandbox::new(opts.sandbox, epoch)?;

@@ -32,7 +32,7 @@ fn catalog() -> Arc<Catalog> {
 
 fn world(catalog: &Catalog) -> Arc<World> {
     let opts = WorldOptions {
-        seed: 7,
+        random_seed: 7,
         ..WorldOptions::default()
     };
     Arc::new(World::build(catalog, &world_dir(), opts).expect("pins"))

@@ -249,7 +249,7 @@ pub struct Epoch {
     manifest: EpochManifest,
     id: String,
     pub(crate) instant_ns: u64,
-    pub(crate) seed: u64,
+    pub(crate) random_seed: u64,
     pub(crate) mounts: Vec<ServedMount>,
     /// What its `pinned`-network tools asked and were answered.
     pub(crate) network: Arc<Recording>,
@@ -324,7 +324,7 @@ impl Epoch {
             manifest,
             id,
             instant_ns,
-            seed,
+            random_seed: seed,
             mounts,
             network,
             _snapshots: snapshots,
@@ -379,7 +379,7 @@ impl Epoch {
 pub struct EpochBuilder {
     instant_ns: u64,
     step_ns: u64,
-    seed: u64,
+    random_seed: u64,
     env: BTreeMap<String, String>,
     argv: Vec<String>,
     mounts: Vec<EpochMount>,
@@ -392,7 +392,7 @@ impl Default for EpochBuilder {
         Self {
             instant_ns: DEFAULT_INSTANT_UNIX_NS,
             step_ns: DEFAULT_CLOCK_STEP_NS,
-            seed: 0,
+            random_seed: 0,
             env: BTreeMap::new(),
             // A fixed program name: a module's file name differs between checkouts.
             argv: vec!["tool".to_owned()],
@@ -417,8 +417,8 @@ impl EpochBuilder {
     }
 
     /// The random seed.
-    pub fn seed(mut self, seed: u64) -> Self {
-        self.seed = seed;
+    pub fn random_seed(mut self, seed: u64) -> Self {
+        self.random_seed = seed;
         self
     }
 
@@ -474,7 +474,7 @@ impl EpochBuilder {
             format: MANIFEST_FORMAT,
             instant_unix_ns: self.instant_ns.to_string(),
             clock_step_ns: self.step_ns,
-            seed: format!("{:016x}", self.seed),
+            seed: format!("{:016x}", self.random_seed),
             env: self.env,
             argv: self.argv,
             mounts: mounts.iter().map(|m| m.record.clone()).collect(),
@@ -488,7 +488,7 @@ impl EpochBuilder {
             manifest,
             id,
             instant_ns: self.instant_ns,
-            seed: self.seed,
+            random_seed: self.random_seed,
             mounts,
             network: Arc::new(Recording::default()),
             _snapshots: snapshots,

@@ -32,7 +32,7 @@
 //!
 //! # fn main() -> Result<(), plangate_sandbox::Error> {
 //! let epoch = Epoch::builder()
-//!     .seed(42)
+//!     .random_seed(42)
 //!     .mount(EpochMount::pinned("fixtures/world", "/world"))
 //!     .module("tools/get_user.wasm")
 //!     .build()?; // snapshots and digests /world, hashes the module

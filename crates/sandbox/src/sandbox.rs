@@ -435,8 +435,8 @@ impl Sandbox {
                 free: Mutex::new(config.max_concurrent_calls.max(1)),
                 ready: Condvar::new(),
             },
-            rng_secure: ByteStreamRng::new(epoch.seed, "secure"),
-            rng_insecure: ByteStreamRng::new(epoch.seed, "insecure"),
+            rng_secure: ByteStreamRng::new(epoch.random_seed, "secure"),
+            rng_insecure: ByteStreamRng::new(epoch.random_seed, "insecure"),
             engine,
             linker,
             components,
@@ -742,7 +742,7 @@ impl Sandbox {
         if t.random == EpochMode::Pinned {
             b.secure_random(self.rng_secure.clone())
                 .insecure_random(self.rng_insecure.clone())
-                .insecure_random_seed(u128::from(self.epoch.seed));
+                .insecure_random_seed(u128::from(self.epoch.random_seed));
         }
         for (dir, guest) in &t.preopens {
             b.preopened_dir(dir, guest, FsPerms::ReadOnly)

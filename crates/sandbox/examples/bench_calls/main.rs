@@ -216,7 +216,7 @@ struct Bench {
 }
 
 fn setup(o: &Opts) -> Bench {
-    let mut builder = Epoch::builder().seed(0);
+    let mut builder = Epoch::builder().random_seed(0);
     if let Some(c) = &o.component_echo {
         builder = builder.module(c);
     }

@@ -102,7 +102,7 @@ fn observe(epoch: Epoch, world: &Path) -> (String, CallRecord) {
 
 fn builder(world: &Path, snapshots: &Path) -> plangate_sandbox::EpochBuilder {
     Epoch::builder()
-        .seed(0x00c0_ffee)
+        .random_seed(0x00c0_ffee)
         .env("LANG", "C")
         .argv(["observe", "--all"])
         .mount(EpochMount::pinned(world, "/world"))
@@ -197,7 +197,10 @@ fn two_independent_epochs_over_the_two_copies_have_one_id() {
     let b = builder(&world_b, snap.path()).build().unwrap();
     assert_eq!(a.manifest().mounts, b.manifest().mounts);
     assert_eq!(a.id(), b.id());
-    let c = builder(&world_b, snap.path()).seed(1).build().unwrap();
+    let c = builder(&world_b, snap.path())
+        .random_seed(1)
+        .build()
+        .unwrap();
     assert_ne!(a.id(), c.id());
 }
 
@@ -227,7 +230,7 @@ fn the_seed_changes_only_randomness() {
     let world = make_fixture(base.path(), false, SystemTime::now(), false);
     let (_, a) = observe(builder(&world, base.path()).build().unwrap(), &world);
     let (_, b) = observe(
-        builder(&world, base.path()).seed(1).build().unwrap(),
+        builder(&world, base.path()).random_seed(1).build().unwrap(),
         &world,
     );
     let a = String::from_utf8(a.stdout).unwrap();

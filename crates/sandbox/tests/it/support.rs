@@ -13,7 +13,7 @@ pub(crate) fn sandbox_with(names: &[&str]) -> (Sandbox, Vec<Tool>) {
 
 /// [`sandbox_with`] under `config` (its own module cache, say).
 pub(crate) fn sandbox_configured(config: SandboxConfig, names: &[&str]) -> (Sandbox, Vec<Tool>) {
-    let mut b = Epoch::builder().seed(7);
+    let mut b = Epoch::builder().random_seed(7);
     for n in names {
         b = b.module(guest(n));
     }
