@@ -9,6 +9,7 @@ use plangate_gate::decide::{Options, Rule};
 use plangate_gate::seed::SeedOptions;
 use plangate_gate::stats::Ratio;
 use plangate_gate::task::Task;
+use plangate_report::plan::OutputPlan;
 use plangate_sandbox::Limits;
 
 /// The files every deciding command reads and writes.
@@ -46,6 +47,21 @@ pub(crate) struct ReportArgs {
     pub(crate) summary_json: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) page: PageArgs,
+}
+
+impl ReportArgs {
+    /// The run's output plan for these reports, with the decisions in `out` (None:
+    /// standard output).
+    pub(crate) fn plan(&self, out: Option<&std::path::Path>) -> OutputPlan {
+        OutputPlan {
+            decisions: out.map(std::path::Path::to_path_buf),
+            tool_health: self.tool_health.clone(),
+            junit: self.junit.clone(),
+            summary: self.summary_json.clone(),
+            page: self.page.html.clone(),
+            ..OutputPlan::default()
+        }
+    }
 }
 
 /// The run's page (`score`, `eval`, `merge`).

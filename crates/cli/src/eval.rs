@@ -19,9 +19,10 @@ use plangate_harness::{
     Earlier, Eval, EvalOptions, EvalRun, Journal, JournalHeader, PreparedBatch, Retries,
     RetryReport, World, WorldOptions, read_quarantine,
 };
+use plangate_report::plan::{Evidence, OutputPlan};
 
 use crate::args::{Baseline, IoArgs, LimitArgs, ReportArgs, ThresholdArgs, compares_baseline};
-use crate::files::{Reads, catalog_dir, load_catalog, read_manifest, write_json};
+use crate::files::{Reads, catalog_dir, load_catalog, read_manifest};
 use crate::interrupt::{Interrupted, stopping};
 use crate::lines::{
     Source, TaskIds, for_each_line, line_hash, open_samples, source_name, tasks_at, too_long,
@@ -112,6 +113,7 @@ fn progress() -> ProgressBar {
 /// first epoch and its journal.
 fn set_up<'a>(
     args: &EvalArgs,
+    plan: &OutputPlan,
     catalog: &Arc<plangate_gate::catalog::Catalog>,
     base_dir: &'a Path,
 ) -> Result<(EvalRun<'a>, Arc<World>, Option<Journal>)> {
@@ -160,9 +162,7 @@ fn set_up<'a>(
     let world = run
         .pin(manifest)
         .with_context(|| format!("failed to pin an epoch for {}", args.io.catalog.display()))?;
-    if let Some(file) = &args.write_epoch {
-        write_json(file, world.epoch().manifest())?;
-    }
+    plan.write_epoch(world.epoch().manifest())?;
     let header = JournalHeader::new(
         "eval",
         fingerprint("eval", &args.io.catalog, &flags)?,
@@ -179,11 +179,12 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
     crate::interrupt::install();
     args.thresholds.check()?;
     let catalog = Arc::new(load_catalog(&args.io.catalog)?);
-    check_outputs(&args, &catalog)?;
+    let plan = output_plan(&args);
+    check_outputs(&args, &plan, &catalog)?;
     check_shard(&args)?;
     let (input, source) = open_samples(&args.io.samples, args.io.max_line_bytes)?;
     let base_dir = catalog_dir(&args.io.catalog);
-    let (run, world, journal) = set_up(&args, &catalog, &base_dir)?;
+    let (run, world, journal) = set_up(&args, &plan, &catalog, &base_dir)?;
     let setup = started.elapsed();
 
     let eval = run.start(world.clone(), journal.as_ref());
@@ -208,9 +209,8 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
         retried => retried?,
     };
     let retry_done = started.elapsed();
-    let mut outputs = Outputs::open(&args.reports, args.io.out.as_deref(), &source.name)?;
-    let calibrate = args.reports.summary_json.is_some() || args.reports.page.html.is_some();
-    match outputs.write_all(&finished, &retried, &mut tally, calibrate) {
+    let mut outputs = Outputs::open(&plan, &source.name)?;
+    match outputs.write_all(&finished, &retried, &mut tally, plan.calibrates()) {
         Err(e) if e.is::<Interrupted>() => return interrupted(journal.as_ref(), &tally),
         written => written.map_err(|e| after_the_work(e, journal.as_ref()))?,
     }
@@ -224,20 +224,23 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
         retried: retry_done,
         decided,
     };
+    // A pinned network's exchanges, recorded while the calls ran, are kept in the
+    // manifest, so replaying it needs no network.
+    let now = world.epoch().manifest_now();
     let ran = RunOutcome {
         command: "eval",
         epoch: Some(world.epoch().manifest()),
         finished: &finished,
         retry: retry.as_ref(),
         merged: None,
+        epoch_again: (&now != world.epoch().manifest()).then_some(&now),
     };
-    // The evidence first: a shard whose decisions are in place has its evidence too.
-    if let Some(digest) = executed_batch.samples {
-        write_evidence(&args, &ran, digest, &tally)
-            .map_err(|e| after_the_work(e, journal.as_ref()))?;
-    }
-    write_reports(&args.reports, &ran, outputs, &tally, &timings)
-        .and_then(|()| epoch_with_network(&args, &world))
+    let evidence = match executed_batch.samples {
+        Some(digest) => evidence(&args, &ran, digest, &tally)
+            .map_err(|e| after_the_work(e, journal.as_ref()))?,
+        None => None,
+    };
+    write_reports(&plan, &ran, outputs, &tally, &timings, evidence)
         .map_err(|e| after_the_work(e, journal.as_ref()))?;
     if let Some(j) = journal {
         close_journal(j)?;
@@ -248,16 +251,6 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
         eprintln!("plangate: {}", human_retry(r));
     }
     Ok(tally.exit_code())
-}
-
-/// `--write-epoch` again once the calls have run, when a pinned network recorded
-/// exchanges: the manifest keeps them, so replaying it needs no network.
-fn epoch_with_network(args: &EvalArgs, world: &World) -> Result<()> {
-    let now = world.epoch().manifest_now();
-    match &args.write_epoch {
-        Some(file) if &now != world.epoch().manifest() => write_json(file, &now),
-        _ => Ok(()),
-    }
 }
 
 /// The run is whole: its journal goes, after saying what it replayed.
@@ -287,14 +280,14 @@ fn after_the_work(e: anyhow::Error, journal: Option<&Journal>) -> anyhow::Error 
 }
 
 /// A shard's evidence for `plangate merge`, beside its `--out`.
-fn write_evidence(
+fn evidence<'a>(
     args: &EvalArgs,
-    ran: &RunOutcome<'_>,
+    ran: &RunOutcome<'a>,
     samples: SamplesDigest,
     tally: &Tally,
-) -> Result<()> {
-    let (Some(shard), Some(out)) = (args.shard, args.io.out.as_deref()) else {
-        return Ok(());
+) -> Result<Option<Evidence<'a>>> {
+    let Some(shard) = args.shard else {
+        return Ok(None);
     };
     let header = EvidenceHeader::new(
         "eval",
@@ -311,7 +304,11 @@ fn write_evidence(
         tally.lines,
         tally.blank,
     );
-    crate::shard::write_evidence(out, &header, |w| ran.finished.spilled().copy_to(w))
+    let finished = ran.finished;
+    Ok(Some(Evidence {
+        header,
+        body: Box::new(move |w| finished.spilled().copy_to(w)),
+    }))
 }
 
 /// The defer path (`--retry-deferred`): the first epoch's retryable deferrals executed
@@ -478,29 +475,25 @@ fn check_shard(args: &EvalArgs) -> Result<()> {
     Ok(())
 }
 
+/// The run's outputs, from its flags: the reports, `--write-epoch`, and beside `--out`
+/// the journal and a shard's evidence.
+fn output_plan(args: &EvalArgs) -> OutputPlan {
+    let out = args.io.out.as_deref();
+    OutputPlan {
+        epoch: args.write_epoch.clone(),
+        journal: out.map(journal_path),
+        evidence: out.filter(|_| args.shard.is_some()).map(evidence_path),
+        ..args.reports.plan(out)
+    }
+}
+
 /// Refuses, before any work, an output that names one of the run's inputs (the catalog's
 /// modules and mounts among them), another output, or a place that cannot be written.
-fn check_outputs(args: &EvalArgs, catalog: &plangate_gate::catalog::Catalog) -> Result<()> {
-    let mut outputs: Vec<(&str, &Path)> = [
-        ("--write-epoch", &args.write_epoch),
-        ("--tool-health", &args.reports.tool_health),
-        ("--junit", &args.reports.junit),
-        ("--summary-json", &args.reports.summary_json),
-        ("--html", &args.reports.page.html),
-        ("--out", &args.io.out),
-    ]
-    .into_iter()
-    .filter_map(|(flag, p)| p.as_deref().map(|p| (flag, p)))
-    .collect();
-    let journal = args.io.out.as_deref().map(journal_path);
-    outputs.extend(journal.as_deref().map(|j| ("--out's journal", j)));
-    let evidence = args
-        .io
-        .out
-        .as_deref()
-        .filter(|_| args.shard.is_some())
-        .map(evidence_path);
-    outputs.extend(evidence.as_deref().map(|e| ("--out's shard evidence", e)));
+fn check_outputs(
+    args: &EvalArgs,
+    plan: &OutputPlan,
+    catalog: &plangate_gate::catalog::Catalog,
+) -> Result<()> {
     let mut inputs = Reads::default()
         .catalog("--catalog", &args.io.catalog, catalog)
         .file("--samples", &args.io.samples);
@@ -510,7 +503,7 @@ fn check_outputs(args: &EvalArgs, catalog: &plangate_gate::catalog::Catalog) -> 
     if let Some(p) = &args.quarantine {
         inputs = inputs.file("--quarantine", p);
     }
-    crate::files::check_outputs(&outputs, &inputs)
+    crate::files::check_outputs(&plan.files(), &inputs)
 }
 
 /// Phase one: feeds every line that is a task to the harness, which executes it; keeps

@@ -1,7 +1,7 @@
-//! Opening and writing the files commands are given: the catalog (with its warnings on
-//! stderr), the decisions output, epoch manifests and JSON reports, each error naming
-//! its file; outputs written whole or not at all, and checked before any work so that
-//! none overwrites an input or another output.
+//! Opening the files commands are given: the catalog (with its warnings on stderr), the
+//! decisions output (resumable), epoch manifests, each error naming its file; outputs
+//! checked before any work so that none overwrites an input or another output. Every
+//! other output is written whole or not at all by plangate-report's `files`.
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use plangate_gate::catalog::Catalog;
+use plangate_report::files::{create, folder, temp_beside};
+pub(crate) use plangate_report::files::{replaced, write_file, write_json};
 use plangate_sandbox::EpochManifest;
-use serde::Serialize;
 
 /// Catalog warnings printed before the rest are only counted: a BFCL catalog can map
 /// thousands of types, and the first few say what happened.
@@ -37,14 +38,6 @@ pub(crate) fn load_catalog(path: &Path) -> Result<Catalog> {
 /// The folder a catalog's relative paths are read against.
 pub(crate) fn catalog_dir(catalog: &Path) -> PathBuf {
     plangate_harness::catalog_dir(catalog)
-}
-
-/// The folder a file is in (`.` for a bare name).
-fn folder(p: &Path) -> &Path {
-    match p.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    }
 }
 
 /// The file `p` names, whatever the spelling: symlinks followed, and for a file not
@@ -252,63 +245,6 @@ pub(crate) fn open_out(path: Option<&Path>) -> Result<Output> {
     })
 }
 
-/// The regular file an output replaces (a symlink's target, so the link stays a link),
-/// or None for a device, a FIFO or anything else that is written in place: renaming a
-/// file over `/dev/null` would replace the device.
-pub(crate) fn replaced(target: &Path) -> Result<Option<PathBuf>> {
-    match std::fs::metadata(target) {
-        Ok(m) if m.is_file() => std::fs::canonicalize(target)
-            .map(Some)
-            .with_context(|| format!("cannot write {}", target.display())),
-        Ok(_) => Ok(None),
-        Err(_) => Ok(Some(target.to_path_buf())),
-    }
-}
-
-fn create(p: &Path) -> Result<File> {
-    File::create(p).with_context(|| format!("failed to create {}", p.display()))
-}
-
-/// A temporary file in the target's own folder, so the final rename stays on one
-/// filesystem and is atomic.
-fn temp_beside(target: &Path) -> Result<tempfile::NamedTempFile> {
-    let dir = folder(target);
-    let name = target
-        .file_name()
-        .map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
-    // Readable as a file made by `File::create` would be (tempfile's own default is
-    // 0600), so an output's mode does not depend on how it was written.
-    use std::os::unix::fs::PermissionsExt as _;
-    tempfile::Builder::new()
-        .prefix(&format!(".{name}."))
-        .suffix(".tmp")
-        .permissions(std::fs::Permissions::from_mode(0o644))
-        .tempfile_in(dir)
-        .with_context(|| {
-            format!(
-                "cannot write {}: failed to create a file in {}",
-                target.display(),
-                dir.display()
-            )
-        })
-}
-
-/// Writes `bytes` to `path` whole or not at all (see [`Output`]).
-pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
-    let Some(target) = replaced(path)? else {
-        return create(path)?
-            .write_all(bytes)
-            .with_context(|| format!("failed to write {}", path.display()));
-    };
-    let mut temp = temp_beside(&target)?;
-    temp.write_all(bytes)
-        .and_then(|()| temp.flush())
-        .with_context(|| format!("failed to write {}", path.display()))?;
-    temp.persist(&target)
-        .map(drop)
-        .with_context(|| format!("failed to replace {}", path.display()))
-}
-
 /// What names a file, whatever the spelling: its device and inode when it exists
 /// (symlinks followed, hard links alike), else its folder's real path and its name.
 fn identity(p: &Path) -> Option<FileId> {
@@ -451,10 +387,4 @@ pub(crate) fn read_manifest(path: &Path) -> Result<EpochManifest> {
         .with_context(|| format!("failed to read epoch manifest {}", path.display()))?;
     serde_json::from_str(&text)
         .with_context(|| format!("failed to parse epoch manifest {}", path.display()))
-}
-
-/// Writes `value` as pretty JSON to `path`, whole or not at all.
-pub(crate) fn write_json(path: &Path, value: &impl Serialize) -> Result<()> {
-    let text = serde_json::to_string_pretty(value)? + "\n";
-    write_file(path, text.as_bytes())
 }

@@ -1,16 +1,17 @@
 //! `plangate merge`: the shards of one batch (`plangate eval --shard K/M`) decided as one
 //! run would have decided them. Quarantine is global, so merge does not concatenate the
-//! shards' decisions: it adds up every shard's tool books and live checks, then
+//! shards' decisions: it adds up every shard's tool findings and live checks, then
 //! classifies every shard's prepared tasks again under that union, in input order.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use plangate_harness::shard::{evidence_path, read_shards, unite};
 use plangate_harness::{PreparedBatch, Spilled};
+use plangate_report::plan::OutputPlan;
 use serde_json::json;
 
 use crate::args::ReportArgs;
@@ -36,7 +37,8 @@ const BLIND_SPOT: &str = "witnesses between calls in different shards cannot be 
 pub(crate) fn run(args: MergeArgs) -> Result<u8> {
     let started = Instant::now();
     crate::interrupt::install();
-    check_outputs(&args)?;
+    let plan = args.reports.plan(args.out.as_deref());
+    check_outputs(&args, &plan)?;
     let shards = read_shards(&args.shards)?;
     let first = &shards[0].1;
     let options = first
@@ -57,9 +59,8 @@ pub(crate) fn run(args: MergeArgs) -> Result<u8> {
         blank: first.blank,
         ..Tally::default()
     };
-    let mut outputs = Outputs::open(&args.reports, args.out.as_deref(), &first.source)?;
-    let calibrate = args.reports.summary_json.is_some() || args.reports.page.html.is_some();
-    match outputs.write_all(&finished, &BTreeMap::new(), &mut tally, calibrate) {
+    let mut outputs = Outputs::open(&plan, &first.source)?;
+    match outputs.write_all(&finished, &BTreeMap::new(), &mut tally, plan.calibrates()) {
         Err(e) if e.is::<crate::interrupt::Interrupted>() => {
             eprintln!("plangate: interrupted: nothing was written; run the merge again");
             return Ok(crate::exit::INTERRUPTED);
@@ -79,6 +80,7 @@ pub(crate) fn run(args: MergeArgs) -> Result<u8> {
         epoch: first.epoch.as_ref(),
         finished: &finished,
         retry: None,
+        epoch_again: None,
         merged: Some(json!({
             "shards": shards.iter().map(|(p, h, _)| json!({
                 "shard": h.shard.to_string(), "evidence": p.display().to_string(),
@@ -94,7 +96,7 @@ pub(crate) fn run(args: MergeArgs) -> Result<u8> {
         retried: setup,
         decided,
     };
-    write_reports(&args.reports, &ran, outputs, &tally, &timings)?;
+    write_reports(&plan, &ran, outputs, &tally, &timings, None)?;
     tally.report(&first.source);
     match first.epoch_id.as_deref() {
         Some(epoch) => {
@@ -120,21 +122,11 @@ pub(crate) fn run(args: MergeArgs) -> Result<u8> {
 }
 
 /// Refuses an output that names a shard's file or evidence, or another output.
-fn check_outputs(args: &MergeArgs) -> Result<()> {
-    let outputs: Vec<(&str, &Path)> = [
-        ("--tool-health", &args.reports.tool_health),
-        ("--junit", &args.reports.junit),
-        ("--summary-json", &args.reports.summary_json),
-        ("--html", &args.reports.page.html),
-        ("--out", &args.out),
-    ]
-    .into_iter()
-    .filter_map(|(flag, p)| p.as_deref().map(|p| (flag, p)))
-    .collect();
+fn check_outputs(args: &MergeArgs, plan: &OutputPlan) -> Result<()> {
     let evidence: Vec<PathBuf> = args.shards.iter().map(|p| evidence_path(p)).collect();
     let mut inputs = crate::files::Reads::default();
     for (shard, evidence) in args.shards.iter().zip(&evidence) {
         inputs = (inputs.file("SHARD", shard)).file("a shard's evidence", evidence);
     }
-    crate::files::check_outputs(&outputs, &inputs).context("merge")
+    crate::files::check_outputs(&plan.files(), &inputs).context("merge")
 }

@@ -1,10 +1,10 @@
-//! What a run leaves beside its verdicts, written alike by `eval` and by `merge` (which
+//! What a run leaves beside its verdicts, made alike by `eval` and by `merge` (which
 //! decides a sharded batch as one `eval` would): the decisions file with the lines that
-//! were not tasks in their place, JUnit, tool health, the summary and the page.
+//! were not tasks in their place, JUnit, tool health, the summary and the page, handed
+//! to the run's output plan (plangate-report's `plan`) to write.
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -13,13 +13,13 @@ use plangate_gate::task::TaskError;
 use plangate_harness::{EvalRecord, LineOutcome, PreparedBatch, Retried, RetryReport};
 use plangate_report::digest::RunDigest;
 use plangate_report::junit::Junit;
+use plangate_report::plan::{Evidence, Made, OutputPlan};
 use plangate_report::run::RunPage;
 use serde_json::json;
 
-use crate::args::ReportArgs;
-use crate::files::{Output, open_out, write_file, write_json};
+use crate::files::{Output, open_out};
 use crate::lines::skip_line;
-use crate::page::{code_fact, elapsed_fact, fact, page, write_page};
+use crate::page::{code_fact, elapsed_fact, fact, page};
 use crate::tally::Tally;
 
 /// When the run started, and when each of its phases ended, from that start.
@@ -42,6 +42,9 @@ pub(crate) struct RunOutcome<'a> {
     pub(crate) retry: Option<&'a RetryReport>,
     /// What `merge` adds to the summary: its shards, and what it cannot see.
     pub(crate) merged: Option<serde_json::Value>,
+    /// The epoch's manifest as the run left it, when it differs from `epoch` (a pinned
+    /// network's exchanges recorded): `--write-epoch` is written again.
+    pub(crate) epoch_again: Option<&'a plangate_sandbox::EpochManifest>,
 }
 
 /// Where phase two writes each line's outcome: the decisions file and, when asked, the
@@ -57,13 +60,13 @@ pub(crate) struct Outputs<'a> {
 }
 
 impl<'a> Outputs<'a> {
-    pub(crate) fn open(args: &ReportArgs, out: Option<&Path>, source: &'a str) -> Result<Self> {
+    pub(crate) fn open(plan: &OutputPlan, source: &'a str) -> Result<Self> {
         Ok(Outputs {
-            out: open_out(out)?,
+            out: open_out(plan.decisions.as_deref())?,
             source,
-            junit: args.junit.is_some().then(Junit::new),
+            junit: plan.junit.is_some().then(Junit::new),
             labels: BTreeMap::new(),
-            digest: args.page.html.is_some().then(RunDigest::default),
+            digest: plan.page.is_some().then(RunDigest::default),
         })
     }
 
@@ -144,46 +147,45 @@ impl<'a> Outputs<'a> {
     }
 }
 
-/// Writes the reports asked for beside the decisions (tool health, JUnit, the
-/// summary), then puts the decisions in place: last, so a run that fails on the way
-/// leaves the earlier decisions file as it was.
+/// Makes the reports the plan asks for beside the decisions (tool health, JUnit, the
+/// summary, the page) and carries the plan out: the decisions last, so a run that fails
+/// on the way leaves the earlier decisions file as it was.
 pub(crate) fn write_reports(
-    args: &ReportArgs,
+    plan: &OutputPlan,
     ran: &RunOutcome<'_>,
     outputs: Outputs<'_>,
     tally: &Tally,
     timings: &Timings,
+    evidence: Option<Evidence<'_>>,
 ) -> Result<()> {
     let Outputs {
         mut out,
-        junit,
+        mut junit,
         labels,
         digest,
         source,
     } = outputs;
-    if let Some(file) = &args.tool_health {
-        write_json(file, &ran.finished.health)?;
+    if let (Some(j), Some(r)) = (junit.as_mut(), ran.retry) {
+        j.retry(r);
     }
-    if let (Some(file), Some(mut junit)) = (&args.junit, junit) {
-        if let Some(r) = ran.retry {
-            junit.retry(r);
-        }
-        let xml = junit
-            .to_xml()
-            .with_context(|| format!("failed to write {}", file.display()))?;
-        write_file(file, &xml)?;
-    }
-    if let Some(file) = &args.summary_json {
-        let summary = summary(ran, tally, &labels, timings);
-        write_json(file, &summary)?;
-    }
-    if let (Some(file), Some(digest)) = (&args.page.html, &digest) {
-        let calibration = tally.calibration.report();
+    let calibration = tally.calibration.report();
+    let page = digest.as_ref().map(|digest| {
         let mut page = run_page(ran, source, tally, digest, timings);
         page.calibration = calibration.as_ref();
-        write_page(file, &page)?;
-    }
-    out.finish()
+        page
+    });
+    let made = Made {
+        evidence,
+        epoch: ran.epoch_again,
+        tool_health: Some(&ran.finished.health),
+        junit,
+        summary: plan
+            .summary
+            .is_some()
+            .then(|| summary(ran, tally, &labels, timings)),
+        page,
+    };
+    plan.carry_out(made, || out.finish())
 }
 
 /// The run's page: the counts and digest, tool health when the run executed its

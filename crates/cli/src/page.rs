@@ -1,16 +1,12 @@
 //! `--html FILE` on `score`, `eval` and `merge`: the run's page (plangate-report's
-//! `run` page) from what the command counted and found, written whole or not at all
-//! like every other output.
+//! `run` page) from what the command counted and found; the run's output plan writes it.
 
-use std::path::Path;
 use std::time::Duration;
 
-use anyhow::Result;
 use plangate_report::digest::RunDigest;
 use plangate_report::html::escape;
-use plangate_report::run::{Counts, Fact, RunPage, render};
+use plangate_report::run::{Counts, Fact, RunPage};
 
-use crate::files::write_file;
 use crate::tally::Tally;
 
 /// The line counts the page heads with, as the summary has them.
@@ -77,9 +73,4 @@ pub(crate) fn page<'a>(
         )],
         calibration: None,
     }
-}
-
-/// Writes the page to `file`.
-pub(crate) fn write_page(file: &Path, page: &RunPage<'_>) -> Result<()> {
-    write_file(file, render(page).as_bytes())
 }

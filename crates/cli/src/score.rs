@@ -14,6 +14,7 @@ use plangate_gate::seed;
 use plangate_harness::PreparedEntry;
 use plangate_harness::pipeline::{self, InOrder, WorkQueue};
 use plangate_report::digest::RunDigest;
+use plangate_report::plan::{Evidence, Made, OutputPlan};
 
 use crate::args::{Baseline, IoArgs, PageArgs, ThresholdArgs};
 use crate::files::{Output, Reads, check_outputs, load_catalog, open_out, replaced};
@@ -456,7 +457,13 @@ pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
         );
     }
     let catalog = load_catalog(&args.io.catalog)?;
-    check_score_outputs(&args, &catalog)?;
+    let plan = output_plan(&args);
+    check_outputs(
+        &plan.files(),
+        &Reads::default()
+            .catalog("--catalog", &args.io.catalog, &catalog)
+            .file("--samples", &args.io.samples),
+    )?;
     let (input, source) = open_samples(&args.io.samples, args.io.max_line_bytes)?;
     let (out, journal, mut done) = open_resumable(&args)?;
     let (page, partial) = resumed_page(&args, &mut done);
@@ -498,79 +505,69 @@ pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
     let mut tally = std::mem::take(&mut writer.tally);
     tally.lines = read.lines;
     tally.blank = read.blank;
-    // The evidence first: a shard whose decisions are in place has its evidence too.
-    if let (Some(evidence), Some(digest)) = (writer.evidence.take(), digest) {
-        write_evidence(&args, &catalog, evidence, digest, &tally)?;
-    }
-    // While the journal still holds every checkpoint: a page that cannot be written
-    // is written by `--resume`, which then decides nothing again.
-    if let (Some(file), Some(digest)) = (&args.page.html, &writer.page) {
-        let calibration = tally.calibration.report();
-        let mut page = crate::page::page("score", &source.name, &tally, digest);
-        page.partial = partial;
-        page.calibration = calibration.as_ref();
-        page.facts.extend([
-            crate::page::fact("jobs", "threads deciding", &jobs.to_string()),
-            crate::page::fact("resumed", "resumed after line", &done.through.to_string()),
-            crate::page::elapsed_fact(started.elapsed()),
-        ]);
-        crate::page::write_page(file, &page)?;
-    }
-    // Before the decisions leave `OUT.partial` for --out, the journal's last checkpoint
-    // becomes one that kept nothing, so a kill before the journal is removed leaves a
-    // journal the next `--resume` starts over from (it needs no partial file) instead of
-    // one whose kept decisions were renamed away. The journal stays locked until the
-    // rename is done, so no second run on this --out can start in between.
-    if let Some(journal) = writer.journal.as_mut() {
-        journal.checkpoint(&Checkpoint::default())?;
-    }
-    writer.out.finish()?;
-    if let Some(journal) = writer.journal.take() {
-        journal.remove()?;
-    }
+    let evidence = match (writer.evidence.take(), digest) {
+        (Some(kept), Some(digest)) => evidence(&args, &catalog, kept, digest, &tally)?,
+        _ => None,
+    };
+    let calibration = tally.calibration.report();
+    let page = writer
+        .page
+        .as_ref()
+        .filter(|_| plan.page.is_some())
+        .map(|digest| {
+            let mut page = crate::page::page("score", &source.name, &tally, digest);
+            page.partial = partial;
+            page.calibration = calibration.as_ref();
+            page.facts.extend([
+                crate::page::fact("jobs", "threads deciding", &jobs.to_string()),
+                crate::page::fact("resumed", "resumed after line", &done.through.to_string()),
+                crate::page::elapsed_fact(started.elapsed()),
+            ]);
+            page
+        });
+    let made = Made {
+        evidence,
+        summary: (plan.summary.is_some()).then(|| crate::outputs::score_summary(&tally)),
+        page,
+        ..Made::default()
+    };
+    // The reports are written while the journal still holds every checkpoint: one that
+    // cannot be written is written by `--resume`, which then decides nothing again.
+    plan.carry_out(made, || {
+        // Before the decisions leave `OUT.partial` for --out, the journal's last
+        // checkpoint becomes one that kept nothing, so a kill before the journal is
+        // removed leaves a journal the next `--resume` starts over from (it needs no
+        // partial file) instead of one whose kept decisions were renamed away. The
+        // journal stays locked until the rename is done, so no second run on this --out
+        // can start in between.
+        if let Some(journal) = writer.journal.as_mut() {
+            journal.checkpoint(&Checkpoint::default())?;
+        }
+        writer.out.finish()?;
+        match writer.journal.take() {
+            Some(journal) => journal.remove(),
+            None => Ok(()),
+        }
+    })?;
     writer.ids.report(&source.name);
-    if let Some(file) = &args.summary_json {
-        crate::files::write_json(file, &crate::outputs::score_summary(&tally))?;
-    }
     tally.report(&source.name);
     Ok(tally.exit_code())
 }
 
-/// Refuses, before any work, an output that names an input or another output, or
-/// cannot be written: `--html`, `--summary-json`, and `--out` with the files kept
-/// beside it.
-fn check_score_outputs(args: &ScoreArgs, catalog: &Catalog) -> Result<()> {
-    let mut outputs: Vec<(&str, &std::path::Path)> = Vec::new();
-    if let Some(html) = args.page.html.as_deref() {
-        outputs.push(("--html", html));
+/// The run's outputs, from its flags: `--out` with what is kept beside it (the journal
+/// and partial decisions for `--resume`, a shard's evidence), `--summary-json` and
+/// `--html`.
+fn output_plan(args: &ScoreArgs) -> OutputPlan {
+    let out = args.io.out.as_deref();
+    OutputPlan {
+        decisions: out.map(std::path::Path::to_path_buf),
+        summary: args.summary_json.clone(),
+        page: args.page.html.clone(),
+        journal: out.map(crate::resume::journal_path),
+        partial: out.map(crate::resume::partial_path),
+        evidence: out.filter(|_| args.shard.is_some()).map(evidence_path),
+        ..OutputPlan::default()
     }
-    let beside = args.io.out.as_deref().map(|out| {
-        (
-            out,
-            crate::resume::journal_path(out),
-            crate::resume::partial_path(out),
-            evidence_path(out),
-        )
-    });
-    if let Some((out, journal, partial, evidence)) = &beside {
-        outputs.extend([
-            ("--out", *out),
-            ("--out's journal", journal.as_path()),
-            ("--out's partial decisions", partial.as_path()),
-        ]);
-        if args.shard.is_some() {
-            outputs.push(("--out's shard evidence", evidence.as_path()));
-        }
-    }
-    if let Some(summary) = args.summary_json.as_deref() {
-        outputs.push(("--summary-json", summary));
-    }
-    check_outputs(
-        &outputs,
-        &Reads::default()
-            .catalog("--catalog", &args.io.catalog, catalog)
-            .file("--samples", &args.io.samples),
-    )
 }
 
 /// The page's digest to start from (`--html`): empty, or the lines an interrupted run
@@ -612,16 +609,16 @@ fn check_shard(args: &ScoreArgs) -> Result<()> {
 
 /// A shard's evidence for `plangate merge`, beside its `--out`: the catalog's tool
 /// states and every entry kept while deciding.
-fn write_evidence(
+fn evidence(
     args: &ScoreArgs,
     catalog: &Catalog,
     evidence: std::io::BufWriter<std::fs::File>,
     digest: SamplesDigest,
     tally: &Tally,
-) -> Result<()> {
+) -> Result<Option<Evidence<'static>>> {
     use std::io::Seek as _;
-    let (Some(shard), Some(out)) = (args.shard, args.io.out.as_deref()) else {
-        return Ok(());
+    let Some(shard) = args.shard else {
+        return Ok(None);
     };
     let mut body = evidence
         .into_inner()
@@ -643,7 +640,10 @@ fn write_evidence(
         tally.lines,
         tally.blank,
     );
-    crate::shard::write_evidence(out, &header, |w| std::io::copy(&mut body, w))
+    Ok(Some(Evidence {
+        header,
+        body: Box::new(move |w| std::io::copy(&mut body, w)),
+    }))
 }
 
 /// The decisions output and, when `--out` is a file, the journal that lets an

@@ -55,6 +55,8 @@ pub use journal::{CallAt, Chain, Earlier, Journal, JournalHeader, open_locked};
 pub use limits::{JobsOutOfRange, LimitTooLow, LimitsGiven, MAX_JOBS, default_jobs, jobs};
 pub use lines::{Line, LineReader, is_blank, too_long};
 pub use observe::observed;
+/// The manifest of a run's epoch, which front ends write (`--write-epoch`) and replay.
+pub use plangate_sandbox::EpochManifest;
 pub use probe::{ProbeRun, compare_runs, probe_arguments};
 pub use record::EvalRecord;
 pub use refs::{pointer, substitute};

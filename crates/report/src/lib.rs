@@ -13,14 +13,17 @@
 //!   the bounded lists of tasks worth a look ([`notable`]).
 //! - [`run`]: the page of a run (`score`, `eval`, `merge` with `--html`), section by
 //!   section ([`run::SECTIONS`]).
-//!
-//! Pages are strings and JUnit is bytes: writing them anywhere is the caller's business.
+//! - [`plan`]: a run's outputs as one plan ([`plan::OutputPlan`]), which `score`, `eval`
+//!   and `merge` make from their flags and carry out in one order.
+//! - [`files`]: each output written whole or not at all.
 
 pub mod agreement;
 pub mod digest;
+pub mod files;
 pub mod html;
 pub mod junit;
 pub mod notable;
+pub mod plan;
 pub mod plot;
 pub mod run;
 pub mod svg;
