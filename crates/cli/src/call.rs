@@ -1,8 +1,10 @@
 //! `plangate call`: one tool call in the sandbox under a pinned epoch, printed as one
 //! JSON object. The tool author's way to see exactly what a guest returns, and the
-//! end-to-end tests' way into the sandbox.
+//! end-to-end tests' way into the sandbox. The call runs through the harness's warm gate,
+//! over an epoch pinned for its one tool.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use base64::Engine as _;
@@ -10,10 +12,10 @@ use clap::{ArgGroup, Args, ValueEnum};
 use plangate_gate::catalog::Catalog;
 use plangate_gate::json::{Duplicates, parse_with};
 use plangate_gate::task::Observed;
-use plangate_harness::{epoch_mount, module_spec, observed};
+use plangate_harness::{EvalOptions, WarmGate, World, epoch_mount, module_spec, observed};
 use plangate_sandbox::{
     CallRecord, Epoch, EpochManifest, EpochMode, EpochMount, ModuleSpec, MountMismatch, Outcome,
-    Sandbox, SandboxConfig,
+    SandboxConfig,
 };
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -304,18 +306,40 @@ pub(crate) fn run(args: CallArgs) -> Result<u8> {
         }
         crate::files::check_outputs(&[("--write-epoch", file)], &inputs)?;
     }
-    let epoch = epoch(&args, &target)?;
-    let sandbox = Sandbox::new(SandboxConfig::default(), epoch)?;
-    let tool = sandbox.load_tool(&target.spec)?;
     let limits = args.limits.limits()?;
-    let record = sandbox.call(&tool, args.args.as_bytes(), &limits);
+    let epoch = epoch(&args, &target)?;
+    let name = args.tool.as_deref().unwrap_or("tool");
+    let live = (target.mounts.iter())
+        .filter(|m| m.mode == EpochMode::Live)
+        .map(|m| m.guest.clone())
+        .collect();
+    let world = World::of_tool(
+        SandboxConfig::default(),
+        epoch,
+        name,
+        &target.spec,
+        live,
+        limits,
+    )?;
+    // No catalog and no probe runs: the gate probes nothing, and its one tool runs in the
+    // epoch pinned above for it alone.
+    let gate = WarmGate::start(
+        Arc::new(world),
+        Arc::new(Catalog::default()),
+        EvalOptions {
+            probe_runs: 0,
+            ..EvalOptions::default()
+        },
+    );
+    let record = (gate.execute_call(name, args.args.as_bytes()))
+        .context("the call's own tool is loaded")?;
     // After the call: the manifest keeps what a pinned network answered.
     if let Some(file) = &args.write_epoch {
-        let json = serde_json::to_string_pretty(&sandbox.epoch().manifest_now())? + "\n";
+        let json = serde_json::to_string_pretty(&gate.world().epoch().manifest_now())? + "\n";
         crate::files::write_file(file, json.as_bytes())
             .with_context(|| format!("failed to write epoch manifest `{}`", file.display()))?;
     }
-    let report = report(&record, sandbox.epoch().id());
+    let report = report(&record, gate.epoch_id());
     crate::files::print_stdout(&(serde_json::to_string(&report)? + "\n"))?;
     Ok(exit::OK)
 }

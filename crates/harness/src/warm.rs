@@ -279,6 +279,20 @@ impl WarmGate {
         self.prepare(&task, touched)
     }
 
+    /// Executes one call of `tool` with `stdin`, counted and witnessed like a task's
+    /// call: `plangate call`'s way into the sandbox. None when the world has no such
+    /// tool.
+    pub fn execute_call(&self, tool: &str, stdin: &[u8]) -> Option<Arc<CallRecord>> {
+        self.world.has(tool).then(|| {
+            let at = CallAt {
+                line: 0,
+                sample: 0,
+                call: 0,
+            };
+            self.run_call(at, tool, &[], stdin, None)
+        })
+    }
+
     /// Executes one sample's calls in order (sample `index` of the task on input line
     /// `line`), replaying what `journal` recorded of an interrupted run; returns the
     /// tools it ran.

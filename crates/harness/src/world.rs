@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use plangate_gate::catalog::{Catalog, SourceMode};
 use plangate_sandbox::{
-    CallRecord, Epoch, EpochManifest, EpochMode, EpochMount, Limits, MountMismatch, Sandbox,
-    SandboxConfig, Tool,
+    CallRecord, Epoch, EpochManifest, EpochMode, EpochMount, Limits, ModuleSpec, MountMismatch,
+    Sandbox, SandboxConfig, Tool,
 };
 
 use crate::bridge::{epoch_mount, module_spec};
@@ -202,6 +202,31 @@ impl World {
             sandbox,
             tools,
             limits: opts.limits,
+        })
+    }
+
+    /// One tool in an epoch built for it alone (`plangate call`): `spec` loaded as it
+    /// is, under `name`, with nothing else pinned or loaded. `live` are the guest paths
+    /// of its live mounts.
+    pub fn of_tool(
+        config: SandboxConfig,
+        epoch: Epoch,
+        name: &str,
+        spec: &ModuleSpec,
+        live: Vec<String>,
+        limits: Limits,
+    ) -> Result<World, plangate_sandbox::Error> {
+        let sandbox = Sandbox::new(config, epoch)?;
+        let tool = sandbox.load_tool(spec)?;
+        let pinned = live.is_empty()
+            && spec.clock == EpochMode::Pinned
+            && spec.random == EpochMode::Pinned
+            && spec.network.mode != plangate_sandbox::NetworkMode::Live;
+        let tools = BTreeMap::from([(name.to_string(), Loaded { tool, live, pinned })]);
+        Ok(World {
+            sandbox,
+            tools,
+            limits,
         })
     }
 

@@ -126,3 +126,47 @@ fn one_gate_decides_task_after_task_in_one_epoch() {
         "{first:?}"
     );
 }
+
+/// `plangate call`'s way in: one tool in an epoch pinned for it alone, through a gate
+/// that probes nothing; its answer is the answer the whole world's gate gets.
+#[test]
+fn one_call_runs_in_an_epoch_of_its_own_tool_with_no_probe() {
+    let catalog = catalog();
+    let base = world_dir();
+    let tool = catalog.get("get_user").expect("the seed world has get_user");
+    let module = base.join(tool.module.as_ref().expect("a module"));
+    let mut epoch = plangate_sandbox::Epoch::builder()
+        .random_seed(7)
+        .module(&module);
+    for m in &tool.mounts {
+        epoch = epoch.mount(plangate_harness::epoch_mount(m, &base));
+    }
+    let alone = World::of_tool(
+        plangate_sandbox::SandboxConfig::default(),
+        epoch.build().expect("pins"),
+        "get_user",
+        &plangate_harness::module_spec(tool, &module, &base),
+        Vec::new(),
+        plangate_sandbox::Limits::default(),
+    )
+    .expect("loads");
+    let gate = WarmGate::start(
+        Arc::new(alone),
+        Arc::new(Catalog::default()),
+        EvalOptions {
+            probe_runs: 0,
+            ..EvalOptions::default()
+        },
+    );
+    let args = br#"{"user_id":"u_0001"}"#;
+    let record = gate.execute_call("get_user", args).expect("its tool");
+    let whole = world(&catalog).call("get_user", args).expect("its tool");
+    assert_eq!(record.outcome, whole.outcome);
+    assert_eq!(record.stdout, whole.stdout);
+    assert!(String::from_utf8_lossy(&record.stdout).contains("u_0001"));
+    let stats = gate.stats();
+    assert_eq!((stats.probe_calls, stats.calls_executed), (0, 1));
+    let manifest = gate.world().epoch().manifest();
+    assert_eq!(manifest.modules.len(), 1, "only the called tool is pinned");
+    assert!(gate.execute_call("resolve_user", args).is_none());
+}
