@@ -331,8 +331,8 @@ pub(crate) fn run(args: CallArgs) -> Result<u8> {
             ..EvalOptions::default()
         },
     );
-    let record = (gate.execute_call(name, args.args.as_bytes()))
-        .context("the call's own tool is loaded")?;
+    let record =
+        (gate.execute_call(name, args.args.as_bytes())).context("the call's own tool is loaded")?;
     // After the call: the manifest keeps what a pinned network answered.
     if let Some(file) = &args.write_epoch {
         let json = serde_json::to_string_pretty(&gate.world().epoch().manifest_now())? + "\n";

@@ -133,7 +133,9 @@ fn one_gate_decides_task_after_task_in_one_epoch() {
 fn one_call_runs_in_an_epoch_of_its_own_tool_with_no_probe() {
     let catalog = catalog();
     let base = world_dir();
-    let tool = catalog.get("get_user").expect("the seed world has get_user");
+    let tool = catalog
+        .get("get_user")
+        .expect("the seed world has get_user");
     let module = base.join(tool.module.as_ref().expect("a module"));
     let mut epoch = plangate_sandbox::Epoch::builder()
         .random_seed(7)
