@@ -510,9 +510,8 @@ pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
         _ => None,
     };
     let calibration = tally.calibration.report();
-    let page = writer
-        .page
-        .as_ref()
+    let digested = writer.page.take();
+    let page = (digested.as_ref())
         .filter(|_| plan.page.is_some())
         .map(|digest| {
             let mut page = crate::page::page("score", &source.name, &tally, digest);
@@ -533,25 +532,29 @@ pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
     };
     // The reports are written while the journal still holds every checkpoint: one that
     // cannot be written is written by `--resume`, which then decides nothing again.
-    plan.carry_out(made, || {
-        // Before the decisions leave `OUT.partial` for --out, the journal's last
-        // checkpoint becomes one that kept nothing, so a kill before the journal is
-        // removed leaves a journal the next `--resume` starts over from (it needs no
-        // partial file) instead of one whose kept decisions were renamed away. The
-        // journal stays locked until the rename is done, so no second run on this --out
-        // can start in between.
-        if let Some(journal) = writer.journal.as_mut() {
-            journal.checkpoint(&Checkpoint::default())?;
-        }
-        writer.out.finish()?;
-        match writer.journal.take() {
-            Some(journal) => journal.remove(),
-            None => Ok(()),
-        }
-    })?;
+    plan.carry_out(made, || writer.put_in_place())?;
     writer.ids.report(&source.name);
     tally.report(&source.name);
     Ok(tally.exit_code())
+}
+
+impl RecordWriter<'_> {
+    /// Puts the decisions in place, and the journal goes. Before the decisions leave
+    /// `OUT.partial` for --out, the journal's last checkpoint becomes one that kept
+    /// nothing, so a kill before the journal is removed leaves a journal the next
+    /// `--resume` starts over from (it needs no partial file) instead of one whose kept
+    /// decisions were renamed away. The journal stays locked until the rename is done,
+    /// so no second run on this --out can start in between.
+    fn put_in_place(&mut self) -> Result<()> {
+        if let Some(journal) = self.journal.as_mut() {
+            journal.checkpoint(&Checkpoint::default())?;
+        }
+        self.out.finish()?;
+        match self.journal.take() {
+            Some(journal) => journal.remove(),
+            None => Ok(()),
+        }
+    }
 }
 
 /// The run's outputs, from its flags: `--out` with what is kept beside it (the journal
