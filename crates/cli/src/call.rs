@@ -309,9 +309,7 @@ pub(crate) fn run(args: CallArgs) -> Result<u8> {
     let record = sandbox.call(&tool, args.args.as_bytes(), &limits);
     // After the call: the manifest keeps what a pinned network answered.
     if let Some(file) = &args.write_epoch {
-        let json = serde_json::to_string_pretty(&sandbox.epoch().manifest_now())? + "\n";
-        crate::files::write_file(file, json.as_bytes())
-            .with_context(|| format!("failed to write epoch manifest `{}`", file.display()))?;
+        crate::files::write_manifest(file, &sandbox.epoch().manifest_now())?;
     }
     let report = report(&record, sandbox.epoch().id());
     crate::files::print_stdout(&(serde_json::to_string(&report)? + "\n"))?;

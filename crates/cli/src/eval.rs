@@ -21,7 +21,7 @@ use plangate_harness::{
 };
 
 use crate::args::{Baseline, IoArgs, LimitArgs, ReportArgs, ThresholdArgs, compares_baseline};
-use crate::files::{Reads, catalog_dir, load_catalog, read_manifest, write_json};
+use crate::files::{Reads, catalog_dir, load_catalog, read_manifest, write_manifest};
 use crate::interrupt::{Interrupted, stopping};
 use crate::lines::{
     Source, TaskIds, for_each_line, line_hash, open_samples, source_name, tasks_at, too_long,
@@ -161,7 +161,7 @@ fn set_up<'a>(
         .pin(manifest)
         .with_context(|| format!("failed to pin an epoch for {}", args.io.catalog.display()))?;
     if let Some(file) = &args.write_epoch {
-        write_json(file, world.epoch().manifest())?;
+        write_manifest(file, world.epoch().manifest())?;
     }
     let header = JournalHeader::new(
         "eval",
@@ -169,6 +169,13 @@ fn set_up<'a>(
         Some(world.epoch().manifest().clone()),
     );
     let journal = open_journal(args, &header, earlier)?;
+    if let Some(j) = &journal {
+        // A resumed run is answered as the interrupted one was, and what this run
+        // records is kept for the next resume.
+        (world.epoch().resume_network(j.take_network()))
+            .with_context(|| format!("cannot resume from {}", j.path().display()))?;
+        world.epoch().log_network(j.network_log());
+    }
     Ok((run, world, journal))
 }
 
@@ -255,7 +262,7 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
 fn epoch_with_network(args: &EvalArgs, world: &World) -> Result<()> {
     let now = world.epoch().manifest_now();
     match &args.write_epoch {
-        Some(file) if &now != world.epoch().manifest() => write_json(file, &now),
+        Some(file) if &now != world.epoch().manifest() => write_manifest(file, &now),
         _ => Ok(()),
     }
 }

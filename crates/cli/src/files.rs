@@ -239,7 +239,7 @@ pub(crate) fn open_out(path: Option<&Path>) -> Result<Output> {
     };
     let (file, pending): (Box<dyn Write + Send>, _) = match replaced(p)? {
         Some(target) => {
-            let (file, temp) = temp_beside(&target)?.into_parts();
+            let (file, temp) = temp_beside(&target, 0o644)?.into_parts();
             (Box::new(file), Some((Pending::Temp(temp), target)))
         }
         None => (Box::new(create(p)?), None),
@@ -271,7 +271,7 @@ fn create(p: &Path) -> Result<File> {
 
 /// A temporary file in the target's own folder, so the final rename stays on one
 /// filesystem and is atomic.
-fn temp_beside(target: &Path) -> Result<tempfile::NamedTempFile> {
+fn temp_beside(target: &Path, mode: u32) -> Result<tempfile::NamedTempFile> {
     let dir = folder(target);
     let name = target
         .file_name()
@@ -282,7 +282,7 @@ fn temp_beside(target: &Path) -> Result<tempfile::NamedTempFile> {
     tempfile::Builder::new()
         .prefix(&format!(".{name}."))
         .suffix(".tmp")
-        .permissions(std::fs::Permissions::from_mode(0o644))
+        .permissions(std::fs::Permissions::from_mode(mode))
         .tempfile_in(dir)
         .with_context(|| {
             format!(
@@ -295,12 +295,31 @@ fn temp_beside(target: &Path) -> Result<tempfile::NamedTempFile> {
 
 /// Writes `bytes` to `path` whole or not at all (see [`Output`]).
 pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_with_mode(path, bytes, 0o644)
+}
+
+/// Writes an epoch manifest as pretty JSON, whole or not at all, readable by its owner
+/// alone (mode 0600): a pinned network's recording holds the answers a tool was given.
+pub(crate) fn write_manifest(path: &Path, manifest: &EpochManifest) -> Result<()> {
+    let text = serde_json::to_string_pretty(manifest)? + "\n";
+    write_with_mode(path, text.as_bytes(), 0o600)
+        .with_context(|| format!("failed to write epoch manifest `{}`", path.display()))
+}
+
+fn write_with_mode(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
+    use std::os::unix::fs::OpenOptionsExt as _;
     let Some(target) = replaced(path)? else {
-        return create(path)?
-            .write_all(bytes)
-            .with_context(|| format!("failed to write {}", path.display()));
+        return (std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true))
+        .mode(mode)
+        .open(path)
+        .with_context(|| format!("failed to create {}", path.display()))?
+        .write_all(bytes)
+        .with_context(|| format!("failed to write {}", path.display()));
     };
-    let mut temp = temp_beside(&target)?;
+    let mut temp = temp_beside(&target, mode)?;
     temp.write_all(bytes)
         .and_then(|()| temp.flush())
         .with_context(|| format!("failed to write {}", path.display()))?;
@@ -429,7 +448,7 @@ pub(crate) fn check_outputs(outputs: &[(&str, &Path)], inputs: &Reads) -> Result
         // A device or a FIFO is written in place, and opening a FIFO to try it would
         // wait for a reader: only a file that a rename will put in place is tried.
         if let Some(target) = replaced(path)? {
-            drop(temp_beside(&target)?);
+            drop(temp_beside(&target, 0o644)?);
         }
     }
     Ok(())
@@ -449,8 +468,12 @@ pub(crate) fn print_stdout(text: &str) -> Result<()> {
 pub(crate) fn read_manifest(path: &Path) -> Result<EpochManifest> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("failed to read epoch manifest {}", path.display()))?;
-    serde_json::from_str(&text)
-        .with_context(|| format!("failed to parse epoch manifest {}", path.display()))
+    let manifest: EpochManifest = serde_json::from_str(&text)
+        .with_context(|| format!("failed to parse epoch manifest {}", path.display()))?;
+    manifest
+        .check()
+        .with_context(|| format!("invalid epoch manifest {}", path.display()))?;
+    Ok(manifest)
 }
 
 /// Writes `value` as pretty JSON to `path`, whole or not at all.
