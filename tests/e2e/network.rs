@@ -430,11 +430,12 @@ fn an_interrupted_run_resumes_with_its_network_recording() {
     let journal = dir.path().join("out.jsonl.journal");
     let args = run(&out, &epoch);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let earlier = server.hits();
     let mut child = spawn(&args);
     // The probe's request, then a third of the tasks' (the journal is written in
     // blocks, so the server counts).
     let until = Instant::now() + Duration::from_secs(60);
-    while (server.hits() < 11 || !journal.exists()) && Instant::now() < until {
+    while (server.hits() < earlier + 11 || !journal.exists()) && Instant::now() < until {
         if let Ok(Some(status)) = child.try_wait() {
             panic!("the run ended before its interrupt: {status}");
         }

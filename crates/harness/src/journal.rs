@@ -624,6 +624,43 @@ mod tests {
     }
 
     #[test]
+    fn network_exchanges_are_journalled_in_order_and_resumed() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("j");
+        let exchange = |url: &str| Exchange {
+            method: "GET".into(),
+            url: url.into(),
+            request_headers: vec![],
+            credential_sha256: None,
+            request_body_sha256: "0".repeat(64),
+            status: 200,
+            response_headers: vec![],
+            response_body: B64.encode(url),
+        };
+        let j =
+            Journal::create(&path, &JournalHeader::new("eval", "f".into(), None)).expect("create");
+        assert!(j.take_network().is_empty(), "a new journal has none");
+        let log = j.network_log();
+        log.recorded(&exchange("http://a.test/1"));
+        j.record(at(1), "fetch", b"{}", &rec(b"one"));
+        log.recorded(&exchange("http://a.test/2"));
+        j.flush().expect("flush");
+        drop(j);
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(&path).expect("stat").permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let earlier = Earlier::<EvalEntry>::read(&path).expect("read");
+        assert!(matches!(earlier.entries()[1], EvalEntry::Call(_)));
+        let j = Journal::resume(&path, earlier).expect("resume");
+        assert_eq!(
+            j.take_network(),
+            vec![exchange("http://a.test/1"), exchange("http://a.test/2")]
+        );
+        assert!(j.take_network().is_empty(), "taken once");
+        assert!(j.replay(at(1), "fetch", b"{}").is_some());
+    }
+
+    #[test]
     fn headers_say_why_they_do_not_match() {
         let a = JournalHeader::new("eval", "f1".into(), None);
         assert_eq!(a.mismatch(&a.clone()), None);

@@ -432,3 +432,270 @@ impl Recording {
         e
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::epoch::{Epoch, EpochManifest, MANIFEST_FORMAT};
+    use proptest::prelude::*;
+
+    fn parts(uri: &str, headers: &[(&str, &[u8])]) -> http::request::Parts {
+        let mut b = http::Request::builder().uri(uri);
+        for (k, v) in headers {
+            b = b.header(*k, *v);
+        }
+        b.body(()).expect("a request").into_parts().0
+    }
+
+    fn asked(uri: &str, headers: &[(&str, &[u8])], secret: &[String]) -> Exchange {
+        Exchange::request(&parts(uri, headers), b"", secret)
+    }
+
+    #[test]
+    fn credentials_key_by_digest_and_are_never_kept() {
+        let url = "http://api.test:80/v1/x?q=1&API_KEY=k-alice";
+        let alice = asked(url, &[("authorization", b"Bearer alice")], &[]);
+        let again = asked(url, &[("authorization", b"Bearer alice")], &[]);
+        let bob = asked(url, &[("authorization", b"Bearer bob")], &[]);
+        let nobody = asked(url, &[], &[]);
+        let other_key = asked(
+            &url.replace("k-alice", "k-bob"),
+            &[("authorization", b"Bearer alice")],
+            &[],
+        );
+        assert_eq!(alice.key(), again.key());
+        for other in [&bob, &nobody, &other_key] {
+            assert_ne!(alice.key(), other.key());
+            assert_eq!(
+                alice.key_without_credentials(),
+                other.key_without_credentials()
+            );
+        }
+        assert_eq!(alice.url, "http://api.test:80/v1/x?q=1&API_KEY=REDACTED");
+        let written = serde_json::to_string(&alice).expect("serializes");
+        assert!(!written.contains("alice"), "{written}");
+        assert!(alice.request_headers.is_empty(), "{written}");
+        // User info in the URL, and a tool's own secret header.
+        let secret = vec!["x-team".to_owned()];
+        let e = asked(
+            "http://u:pw@api.test/",
+            &[("x-team", b"T1"), ("accept", b"a")],
+            &secret,
+        );
+        assert_eq!(e.url, "http://REDACTED@api.test/");
+        assert_eq!(
+            e.request_headers,
+            vec![("accept".to_owned(), HeaderBytes::Text("a".into()))]
+        );
+        let e2 = asked(
+            "http://u:pw@api.test/",
+            &[("x-team", b"T2"), ("accept", b"a")],
+            &secret,
+        );
+        assert_ne!(e.key(), e2.key());
+    }
+
+    #[test]
+    fn header_values_key_by_their_bytes() {
+        let ff = asked("http://a.test/", &[("x-sig", b"\xff A")], &[]);
+        let fe = asked("http://a.test/", &[("x-sig", b"\xfe A")], &[]);
+        assert_ne!(ff.key(), fe.key());
+        let json = serde_json::to_string(&ff).expect("serializes");
+        let back: Exchange = serde_json::from_str(&json).expect("reads");
+        assert_eq!(back.request_headers[0].1.bytes().expect("bytes"), b"\xff A");
+        assert_eq!(back.key(), ff.key());
+    }
+
+    fn answered(mut e: Exchange) -> Exchange {
+        e.status = 200;
+        e.response_body = B64.encode(b"{}");
+        e
+    }
+
+    #[test]
+    fn a_bad_recording_is_refused_naming_its_field() {
+        let good = answered(asked("http://a.test/", &[], &[]));
+        assert_eq!(check_recording(std::slice::from_ref(&good), None), Ok(()));
+        let cases: [(&str, fn(&mut Exchange)); 6] = [
+            ("network[0].status: 0 is not", |e| e.status = 0),
+            ("network[0].response_body: not base64", |e| {
+                e.response_body = "not base64!".into()
+            }),
+            ("network[0].method", |e| e.method = "G T".into()),
+            ("network[0].url", |e| e.url = "/relative".into()),
+            ("network[0].request_body_sha256", |e| {
+                e.request_body_sha256 = "e3b0".into()
+            }),
+            (
+                "network[0].response_headers[0]: the value is not base64",
+                |e| {
+                    e.response_headers = vec![(
+                        "x".into(),
+                        HeaderBytes::Bytes {
+                            base64: "!!".into(),
+                        },
+                    )]
+                },
+            ),
+        ];
+        for (want, edit) in cases {
+            let mut e = good.clone();
+            edit(&mut e);
+            let why = check_recording(&[e], None).expect_err(want);
+            assert!(why.starts_with(want), "{want}: {why}");
+        }
+        let twice = check_recording(&[good.clone(), good.clone()], None);
+        assert_eq!(
+            twice,
+            Err("network[1]: records the same request as network[0]".into())
+        );
+        let seal = network_sha256(std::slice::from_ref(&good));
+        assert_eq!(
+            check_recording(std::slice::from_ref(&good), Some(&seal)),
+            Ok(())
+        );
+        let mut edited = good.clone();
+        edited.response_body = B64.encode(b"[]");
+        let why = check_recording(&[edited], Some(&seal)).expect_err("edited");
+        assert!(why.starts_with("network_sha256 does not match"), "{why}");
+    }
+
+    fn manifest(network: Vec<Exchange>) -> EpochManifest {
+        EpochManifest {
+            format: MANIFEST_FORMAT,
+            instant_unix_ns: "5".into(),
+            clock_step_ns: 0,
+            seed: format!("{:016x}", 1),
+            env: BTreeMap::new(),
+            argv: vec!["tool".into()],
+            mounts: vec![],
+            modules: vec![],
+            plangate_version: "0".into(),
+            wasmtime_version: "48".into(),
+            network_sha256: Some(network_sha256(&network)),
+            network: Some(network),
+        }
+    }
+
+    /// A manifest's bytes as read from a file: parsed, then checked as a replay would.
+    fn load(bytes: &[u8]) -> Option<EpochManifest> {
+        let m: EpochManifest = serde_json::from_slice(bytes).ok()?;
+        Epoch::from_manifest(m.clone(), &[], None).ok()?;
+        Some(m)
+    }
+
+    fn header_value() -> impl Strategy<Value = Vec<u8>> {
+        // What a header value may hold: visible ASCII, space, tab, and obs-text.
+        let byte = prop_oneof![0x20u8..0x7f, Just(b'\t'), 0x80u8..=0xff];
+        proptest::collection::vec(byte, 0..12)
+    }
+
+    fn headers() -> impl Strategy<Value = Vec<(String, HeaderBytes)>> {
+        let name = "[a-z][a-z0-9-]{0,8}";
+        proptest::collection::vec((name, header_value()), 0..4).prop_map(|hs| {
+            let mut hs: Vec<(String, HeaderBytes)> = (hs.into_iter())
+                .map(|(k, v)| (k, HeaderBytes::of(&v)))
+                .collect();
+            hs.sort();
+            hs
+        })
+    }
+
+    fn exchange() -> impl Strategy<Value = Exchange> {
+        let method = proptest::sample::select(vec!["GET", "POST", "PUT", "DELETE"]);
+        let url = (
+            "[a-z]{1,8}",
+            "[a-z0-9/]{0,12}",
+            proptest::option::of("[a-z]=[a-z0-9]{0,4}"),
+        )
+            .prop_map(|(host, path, q)| {
+                let q = q.map_or(String::new(), |q| format!("?{q}"));
+                format!("http://{host}.test:8080/{path}{q}")
+            });
+        let digest = proptest::array::uniform32(any::<u8>()).prop_map(|d| hex(&d));
+        (
+            method,
+            url,
+            headers(),
+            proptest::option::of(digest.clone()),
+            digest,
+            100u16..1000,
+            headers(),
+            proptest::collection::vec(any::<u8>(), 0..64),
+        )
+            .prop_map(|(m, url, rq, cred, body_sha, status, rs, body)| Exchange {
+                method: m.into(),
+                url,
+                request_headers: rq,
+                credential_sha256: cred,
+                request_body_sha256: body_sha,
+                status,
+                response_headers: rs,
+                response_body: B64.encode(body),
+            })
+    }
+
+    fn recording() -> impl Strategy<Value = Vec<Exchange>> {
+        proptest::collection::vec(exchange(), 1..5).prop_map(|es| {
+            let mut seen = std::collections::BTreeSet::new();
+            es.into_iter().filter(|e| seen.insert(e.key())).collect()
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn any_recording_round_trips(network in recording()) {
+            let m = manifest(network);
+            let text = serde_json::to_string_pretty(&m).expect("serializes");
+            prop_assert_eq!(load(text.as_bytes()), Some(m.clone()));
+            // Replayed, every exchange answers its own request.
+            let replay = Recording::replay(m.network.as_deref().unwrap_or_default());
+            for e in m.network.iter().flatten() {
+                prop_assert_eq!(replay.get(e).as_ref(), Some(e));
+            }
+        }
+
+        #[test]
+        fn a_flipped_byte_in_the_recording_is_refused(
+            network in recording(),
+            at in any::<prop::sample::Index>(),
+            mask in 1u8..=255,
+        ) {
+            let m = manifest(network);
+            let text = serde_json::to_string_pretty(&m).expect("serializes");
+            let start = text.find("\"network\"").expect("a network section");
+            let mut bytes = text.into_bytes();
+            let i = start + at.index(bytes.len() - start);
+            bytes[i] ^= mask;
+            // Refused, unless the flip changed no value (whitespace for whitespace).
+            match load(&bytes) {
+                None => {}
+                Some(loaded) => prop_assert_eq!(loaded, m),
+            }
+        }
+
+        #[test]
+        fn loading_never_panics(
+            bytes in proptest::collection::vec(any::<u8>(), 0..256),
+            status in any::<u16>(),
+            body in ".{0,12}",
+            value in ".{0,12}",
+        ) {
+            let _ = load(&bytes);
+            let e = Exchange {
+                method: value.clone(),
+                url: value.clone(),
+                request_headers: vec![(value.clone(), HeaderBytes::Bytes { base64: body.clone() })],
+                credential_sha256: Some(body.clone()),
+                request_body_sha256: body.clone(),
+                status,
+                response_headers: vec![(body.clone(), HeaderBytes::Text(value))],
+                response_body: body,
+            };
+            let m = manifest(vec![e]);
+            let _ = load(serde_json::to_string(&m).expect("serializes").as_bytes());
+        }
+    }
+}
