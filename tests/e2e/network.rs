@@ -9,7 +9,7 @@ use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -18,14 +18,8 @@ use serde_json::{Value, json};
 
 use crate::eval::{Run, plangate};
 use crate::exit;
-use crate::tools::{build_tools, repo};
-
-fn rust(name: &str) -> PathBuf {
-    build_tools();
-    repo().join(format!(
-        "sandbox-tools/target/wasm32-wasip2/release/{name}.wasm"
-    ))
-}
+use crate::resume::spawn;
+use crate::tools::component as rust;
 
 fn s(p: &Path) -> &str {
     p.to_str().expect("utf-8 path")
@@ -362,16 +356,6 @@ fn a_body_past_max_body_bytes_is_the_call_s_error_and_is_not_held() {
 /// a pinned epoch, a count that changes shows an answer taken again.
 fn counter(_: &str, n: usize) -> Reply {
     Reply::Body(format!("{{\"count\":{n}}}"))
-}
-
-fn spawn(args: &[&str]) -> Child {
-    build_tools();
-    Command::new(env!("CARGO_BIN_EXE_plangate"))
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("plangate starts")
 }
 
 #[test]

@@ -647,7 +647,7 @@ pub fn digest_tree(root: &Path) -> Result<String> {
 pub(crate) use crate::canonical::hex;
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -661,9 +661,9 @@ mod tests {
         );
     }
 
-    #[test]
-    fn manifest_id_is_stable_and_sensitive() {
-        let m = EpochManifest {
+    /// A manifest with no mounts, modules or network: what the tests vary.
+    pub(crate) fn bare_manifest() -> EpochManifest {
+        EpochManifest {
             format: MANIFEST_FORMAT,
             instant_unix_ns: "5".into(),
             clock_step_ns: 0,
@@ -676,7 +676,12 @@ mod tests {
             wasmtime_version: "48".into(),
             network: None,
             network_sha256: None,
-        };
+        }
+    }
+
+    #[test]
+    fn manifest_id_is_stable_and_sensitive() {
+        let m = bare_manifest();
         assert_eq!(
             m.canonical_json(),
             r#"{"argv":["tool"],"clock_step_ns":0,"env":{},"format":3,"instant_unix_ns":"5","modules":[],"mounts":[],"plangate_version":"0","seed":"0000000000000001","wasmtime_version":"48"}"#

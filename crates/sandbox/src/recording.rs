@@ -436,7 +436,7 @@ impl Recording {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::epoch::{Epoch, EpochManifest, MANIFEST_FORMAT};
+    use crate::epoch::{Epoch, EpochManifest};
     use proptest::prelude::*;
 
     fn parts(uri: &str, headers: &[(&str, &[u8])]) -> http::request::Parts {
@@ -562,18 +562,9 @@ mod tests {
 
     fn manifest(network: Vec<Exchange>) -> EpochManifest {
         EpochManifest {
-            format: MANIFEST_FORMAT,
-            instant_unix_ns: "5".into(),
-            clock_step_ns: 0,
-            seed: format!("{:016x}", 1),
-            env: BTreeMap::new(),
-            argv: vec!["tool".into()],
-            mounts: vec![],
-            modules: vec![],
-            plangate_version: "0".into(),
-            wasmtime_version: "48".into(),
             network_sha256: Some(network_sha256(&network)),
             network: Some(network),
+            ..crate::epoch::tests::bare_manifest()
         }
     }
 
@@ -653,7 +644,7 @@ mod tests {
             // Replayed, every exchange answers its own request.
             let replay = Recording::replay(m.network.as_deref().unwrap_or_default());
             for e in m.network.iter().flatten() {
-                prop_assert_eq!(replay.get(e).as_ref(), Some(e));
+                prop_assert_eq!(replay.get(e), Some(e.clone()));
             }
         }
 
