@@ -13,14 +13,7 @@ use serde_json::{Value, json};
 
 use crate::eval::{Run, plangate};
 use crate::exit;
-use crate::tools::{build_tools, repo};
-
-fn rust(name: &str) -> PathBuf {
-    build_tools();
-    repo().join(format!(
-        "sandbox-tools/target/wasm32-wasip2/release/{name}.wasm"
-    ))
-}
+use crate::tools::{build_tools, component as rust, repo};
 
 fn python() -> PathBuf {
     build_tools();

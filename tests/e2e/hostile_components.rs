@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use crate::exit;
 use crate::hostile::bounded;
-use crate::tools::{build_tools, repo};
+use crate::tools::component as rust;
 
 /// Far past every call's own limit here: a regression fails the test rather than hang it.
 const OUTER: Duration = Duration::from_secs(90);
@@ -23,13 +23,6 @@ const OUTER: Duration = Duration::from_secs(90);
 /// How far past its `--timeout-ms` a call may end and still be on time: setup, a loaded
 /// machine, compiling the component when the cache is cold.
 const SLACK: Duration = Duration::from_secs(15);
-
-fn rust(name: &str) -> PathBuf {
-    build_tools();
-    repo().join(format!(
-        "sandbox-tools/target/wasm32-wasip2/release/{name}.wasm"
-    ))
-}
 
 fn s(p: &Path) -> &str {
     p.to_str().expect("utf-8 path")

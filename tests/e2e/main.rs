@@ -75,6 +75,9 @@ mod components;
 // Hostile components against the sandbox's limits and pinning: host-side waits, host
 // memory, pinned u64 draws, directory sizes.
 mod hostile_components;
+// What a pinned network keeps and whom it answers: credentials, header bytes, the
+// manifest's seal, bounded bodies, and a resumed run's recording.
+mod network;
 // Shards and `plangate merge`: whole and sharded runs decide alike, quarantine is
 // global, and shards of different batches are refused.
 mod shard;

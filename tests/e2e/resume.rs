@@ -53,7 +53,8 @@ fn s(p: &Path) -> &str {
     p.to_str().expect("utf-8 path")
 }
 
-fn spawn(args: &[&str]) -> Child {
+/// `plangate ARGS` started, its stderr kept and its stdout dropped.
+pub(crate) fn spawn(args: &[&str]) -> Child {
     build_tools();
     Command::new(env!("CARGO_BIN_EXE_plangate"))
         .args(args)

@@ -33,6 +33,14 @@ pub(crate) fn world() -> PathBuf {
     repo().join("examples/seed-world")
 }
 
+/// A Rust component tool built from sandbox-tools/components, by its file stem.
+pub(crate) fn component(name: &str) -> PathBuf {
+    build_tools();
+    repo().join(format!(
+        "sandbox-tools/target/wasm32-wasip2/release/{name}.wasm"
+    ))
+}
+
 /// Builds every guest from source once per test process, so a tool that stops
 /// compiling fails the suite instead of a stale .wasm passing it.
 pub(crate) fn build_tools() {

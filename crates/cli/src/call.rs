@@ -335,8 +335,7 @@ pub(crate) fn run(args: CallArgs) -> Result<u8> {
         (gate.execute_call(name, args.args.as_bytes())).context("the call's own tool is loaded")?;
     // After the call: the manifest keeps what a pinned network answered.
     if let Some(file) = &args.write_epoch {
-        let json = serde_json::to_string_pretty(&gate.world().epoch().manifest_now())? + "\n";
-        crate::files::write_file(file, json.as_bytes())
+        crate::files::write_manifest(file, &gate.world().epoch().manifest_now())
             .with_context(|| format!("failed to write epoch manifest `{}`", file.display()))?;
     }
     let report = report(&record, gate.epoch_id());

@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use plangate_harness::{World, WorldOptions};
 
-use crate::files::{catalog_dir, load_catalog, write_json};
+use crate::files::{catalog_dir, load_catalog};
 
 #[derive(Debug, Args)]
 pub(crate) struct EpochArgs {
@@ -38,7 +38,7 @@ pub(crate) fn run(args: EpochArgs) -> Result<u8> {
         },
     )
     .with_context(|| format!("failed to pin an epoch for {}", args.catalog.display()))?;
-    write_json(&args.out, world.epoch().manifest())?;
+    crate::files::write_manifest(&args.out, world.epoch().manifest())?;
     eprintln!(
         "plangate: epoch {} pinned for {}: replay it with --epoch {}",
         &world.epoch().id()[..12],

@@ -169,6 +169,13 @@ fn set_up<'a>(
         Some(world.epoch().manifest().clone()),
     );
     let journal = open_journal(args, &header, earlier)?;
+    if let Some(j) = &journal {
+        // A resumed run is answered as the interrupted one was, and what this run
+        // records is kept for the next resume.
+        (world.epoch().resume_network(j.take_network()))
+            .with_context(|| format!("cannot resume from {}", j.path().display()))?;
+        world.epoch().log_network(j.network_log());
+    }
     Ok((run, world, journal))
 }
 

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use plangate_gate::catalog::Catalog;
 use plangate_report::files::{create, folder, temp_beside};
-pub(crate) use plangate_report::files::{replaced, write_file, write_json};
+pub(crate) use plangate_report::files::{replaced, write_file, write_json, write_manifest};
 use plangate_sandbox::EpochManifest;
 
 /// Catalog warnings printed before the rest are only counted: a BFCL catalog can map
@@ -232,7 +232,7 @@ pub(crate) fn open_out(path: Option<&Path>) -> Result<Output> {
     };
     let (file, pending): (Box<dyn Write + Send>, _) = match replaced(p)? {
         Some(target) => {
-            let (file, temp) = temp_beside(&target)?.into_parts();
+            let (file, temp) = temp_beside(&target, 0o644)?.into_parts();
             (Box::new(file), Some((Pending::Temp(temp), target)))
         }
         None => (Box::new(create(p)?), None),
@@ -365,7 +365,7 @@ pub(crate) fn check_outputs(outputs: &[(&str, &Path)], inputs: &Reads) -> Result
         // A device or a FIFO is written in place, and opening a FIFO to try it would
         // wait for a reader: only a file that a rename will put in place is tried.
         if let Some(target) = replaced(path)? {
-            drop(temp_beside(&target)?);
+            drop(temp_beside(&target, 0o644)?);
         }
     }
     Ok(())
@@ -385,6 +385,10 @@ pub(crate) fn print_stdout(text: &str) -> Result<()> {
 pub(crate) fn read_manifest(path: &Path) -> Result<EpochManifest> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("failed to read epoch manifest {}", path.display()))?;
-    serde_json::from_str(&text)
-        .with_context(|| format!("failed to parse epoch manifest {}", path.display()))
+    let manifest: EpochManifest = serde_json::from_str(&text)
+        .with_context(|| format!("failed to parse epoch manifest {}", path.display()))?;
+    manifest
+        .check()
+        .with_context(|| format!("invalid epoch manifest {}", path.display()))?;
+    Ok(manifest)
 }

@@ -71,6 +71,10 @@ pub(crate) fn network_policy(n: &NetworkSpec) -> NetworkPolicy {
             NetworkMode::Pinned => plangate_sandbox::NetworkMode::Pinned,
         },
         allow: n.allow.clone(),
+        secret_headers: n.secret_headers.clone(),
+        max_body_bytes: n
+            .max_body_bytes
+            .unwrap_or(plangate_sandbox::DEFAULT_MAX_BODY_BYTES),
     }
 }
 

@@ -4,7 +4,9 @@
 //! resumed run decides exactly as an uninterrupted one would.
 //!
 //! The file is JSON lines: a [`JournalHeader`] (what run wrote it: its command fingerprint and
-//! epoch manifest), then one [`CallEntry`] per executed call, appended as calls finish. A
+//! epoch manifest), then one [`CallEntry`] per executed call, appended as calls finish,
+//! and each exchange a pinned network records, appended as it is recorded (before the
+//! call it answers), so a resumed run is answered as the interrupted one was. A
 //! line cut by a kill is dropped on reading; the calls it would have held run again.
 //! Each line is sealed ([`Chain`]): a digest of it and of every line before it follows
 //! its JSON, so an edited, reordered or spliced journal is refused, never replayed.
@@ -13,21 +15,21 @@ use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, BufWriter, Seek, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
-use plangate_sandbox::{CallRecord, EpochManifest, Outcome};
+use plangate_sandbox::{CallRecord, EpochManifest, Exchange, NetworkLog, Outcome};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::error::HarnessError;
 
 /// The journal format's version, in every header: a journal from another version is
-/// not resumed.
-const VERSION: u32 = 2;
+/// not resumed. Version 3: pinned network exchanges are journalled too.
+const VERSION: u32 = 3;
 
 /// The digest chain that seals a journal's lines. A sealed line is its JSON, a space,
 /// and 32 hex digits: the first 16 bytes of SHA-256 over the previous line's digest
@@ -176,9 +178,23 @@ impl CallEntry {
     }
 }
 
+/// A line of `eval`'s journal after its header.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum EvalEntry {
+    /// An exchange a pinned network recorded.
+    Exchange {
+        /// The exchange, as a manifest keeps it.
+        exchange: Exchange,
+    },
+    /// An executed call.
+    Call(CallEntry),
+}
+
 /// A journal as an earlier run left it: its header, its complete lines after it (read
-/// as `T`: `eval`'s calls, `score`'s checkpoints), and how many bytes they take.
-pub struct Earlier<T = CallEntry> {
+/// as `T`: `eval`'s calls and exchanges, `score`'s checkpoints), and how many bytes they
+/// take.
+pub struct Earlier<T = EvalEntry> {
     header: JournalHeader,
     entries: Vec<T>,
     /// Bytes of the file up to the end of its last complete line.
@@ -275,7 +291,10 @@ impl<T: serde::de::DeserializeOwned> Earlier<T> {
 /// Opens (or creates) a journal for writing, locked for this run alone: a second run
 /// writing the same `--out` is refused before it truncates anything.
 pub fn open_locked(path: &Path) -> Result<File, HarnessError> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    // Its owner's alone: it keeps what the tools were answered, as a manifest does.
     let file = OpenOptions::new()
+        .mode(0o600)
         .write(true)
         .create(true)
         .truncate(false)
@@ -300,11 +319,49 @@ pub fn open_locked(path: &Path) -> Result<File, HarnessError> {
 pub struct Journal {
     path: PathBuf,
     earlier: HashMap<CallAt, CallEntry>,
-    out: Mutex<Option<(BufWriter<File>, Chain)>>,
+    /// The earlier run's network exchanges, until the epoch takes them.
+    network: Mutex<Vec<Exchange>>,
+    /// Shared with the epoch, which logs its exchanges through it.
+    writer: Arc<Writer>,
     replayed: AtomicUsize,
+}
+
+/// Where the journal's lines go, sealed in the order they are written.
+struct Writer {
+    out: Mutex<Option<(BufWriter<File>, Chain)>>,
     recorded: AtomicUsize,
     /// The first write error: the run goes on, but cannot be resumed past it.
     failed: Mutex<Option<String>>,
+}
+
+impl Writer {
+    fn line(&self, json: &[u8]) -> bool {
+        let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((w, chain)) = out.as_mut()
+            && let Err(e) = w.write_all(&chain.seal(json))
+        {
+            *out = None;
+            self.fail(e);
+            return false;
+        }
+        out.is_some()
+    }
+
+    fn fail(&self, e: std::io::Error) {
+        let mut failed = self.failed.lock().unwrap_or_else(|e| e.into_inner());
+        failed.get_or_insert_with(|| e.to_string());
+    }
+}
+
+impl NetworkLog for Writer {
+    fn recorded(&self, exchange: &Exchange) {
+        #[derive(Serialize)]
+        struct Line<'e> {
+            exchange: &'e Exchange,
+        }
+        let json = serde_json::to_vec(&Line { exchange }).expect("an exchange serializes");
+        self.line(&json);
+    }
 }
 
 impl std::fmt::Debug for Journal {
@@ -337,30 +394,51 @@ impl Journal {
     pub fn resume(path: &Path, earlier: Earlier) -> Result<Journal, HarnessError> {
         let file = earlier.reopen(path)?;
         let chain = earlier.chain;
-        let entries = earlier
-            .entries
-            .into_iter()
-            .map(|e| {
-                let at = CallAt {
-                    line: e.line,
-                    sample: e.sample,
-                    call: e.call,
-                };
-                (at, e)
-            })
-            .collect();
-        Ok(Self::with(path, file, chain, entries))
+        let mut calls = HashMap::new();
+        let mut network = Vec::new();
+        for entry in earlier.entries {
+            match entry {
+                EvalEntry::Call(e) => {
+                    let at = CallAt {
+                        line: e.line,
+                        sample: e.sample,
+                        call: e.call,
+                    };
+                    calls.insert(at, e);
+                }
+                EvalEntry::Exchange { exchange } => network.push(exchange),
+            }
+        }
+        let mut j = Self::with(path, file, chain, calls);
+        j.network = Mutex::new(network);
+        Ok(j)
     }
 
     fn with(path: &Path, file: File, chain: Chain, earlier: HashMap<CallAt, CallEntry>) -> Journal {
         Journal {
             path: path.to_path_buf(),
             earlier,
-            out: Mutex::new(Some((BufWriter::with_capacity(1 << 16, file), chain))),
+            network: Mutex::new(Vec::new()),
+            writer: Arc::new(Writer {
+                out: Mutex::new(Some((BufWriter::with_capacity(1 << 16, file), chain))),
+                recorded: AtomicUsize::new(0),
+                failed: Mutex::new(None),
+            }),
             replayed: AtomicUsize::new(0),
-            recorded: AtomicUsize::new(0),
-            failed: Mutex::new(None),
         }
+    }
+
+    /// The network exchanges the earlier run recorded (once; none for a new journal):
+    /// the resumed epoch answers from them ([`plangate_sandbox::Epoch::resume_network`]).
+    pub fn take_network(&self) -> Vec<Exchange> {
+        std::mem::take(&mut *self.network.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Where the epoch logs the exchanges it records
+    /// ([`plangate_sandbox::Epoch::log_network`]): into this journal, each before the
+    /// call that it answered.
+    pub fn network_log(&self) -> Arc<dyn NetworkLog> {
+        self.writer.clone()
     }
 
     /// The earlier run's record of the call at `at`, if it ran the same tool on the
@@ -392,38 +470,23 @@ impl Journal {
             detail: r.detail.clone(),
         };
         let json = serde_json::to_vec(&entry).expect("an entry serializes");
-        let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((w, chain)) = out.as_mut()
-            && let Err(e) = w.write_all(&chain.seal(&json))
-        {
-            *out = None;
-            self.fail(e);
-            return;
+        if self.writer.line(&json) {
+            self.writer.recorded.fetch_add(1, Ordering::Relaxed);
         }
-        self.recorded.fetch_add(1, Ordering::Relaxed);
-    }
-
-    fn fail(&self, e: std::io::Error) {
-        let mut failed = self.failed.lock().unwrap_or_else(|e| e.into_inner());
-        failed.get_or_insert_with(|| e.to_string());
     }
 
     /// Writes out what is buffered, so a stop after this loses nothing journalled.
     pub fn flush(&self) -> Result<(), HarnessError> {
-        let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((w, _)) = out.as_mut()
-            && let Err(e) = w.flush()
+        let w = &self.writer;
+        let mut out = w.out.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((file, _)) = out.as_mut()
+            && let Err(e) = file.flush()
         {
             *out = None;
-            self.fail(e);
+            w.fail(e);
         }
         drop(out);
-        match self
-            .failed
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-        {
+        match w.failed.lock().unwrap_or_else(|e| e.into_inner()).clone() {
             Some(message) => Err(HarnessError::Journal {
                 path: self.path.clone(),
                 message: format!("cannot write it: {message}"),
@@ -439,7 +502,7 @@ impl Journal {
 
     /// Calls this journal holds: replayed from the earlier run, and executed since.
     pub fn recorded(&self) -> usize {
-        self.recorded.load(Ordering::Relaxed) + self.replayed.load(Ordering::Relaxed)
+        self.writer.recorded.load(Ordering::Relaxed) + self.replayed.load(Ordering::Relaxed)
     }
 
     /// The journal's file.
@@ -449,7 +512,14 @@ impl Journal {
 
     /// The run finished: the journal is no longer needed.
     pub fn remove(self) -> Result<(), HarnessError> {
-        drop(self.out.into_inner());
+        // The epoch may hold the writer still: nothing more is written through it.
+        let out = self
+            .writer
+            .out
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        drop(out);
         std::fs::remove_file(&self.path).map_err(|e| HarnessError::Journal {
             path: self.path.clone(),
             message: format!("cannot remove it: {e}"),
@@ -496,7 +566,7 @@ mod tests {
         let f = OpenOptions::new().write(true).open(&path).expect("open");
         f.set_len(len - 5).expect("cut");
 
-        let earlier = Earlier::<CallEntry>::read(&path).expect("read");
+        let earlier = Earlier::<EvalEntry>::read(&path).expect("read");
         assert_eq!(earlier.header(), &header);
         assert_eq!(earlier.entries.len(), 1);
         let j = Journal::resume(&path, earlier).expect("resume");
@@ -513,7 +583,7 @@ mod tests {
         j.flush().expect("flush");
         drop(j);
         // The cut line is gone; the earlier call is kept once, the new one follows it.
-        let again = Earlier::<CallEntry>::read(&path).expect("read again");
+        let again = Earlier::<EvalEntry>::read(&path).expect("read again");
         assert_eq!(again.entries.len(), 2);
         assert_eq!(
             again.complete,
@@ -535,7 +605,7 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         let refused = |text: String, line: usize| {
             std::fs::write(&path, text).expect("write");
-            let e = Earlier::<CallEntry>::read(&path)
+            let e = Earlier::<EvalEntry>::read(&path)
                 .err()
                 .expect("refused")
                 .to_string();
@@ -551,6 +621,43 @@ mod tests {
         refused(format!("{}\n{}\n", lines[0], lines[2]), 2);
         // The seal taken off.
         refused(format!("{}\n", &lines[0][..lines[0].len() - 33]), 1);
+    }
+
+    #[test]
+    fn network_exchanges_are_journalled_in_order_and_resumed() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("j");
+        let exchange = |url: &str| Exchange {
+            method: "GET".into(),
+            url: url.into(),
+            request_headers: vec![],
+            credential_sha256: None,
+            request_body_sha256: "0".repeat(64),
+            status: 200,
+            response_headers: vec![],
+            response_body: B64.encode(url),
+        };
+        let j =
+            Journal::create(&path, &JournalHeader::new("eval", "f".into(), None)).expect("create");
+        assert!(j.take_network().is_empty(), "a new journal has none");
+        let log = j.network_log();
+        log.recorded(&exchange("http://a.test/1"));
+        j.record(at(1), "fetch", b"{}", &rec(b"one"));
+        log.recorded(&exchange("http://a.test/2"));
+        j.flush().expect("flush");
+        drop(j);
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(&path).expect("stat").permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let earlier = Earlier::<EvalEntry>::read(&path).expect("read");
+        assert!(matches!(earlier.entries()[1], EvalEntry::Call(_)));
+        let j = Journal::resume(&path, earlier).expect("resume");
+        assert_eq!(
+            j.take_network(),
+            vec![exchange("http://a.test/1"), exchange("http://a.test/2")]
+        );
+        assert!(j.take_network().is_empty(), "taken once");
+        assert!(j.replay(at(1), "fetch", b"{}").is_some());
     }
 
     #[test]

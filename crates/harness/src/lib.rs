@@ -51,7 +51,7 @@ pub use eval::{
 pub use health::{
     Evidence, FirstDifference, HealthReport, Output, ToolFindings, ToolHealth, first_difference,
 };
-pub use journal::{CallAt, Chain, Earlier, Journal, JournalHeader, open_locked};
+pub use journal::{CallAt, Chain, Earlier, EvalEntry, Journal, JournalHeader, open_locked};
 pub use limits::{JobsOutOfRange, LimitTooLow, LimitsGiven, MAX_JOBS, default_jobs, jobs};
 pub use lines::{Line, LineReader, is_blank, too_long};
 pub use observe::observed;

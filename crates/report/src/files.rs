@@ -7,6 +7,7 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
+use plangate_harness::EpochManifest;
 use serde::Serialize;
 
 /// An output file that could not be written, naming it.
@@ -97,19 +98,17 @@ pub fn replaced(target: &Path) -> Result<Option<PathBuf>, OutputError> {
 }
 
 /// A temporary file in the target's own folder, so the final rename stays on one
-/// filesystem and is atomic.
-pub fn temp_beside(target: &Path) -> Result<tempfile::NamedTempFile, OutputError> {
+/// filesystem and is atomic, made with the permissions `mode` the output is to have.
+pub fn temp_beside(target: &Path, mode: u32) -> Result<tempfile::NamedTempFile, OutputError> {
     let dir = folder(target);
     let name = target
         .file_name()
         .map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
-    // Readable as a file made by `File::create` would be (tempfile's own default is
-    // 0600), so an output's mode does not depend on how it was written.
     use std::os::unix::fs::PermissionsExt as _;
     tempfile::Builder::new()
         .prefix(&format!(".{name}."))
         .suffix(".tmp")
-        .permissions(std::fs::Permissions::from_mode(0o644))
+        .permissions(std::fs::Permissions::from_mode(mode))
         .tempfile_in(dir)
         .map_err(|source| OutputError::Place {
             path: target.to_path_buf(),
@@ -120,15 +119,45 @@ pub fn temp_beside(target: &Path) -> Result<tempfile::NamedTempFile, OutputError
 
 /// Creates `path` to be written in place.
 pub fn create(path: &Path) -> Result<File, OutputError> {
-    File::create(path).map_err(|source| OutputError::Create {
+    create_with_mode(path, OUTPUT_MODE)
+}
+
+/// Creates `path` to be written in place, with permissions `mode` if it is new.
+fn create_with_mode(path: &Path, mode: u32) -> Result<File, OutputError> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    (std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true))
+    .mode(mode)
+    .open(path)
+    .map_err(|source| OutputError::Create {
         path: path.to_path_buf(),
         source,
     })
 }
 
+/// An output's permissions: readable as a file made by `File::create` would be
+/// (tempfile's own default is 0600), so an output's mode does not depend on how it was
+/// written.
+const OUTPUT_MODE: u32 = 0o644;
+
+/// An epoch manifest's permissions: its owner's alone, since a pinned network's
+/// recording holds the answers a tool was given.
+const MANIFEST_MODE: u32 = 0o600;
+
 /// Writes to `path` whatever `body` writes, whole or not at all.
 pub fn write_with(
     path: &Path,
+    body: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> Result<(), OutputError> {
+    write_with_mode(path, OUTPUT_MODE, body)
+}
+
+/// [`write_with`], the file made with permissions `mode`.
+fn write_with_mode(
+    path: &Path,
+    mode: u32,
     body: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> Result<(), OutputError> {
     let failed = |source| OutputError::Write {
@@ -136,10 +165,10 @@ pub fn write_with(
         source,
     };
     let Some(target) = replaced(path)? else {
-        let mut file = io::BufWriter::with_capacity(1 << 16, create(path)?);
+        let mut file = io::BufWriter::with_capacity(1 << 16, create_with_mode(path, mode)?);
         return body(&mut file).and_then(|()| file.flush()).map_err(failed);
     };
-    let temp = temp_beside(&target)?;
+    let temp = temp_beside(&target, mode)?;
     let mut w = io::BufWriter::with_capacity(1 << 16, temp);
     body(&mut w).and_then(|()| w.flush()).map_err(failed)?;
     let temp = w.into_inner().map_err(|e| failed(e.into_error()))?;
@@ -158,11 +187,21 @@ pub fn write_file(path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
 
 /// Writes `value` as pretty JSON and a newline to `path`, whole or not at all.
 pub fn write_json(path: &Path, value: &impl Serialize) -> Result<(), OutputError> {
+    write_json_with_mode(path, OUTPUT_MODE, value)
+}
+
+/// Writes an epoch manifest as [`write_json`] does, readable by its owner alone (mode
+/// 0600).
+pub fn write_manifest(path: &Path, manifest: &EpochManifest) -> Result<(), OutputError> {
+    write_json_with_mode(path, MANIFEST_MODE, manifest)
+}
+
+fn write_json_with_mode(path: &Path, mode: u32, value: &impl Serialize) -> Result<(), OutputError> {
     let text = serde_json::to_string_pretty(value).map_err(|source| OutputError::Json {
         path: path.to_path_buf(),
         source,
     })? + "\n";
-    write_file(path, text.as_bytes())
+    write_with_mode(path, mode, |w| w.write_all(text.as_bytes()))
 }
 
 #[cfg(test)]

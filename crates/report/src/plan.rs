@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use plangate_harness::shard::EvidenceHeader;
 use plangate_harness::{EpochManifest, HealthReport};
 
-use crate::files::{OutputError, write_file, write_json, write_with};
+use crate::files::{OutputError, write_file, write_json, write_manifest, write_with};
 use crate::junit::Junit;
 use crate::run::{RunPage, render};
 
@@ -98,7 +98,7 @@ impl OutputPlan {
     /// Writes the epoch's manifest (`--write-epoch`), when asked for.
     pub fn write_epoch(&self, manifest: &EpochManifest) -> Result<(), OutputError> {
         match &self.epoch {
-            Some(file) => write_json(file, manifest),
+            Some(file) => write_manifest(file, manifest),
             None => Ok(()),
         }
     }
@@ -119,7 +119,7 @@ impl OutputPlan {
             })?;
         }
         if let (Some(file), Some(manifest)) = (&self.epoch, made.epoch) {
-            write_json(file, manifest)?;
+            write_manifest(file, manifest)?;
         }
         if let (Some(file), Some(health)) = (&self.tool_health, made.tool_health) {
             write_json(file, health)?;

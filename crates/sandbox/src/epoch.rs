@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 
 use crate::canonical::to_canonical_string;
 use crate::error::{Error, Result, io};
-use crate::network::Recording;
+use crate::recording::{Exchange, NetworkLog, Recording, check_recording, network_sha256};
 use crate::walk::walk;
 
 /// The wasmtime release the sandbox is built against. wasmtime exposes no version
@@ -26,8 +26,9 @@ pub const PLANGATE_VERSION: &str = env!("CARGO_PKG_VERSION");
 /// as the manifest's fields: the same manifest must make the same observations, so a
 /// change in what a pinned source serves (format 2: a `u64` draw takes 8 keystream
 /// bytes) moves it, and an epoch of another format is refused rather than replayed
-/// differently.
-pub const MANIFEST_FORMAT: u32 = 2;
+/// differently. Format 3: the network recording keys credentials by digest, keeps
+/// header bytes, and is sealed by `network_sha256`.
+pub const MANIFEST_FORMAT: u32 = 3;
 
 /// 2025-01-01T00:00:00Z: the default epoch instant, so that two epochs built without an
 /// explicit instant agree.
@@ -91,7 +92,11 @@ pub struct EpochManifest {
     /// an epoch replayed from a manifest that has them answers from them alone, with no
     /// network. Not part of the epoch id (the epoch is the one that recorded them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub network: Option<Vec<crate::network::Exchange>>,
+    pub network: Option<Vec<Exchange>>,
+    /// SHA-256 (hex) of `network`'s canonical JSON ([`network_sha256`]): the seal a
+    /// loaded recording must match. Present exactly when `network` is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network_sha256: Option<String>,
 }
 
 /// How the mounts given for a replay fail to match a manifest's.
@@ -147,13 +152,36 @@ impl EpochManifest {
     }
 
     /// The epoch id: the sha256 hex of [`Self::canonical_json`], its network recording
-    /// left out.
+    /// and its seal left out.
     pub fn id(&self) -> String {
         let without = EpochManifest {
             network: None,
+            network_sha256: None,
             ..self.clone()
         };
         hex(&Sha256::digest(without.canonical_json().as_bytes()))
+    }
+
+    /// Refuses a manifest this plangate cannot replay as written: another format, or a
+    /// network recording that is not valid or not the one its seal was taken over.
+    pub fn check(&self) -> Result<()> {
+        if self.format != MANIFEST_FORMAT {
+            return Err(Error::Manifest(format!(
+                "format {} is not the supported format {MANIFEST_FORMAT} (an epoch of \
+                 another format pins other observations: pin a new epoch)",
+                self.format
+            )));
+        }
+        match (&self.network, &self.network_sha256) {
+            (None, None) => Ok(()),
+            (Some(_), None) => Err(Error::Manifest(
+                "network_sha256 is missing: a network recording is sealed by it".into(),
+            )),
+            (None, Some(_)) => Err(Error::Manifest(
+                "network_sha256 is given and network is not".into(),
+            )),
+            (Some(n), Some(seal)) => check_recording(n, Some(seal)).map_err(Error::Manifest),
+        }
     }
 
     fn instant_ns(&self) -> Result<u64> {
@@ -271,12 +299,7 @@ impl Epoch {
         mount_hosts: &[PathBuf],
         snapshot_root: Option<&Path>,
     ) -> Result<Epoch> {
-        if manifest.format != MANIFEST_FORMAT {
-            return Err(Error::Manifest(format!(
-                "format {} is not the supported format {MANIFEST_FORMAT}",
-                manifest.format
-            )));
-        }
+        manifest.check()?;
         if manifest.mounts.len() != mount_hosts.len() {
             return Err(Error::MountCountMismatch {
                 expected: manifest.mounts.len(),
@@ -342,9 +365,24 @@ impl Epoch {
         let exchanges = self.network.exchanges();
         let mut m = self.manifest.clone();
         if !exchanges.is_empty() {
+            m.network_sha256 = Some(network_sha256(&exchanges));
             m.network = Some(exchanges);
         }
         m
+    }
+
+    /// Answers from what an interrupted run of this epoch recorded (its journal's), as
+    /// that run did, so the resumed run decides as an uninterrupted one. Refused,
+    /// naming the field, when the exchanges cannot be replayed.
+    pub fn resume_network(&self, exchanges: Vec<Exchange>) -> Result<()> {
+        check_recording(&exchanges, None).map_err(Error::Manifest)?;
+        self.network.resume(exchanges);
+        Ok(())
+    }
+
+    /// Sends every exchange recorded from now on to `log`, as it is recorded.
+    pub fn log_network(&self, log: Arc<dyn NetworkLog>) {
+        self.network.log_to(log);
     }
 
     /// The epoch id: sha256 hex of the manifest's canonical JSON.
@@ -482,6 +520,7 @@ impl EpochBuilder {
             plangate_version: PLANGATE_VERSION.to_owned(),
             wasmtime_version: WASMTIME_VERSION.to_owned(),
             network: None,
+            network_sha256: None,
         };
         let id = manifest.id();
         Ok(Epoch {
@@ -608,7 +647,7 @@ pub fn digest_tree(root: &Path) -> Result<String> {
 pub(crate) use crate::canonical::hex;
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -622,9 +661,9 @@ mod tests {
         );
     }
 
-    #[test]
-    fn manifest_id_is_stable_and_sensitive() {
-        let m = EpochManifest {
+    /// A manifest with no mounts, modules or network: what the tests vary.
+    pub(crate) fn bare_manifest() -> EpochManifest {
+        EpochManifest {
             format: MANIFEST_FORMAT,
             instant_unix_ns: "5".into(),
             clock_step_ns: 0,
@@ -636,10 +675,16 @@ mod tests {
             plangate_version: "0".into(),
             wasmtime_version: "48".into(),
             network: None,
-        };
+            network_sha256: None,
+        }
+    }
+
+    #[test]
+    fn manifest_id_is_stable_and_sensitive() {
+        let m = bare_manifest();
         assert_eq!(
             m.canonical_json(),
-            r#"{"argv":["tool"],"clock_step_ns":0,"env":{},"format":2,"instant_unix_ns":"5","modules":[],"mounts":[],"plangate_version":"0","seed":"0000000000000001","wasmtime_version":"48"}"#
+            r#"{"argv":["tool"],"clock_step_ns":0,"env":{},"format":3,"instant_unix_ns":"5","modules":[],"mounts":[],"plangate_version":"0","seed":"0000000000000001","wasmtime_version":"48"}"#
         );
         let mut m2 = m.clone();
         m2.clock_step_ns = 1;
@@ -648,10 +693,11 @@ mod tests {
         // What a pinned network recorded is kept beside the epoch, not part of its id:
         // the epoch that recorded it is the one it replays.
         let recorded = EpochManifest {
-            network: Some(vec![crate::network::Exchange {
+            network: Some(vec![Exchange {
                 method: "GET".into(),
                 url: "http://127.0.0.1:1/".into(),
                 request_headers: vec![],
+                credential_sha256: None,
                 request_body_sha256: "e3b0".into(),
                 status: 200,
                 response_headers: vec![],
@@ -687,6 +733,7 @@ mod tests {
             plangate_version: "0".into(),
             wasmtime_version: "48".into(),
             network: None,
+            network_sha256: None,
         };
         // Given in another order, returned in the manifest's.
         let hosts = m
@@ -702,7 +749,10 @@ mod tests {
         match Epoch::from_manifest(old, &[], None) {
             Err(Error::Manifest(why)) => assert_eq!(
                 why,
-                format!("format 1 is not the supported format {MANIFEST_FORMAT}")
+                format!(
+                    "format 1 is not the supported format {MANIFEST_FORMAT} (an epoch of \
+                     another format pins other observations: pin a new epoch)"
+                )
             ),
             other => panic!("{other:?}"),
         }

@@ -84,6 +84,7 @@ mod error;
 mod host;
 mod network;
 mod pinned;
+mod recording;
 mod sandbox;
 mod scrub;
 mod store;
@@ -98,7 +99,11 @@ pub use epoch::{
 };
 pub use error::{Error, Result};
 pub use host::raise_fd_limit;
-pub use network::{Exchange, NetworkMode, NetworkPolicy};
+pub use network::{DEFAULT_MAX_BODY_BYTES, NetworkMode, NetworkPolicy};
+pub use recording::{
+    CREDENTIAL_HEADERS, CREDENTIAL_PARAMS, Exchange, HeaderBytes, NetworkLog, REDACTED,
+    check_recording, network_sha256,
+};
 pub use sandbox::{
     CallRecord, Limits, ModuleSpec, Outcome, Sandbox, SandboxConfig, Tool, TrapKind, build_engine,
 };

@@ -5,18 +5,16 @@
 //! is answered with the same bytes, and an epoch replayed from its manifest answers
 //! only from the recording, with no network at all.
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks};
 
-use crate::canonical::hex;
+use crate::recording::{Exchange, Recording, kept_response_headers, redacted_url};
 
 /// What a tool may do on the network.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -31,97 +29,33 @@ pub enum NetworkMode {
     Pinned,
 }
 
-/// A tool's network: its mode and the `host:port`s it may reach.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+/// A tool's network: its mode, the `host:port`s it may reach, the headers it names
+/// secret, and how big a body a pinned network keeps.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NetworkPolicy {
     /// Denied, live or pinned.
     pub mode: NetworkMode,
     /// `host:port` pairs a request may go to.
     pub allow: Vec<String>,
+    /// Headers whose value is a credential, besides [`crate::CREDENTIAL_HEADERS`]: never
+    /// written, keyed by digest.
+    pub secret_headers: Vec<String>,
+    /// The largest body, request or response, a pinned network keeps: past it the
+    /// exchange is the call's error, read no further.
+    pub max_body_bytes: u64,
 }
 
-/// Request headers that never reach a key or a manifest: credentials, and what the
-/// transport sets for itself.
-const LEFT_OUT: &[&str] = &[
-    "authorization",
-    "proxy-authorization",
-    "cookie",
-    "host",
-    "content-length",
-    "connection",
-];
+/// [`NetworkPolicy::max_body_bytes`] unless the catalog says otherwise: 8 MiB.
+pub const DEFAULT_MAX_BODY_BYTES: u64 = 8 << 20;
 
-/// One request and the answer it got, as the epoch's manifest keeps it. Credentials
-/// (`Authorization`, cookies) are never written: not in the request's headers, not as
-/// a response's `Set-Cookie`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Exchange {
-    /// `GET`, `POST`, ...
-    pub method: String,
-    /// The whole URL.
-    pub url: String,
-    /// The request headers that tell requests apart, lower-cased and sorted.
-    pub request_headers: Vec<(String, String)>,
-    /// SHA-256 (hex) of the request body.
-    pub request_body_sha256: String,
-    /// The response status.
-    pub status: u16,
-    /// The response headers, in order, `Set-Cookie` left out.
-    pub response_headers: Vec<(String, String)>,
-    /// The response body, base64.
-    pub response_body: String,
-}
-
-impl Exchange {
-    /// What identifies the request: method, URL, the headers that matter, the body.
-    fn key(&self) -> String {
-        let headers: Vec<String> = (self.request_headers.iter())
-            .map(|(k, v)| format!("{k}: {v}"))
-            .collect();
-        format!(
-            "{} {}\n{}\n{}",
-            self.method,
-            self.url,
-            headers.join("\n"),
-            self.request_body_sha256
-        )
-    }
-}
-
-/// The exchanges of one epoch, shared by every call in it.
-#[derive(Debug, Default)]
-pub(crate) struct Recording {
-    exchanges: Mutex<BTreeMap<String, Exchange>>,
-    /// Replayed from a manifest: a request not recorded is refused, never sent.
-    replay_only: bool,
-}
-
-impl Recording {
-    /// A recording to replay and nothing else.
-    pub(crate) fn replay(exchanges: &[Exchange]) -> Recording {
-        Recording {
-            exchanges: Mutex::new(exchanges.iter().map(|e| (e.key(), e.clone())).collect()),
-            replay_only: true,
+impl Default for NetworkPolicy {
+    fn default() -> Self {
+        NetworkPolicy {
+            mode: NetworkMode::Denied,
+            allow: Vec::new(),
+            secret_headers: Vec::new(),
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
         }
-    }
-
-    /// Every exchange so far, in key order: what a manifest written now keeps.
-    pub(crate) fn exchanges(&self) -> Vec<Exchange> {
-        let map = self.exchanges.lock().unwrap_or_else(|e| e.into_inner());
-        map.values().cloned().collect()
-    }
-
-    fn get(&self, key: &str) -> Option<Exchange> {
-        let map = self.exchanges.lock().unwrap_or_else(|e| e.into_inner());
-        map.get(key).cloned()
-    }
-
-    /// Keeps `e` unless an identical request was recorded meanwhile (two calls racing
-    /// to be first): either way, the one kept is the answer every call gets.
-    fn first(&self, e: Exchange) -> Exchange {
-        let mut map = self.exchanges.lock().unwrap_or_else(|e| e.into_inner());
-        map.entry(e.key()).or_insert(e).clone()
     }
 }
 
@@ -131,17 +65,9 @@ pub(crate) struct Hooks {
     pub(crate) recording: Arc<Recording>,
 }
 
-type Sent = Box<
-    dyn Future<
-            Output = Result<
-                (
-                    http::Response<WasiBody>,
-                    Box<dyn Future<Output = Result<(), HttpError>> + Send>,
-                ),
-                HttpError,
-            >,
-        > + Send,
->;
+type Done = Box<dyn Future<Output = Result<(), HttpError>> + Send>;
+
+type Sent = Box<dyn Future<Output = Result<(http::Response<WasiBody>, Done), HttpError>> + Send>;
 
 fn refused(message: String) -> Sent {
     Box::new(async move { Err(HttpError::InternalError(Some(message))) })
@@ -153,7 +79,7 @@ fn body(bytes: Bytes) -> WasiBody {
         .boxed_unsync()
 }
 
-fn done() -> Box<dyn Future<Output = Result<(), HttpError>> + Send> {
+fn done() -> Done {
     Box::new(async { Ok(()) })
 }
 
@@ -162,11 +88,12 @@ impl WasiHttpHooks for Hooks {
         &mut self,
         request: http::Request<WasiBody>,
         options: Option<RequestOptions>,
-        fut: Box<dyn Future<Output = Result<(), HttpError>> + Send>,
+        fut: Done,
     ) -> Sent {
         drop(fut);
         let uri = request.uri().clone();
-        let what = format!("{} {uri}", request.method());
+        // Credentials in the URL stay out of every message, as out of the recording.
+        let what = format!("{} {}", request.method(), redacted_url(&uri));
         let https = uri.scheme() == Some(&http::uri::Scheme::HTTPS);
         let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
         let target = format!("{}:{port}", uri.host().unwrap_or(""));
@@ -196,8 +123,42 @@ impl WasiHttpHooks for Hooks {
             }
             NetworkMode::Pinned => {}
         }
-        pinned(request, options, self.recording.clone(), what)
+        pinned(
+            request,
+            options,
+            self.policy.clone(),
+            self.recording.clone(),
+            what,
+        )
     }
+}
+
+fn internal(message: String) -> HttpError {
+    HttpError::InternalError(Some(message))
+}
+
+/// `body` whole, or an error naming `network.max_body_bytes` once it is past `max`: no
+/// more of it is read.
+async fn bounded_body(
+    mut body: WasiBody,
+    max: u64,
+    what: &str,
+    whose: &str,
+) -> Result<Bytes, HttpError> {
+    let mut bytes = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let Ok(data) = frame?.into_data() else {
+            continue;
+        };
+        if (bytes.len() + data.len()) as u64 > max {
+            return Err(internal(format!(
+                "network: {what}: the {whose} body is longer than network.max_body_bytes \
+                 ({max} bytes), the most a pinned network records"
+            )));
+        }
+        bytes.extend_from_slice(&data);
+    }
+    Ok(Bytes::from(bytes))
 }
 
 /// A request under a pinned network: answered from the recording, or (on its first use
@@ -205,38 +166,27 @@ impl WasiHttpHooks for Hooks {
 fn pinned(
     request: http::Request<WasiBody>,
     options: Option<RequestOptions>,
+    policy: Arc<NetworkPolicy>,
     recording: Arc<Recording>,
     what: String,
 ) -> Sent {
     Box::new(async move {
         let (parts, request_body) = request.into_parts();
-        let request_body = request_body.collect().await?.to_bytes();
-        let mut request_headers: Vec<(String, String)> = (parts.headers.iter())
-            .filter(|(k, _)| !LEFT_OUT.contains(&k.as_str()))
-            .map(|(k, v)| {
-                (
-                    k.as_str().to_string(),
-                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
-                )
-            })
-            .collect();
-        request_headers.sort();
-        let mut exchange = Exchange {
-            method: parts.method.to_string(),
-            url: parts.uri.to_string(),
-            request_headers,
-            request_body_sha256: hex(&Sha256::digest(&request_body)),
-            status: 0,
-            response_headers: Vec::new(),
-            response_body: String::new(),
-        };
-        let recorded = match recording.get(&exchange.key()) {
+        let max = policy.max_body_bytes;
+        let request_body = bounded_body(request_body, max, &what, "request").await?;
+        let asked = Exchange::request(&parts, &request_body, &policy.secret_headers);
+        let recorded = match recording.get(&asked) {
             Some(e) => e,
             None if recording.replay_only => {
-                return Err(HttpError::InternalError(Some(format!(
-                    "network: {what} is not recorded in this epoch (it was replayed from its \
-                         manifest, with no network)"
-                ))));
+                let under = if recording.under_other_credentials(&asked) {
+                    " under these credentials"
+                } else {
+                    ""
+                };
+                return Err(internal(format!(
+                    "network: {what} is not recorded{under} in this epoch (it was replayed \
+                     from its manifest, with no network)"
+                )));
             }
             None => {
                 let request = http::Request::from_parts(parts, body(request_body));
@@ -246,32 +196,44 @@ fn pinned(
                     let _ = io.await;
                 });
                 let (head, res_body) = res.into_parts();
-                let bytes = res_body.collect().await?.to_bytes();
+                let too_long = (head.headers.get(http::header::CONTENT_LENGTH))
+                    .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
+                    .is_some_and(|n| n > max);
+                let bytes = if too_long {
+                    Err(internal(format!(
+                        "network: {what}: the response body is longer than \
+                         network.max_body_bytes ({max} bytes), the most a pinned network \
+                         records"
+                    )))
+                } else {
+                    bounded_body(res_body.boxed_unsync(), max, &what, "response").await
+                };
                 drop(connection);
-                exchange.status = head.status.as_u16();
-                exchange.response_headers = (head.headers.iter())
-                    .filter(|(k, _)| k.as_str() != "set-cookie")
-                    .map(|(k, v)| {
-                        (
-                            k.as_str().to_string(),
-                            String::from_utf8_lossy(v.as_bytes()).into_owned(),
-                        )
-                    })
-                    .collect();
-                exchange.response_body = B64.encode(&bytes);
-                recording.first(exchange)
+                recording.first(Exchange {
+                    status: head.status.as_u16(),
+                    response_headers: kept_response_headers(&head.headers, &policy.secret_headers),
+                    response_body: B64.encode(&bytes?),
+                    ..asked
+                })
             }
         };
-        let mut response = http::Response::builder().status(recorded.status);
-        for (k, v) in &recorded.response_headers {
-            response = response.header(k, v);
-        }
-        let bytes = B64.decode(&recorded.response_body).map_err(|e| {
-            HttpError::InternalError(Some(format!("a recorded body is not base64: {e}")))
-        })?;
-        let response = response
-            .body(body(Bytes::from(bytes)))
-            .map_err(|e| HttpError::InternalError(Some(e.to_string())))?;
-        Ok((response, done()))
+        answer(&recorded)
     })
+}
+
+/// The recorded answer as a response.
+fn answer(recorded: &Exchange) -> Result<(http::Response<WasiBody>, Done), HttpError> {
+    let mut response = http::Response::builder().status(recorded.status);
+    for (k, v) in &recorded.response_headers {
+        let value = v
+            .bytes()
+            .map_err(|e| internal(format!("a recorded header is not base64: {e}")))?;
+        response = response.header(k, value);
+    }
+    let bytes = (B64.decode(&recorded.response_body))
+        .map_err(|e| internal(format!("a recorded body is not base64: {e}")))?;
+    let response = response
+        .body(body(Bytes::from(bytes)))
+        .map_err(|e| internal(e.to_string()))?;
+    Ok((response, done()))
 }

@@ -84,6 +84,11 @@ pub struct NetworkSpec {
     pub mode: NetworkMode,
     /// `host:port` pairs requests may go to (none: every request is refused).
     pub allow: Vec<String>,
+    /// Header names whose values are credentials, besides the sandbox's own list: never
+    /// recorded, keyed by digest.
+    pub secret_headers: Vec<String>,
+    /// The largest body a pinned network records (none: the sandbox's default).
+    pub max_body_bytes: Option<u64>,
 }
 
 /// The shape a tool entry was written in.

@@ -5,7 +5,8 @@
 use super::{CatalogError, MountSpec, NetworkMode, NetworkSpec, SourceMode, err};
 use crate::json::Value;
 
-/// `{"mode": "denied" | "live" | "pinned", "allow": ["host:port", ...]}`.
+/// `{"mode": "denied" | "live" | "pinned", "allow": ["host:port", ...],
+/// "secret_headers": ["x-token", ...], "max_body_bytes": N}`.
 pub(super) fn parse_network(v: Option<(&Value, &str)>) -> Result<NetworkSpec, CatalogError> {
     let Some((v, field)) = v else {
         return Ok(NetworkSpec::default());
@@ -17,10 +18,13 @@ pub(super) fn parse_network(v: Option<(&Value, &str)>) -> Result<NetworkSpec, Ca
         )
     })?;
     for k in o.keys() {
-        if !matches!(k.as_str(), "mode" | "allow") {
+        if !matches!(
+            k.as_str(),
+            "mode" | "allow" | "secret_headers" | "max_body_bytes"
+        ) {
             return Err(err(
                 format!("{field}.{k}"),
-                "unknown field (expected mode, allow)",
+                "unknown field (expected mode, allow, secret_headers, max_body_bytes)",
             ));
         }
     }
@@ -56,7 +60,48 @@ pub(super) fn parse_network(v: Option<(&Value, &str)>) -> Result<NetworkSpec, Ca
             ));
         }
     };
-    Ok(NetworkSpec { mode, allow })
+    let secret_headers = match o.get("secret_headers") {
+        None => Vec::new(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .enumerate()
+            .map(|(i, h)| match h {
+                Value::String(s) if header_name(s) => Ok(s.to_ascii_lowercase()),
+                _ => Err(err(
+                    format!("{field}.secret_headers[{i}]"),
+                    "expected a header name such as \"x-api-token\"",
+                )),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => {
+            return Err(err(
+                format!("{field}.secret_headers"),
+                "expected an array of header names",
+            ));
+        }
+    };
+    let max_body_bytes = match o.get("max_body_bytes") {
+        None => None,
+        Some(v) => Some(v.as_u64().filter(|n| *n > 0).ok_or_else(|| {
+            err(
+                format!("{field}.max_body_bytes"),
+                "expected a positive whole number of bytes",
+            )
+        })?),
+    };
+    Ok(NetworkSpec {
+        mode,
+        allow,
+        secret_headers,
+        max_body_bytes,
+    })
+}
+
+/// An HTTP header name: RFC 9110 token characters.
+fn header_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
 pub(super) fn parse_mounts(v: Option<(&Value, &str)>) -> Result<Vec<MountSpec>, CatalogError> {
