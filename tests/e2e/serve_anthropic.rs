@@ -276,7 +276,7 @@ fn the_messages_proxy_judges_n_messages() {
 }
 
 /// With `--on-reject error` a rejected step is a 422 in Anthropic's error shape with
-/// the record; without `--anthropic-upstream`, `/v1/messages` is a 404.
+/// the record; `--anthropic-key-env`'s key replaces the client's `x-api-key`; without `--anthropic-upstream`, `/v1/messages` is a 404.
 #[test]
 fn the_messages_proxy_answers_errors_in_anthropic_shape() {
     let upstream = anthropic_upstream();
@@ -288,8 +288,10 @@ fn the_messages_proxy_answers_errors_in_anthropic_shape() {
             &format!("http://{}", upstream.addr),
             "--on-reject",
             "error",
+            "--anthropic-key-env",
+            "PLANGATE_TEST_ANTHROPIC_KEY",
         ],
-        &[],
+        &[("PLANGATE_TEST_ANTHROPIC_KEY", "sk-ant-server")],
     );
     let r = ask(&server, "invented_tool", json!({}));
     assert_eq!(r.status, 422, "{}", r.body);
@@ -297,6 +299,12 @@ fn the_messages_proxy_answers_errors_in_anthropic_shape() {
     assert_eq!(body["type"], "error");
     assert_eq!(body["error"]["type"], "plangate_reject");
     assert_eq!(body["plangate"]["decision"], "reject");
+    for (headers, _) in upstream.requests.lock().unwrap().iter() {
+        assert_eq!(
+            headers["x-api-key"], "sk-ant-server",
+            "the server's key replaces the client's"
+        );
+    }
     let _ = server.stop();
     let bare = Serving::start(&["--catalog", CATALOG], &[]);
     let none = ask(&bare, "correct", json!({}));
