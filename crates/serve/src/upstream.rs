@@ -1,5 +1,6 @@
 //! The upstream model, as an OpenAI-compatible Chat Completions server: N choices asked
-//! for with `n`, and the rest with concurrent requests where it returns fewer. Every
+//! for with `n`, and the rest with concurrent requests where it returns fewer; and the
+//! one POST both proxies send (`post_json`, which `/v1/messages` repeats N times). Every
 //! failure is an [`UpstreamError`] the proxy answers with 502 or 504: a step is never
 //! passed on unjudged. The key is sent, never logged.
 
