@@ -94,3 +94,9 @@ mod typed;
 // `plangate serve` on loopback: /v1/decide against score, limits, the token, metrics,
 // a graceful stop, and the OpenAI-compatible proxy in front of a recorded upstream.
 mod serve;
+// `plangate serve --anthropic-upstream`: /v1/messages in front of a recorded Anthropic
+// upstream, raw and through the official `anthropic` SDK.
+mod serve_anthropic;
+// An agent framework from PyPI (OpenAI's Agents SDK) running its own loop through
+// `plangate serve --upstream`.
+mod serve_agents;

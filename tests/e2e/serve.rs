@@ -20,20 +20,26 @@ use crate::tools::repo;
 
 /// One HTTP answer.
 #[derive(Debug)]
-struct Reply {
-    status: u16,
-    headers: BTreeMap<String, String>,
-    body: String,
+pub(crate) struct Reply {
+    pub(crate) status: u16,
+    pub(crate) headers: BTreeMap<String, String>,
+    pub(crate) body: String,
 }
 
 impl Reply {
-    fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("{e}: {}", self.body))
     }
 }
 
 /// One request on its own connection (`Connection: close`), read to the end.
-fn http(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Reply {
+pub(crate) fn http(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Reply {
     let mut s = TcpStream::connect(addr).expect("connect");
     s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
     let mut head = format!(
@@ -90,15 +96,15 @@ fn unchunk(mut s: &str) -> String {
 }
 
 /// A running `plangate serve`, stopped (SIGTERM) when dropped.
-struct Serving {
+pub(crate) struct Serving {
     child: Child,
-    addr: String,
+    pub(crate) addr: String,
     stderr: Arc<Mutex<String>>,
 }
 
 impl Serving {
     /// Starts the server on a port the system picks and waits for it to say where.
-    fn start(args: &[&str], env: &[(&str, &str)]) -> Serving {
+    pub(crate) fn start(args: &[&str], env: &[(&str, &str)]) -> Serving {
         let mut child = Command::new(env!("CARGO_BIN_EXE_plangate"))
             .current_dir(repo())
             .arg("serve")
@@ -140,12 +146,12 @@ impl Serving {
         }
     }
 
-    fn post(&self, path: &str, body: &str) -> Reply {
+    pub(crate) fn post(&self, path: &str, body: &str) -> Reply {
         http(&self.addr, "POST", path, &[], body.as_bytes())
     }
 
     /// SIGTERM, then the exit code and what it said.
-    fn stop(mut self) -> (i32, String) {
+    pub(crate) fn stop(mut self) -> (i32, String) {
         let pid = self.child.id().to_string();
         assert!(
             Command::new("kill")
@@ -174,7 +180,7 @@ impl Drop for Serving {
     }
 }
 
-const CATALOG: &str = "examples/score/catalog.json";
+pub(crate) const CATALOG: &str = "examples/score/catalog.json";
 
 /// Each line of the README's example through `/v1/decide` is answered with the record
 /// `plangate score` writes for it, byte for byte; a bad line is a 400 with score's
@@ -309,17 +315,31 @@ fn a_public_address_needs_a_token() {
     assert!(stderr.contains("--token-env"), "{stderr}");
 }
 
-/// The requests a recorded upstream saw: each one's `Authorization` and body.
-type Seen = Arc<Mutex<Vec<(Option<String>, Value)>>>;
+/// The Python with tests/serve/requirements.txt installed, named by
+/// `PLANGATE_SERVE_PYTHON`; without it, `None`, and the test says it was skipped.
+pub(crate) fn serve_python(what: &str) -> Option<std::ffi::OsString> {
+    match std::env::var_os("PLANGATE_SERVE_PYTHON") {
+        Some(p) if !p.is_empty() => Some(p),
+        _ => {
+            eprintln!(
+                "{what} test SKIPPED: PLANGATE_SERVE_PYTHON is not set (a Python with tests/serve/requirements.txt; scripts/test makes one)"
+            );
+            None
+        }
+    }
+}
 
-/// A recorded upstream: an OpenAI-compatible server on loopback answering each step
-/// (keyed by the last message's text) with the next of its recorded choices, at most
-/// `cap` per request whatever `n` asks, so the proxy must top up. It stops when the
-/// test drops it, or after two minutes.
-struct Recorded {
-    addr: String,
+/// The requests a recorded upstream saw: each one's headers (names in lower case) and
+/// body.
+type Seen = Arc<Mutex<Vec<(BTreeMap<String, String>, Value)>>>;
+
+/// A recorded upstream: a server on loopback that answers each request's JSON body
+/// with the text its `reply` gives. It stops when the test drops it, or after two
+/// minutes.
+pub(crate) struct Recorded {
+    pub(crate) addr: String,
     stop: Arc<AtomicBool>,
-    requests: Seen,
+    pub(crate) requests: Seen,
 }
 
 impl Drop for Recorded {
@@ -329,22 +349,31 @@ impl Drop for Recorded {
 }
 
 impl Recorded {
-    fn start(steps: BTreeMap<String, Vec<Value>>, cap: usize) -> Recorded {
+    /// An OpenAI-compatible upstream answering each step (keyed by the last message's
+    /// text) with the next of its recorded choices, at most `cap` per request whatever
+    /// `n` asks, so the proxy must top up.
+    pub(crate) fn start(steps: BTreeMap<String, Vec<Value>>, cap: usize) -> Recorded {
+        let cursors = Mutex::new(BTreeMap::<String, usize>::new());
+        Recorded::answering(move |request| {
+            completion(&last_text(request), request, &steps, &cursors, cap)
+        })
+    }
+
+    pub(crate) fn answering(reply: impl Fn(&Value) -> String + Send + Sync + 'static) -> Recorded {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         listener.set_nonblocking(true).unwrap();
         let addr = listener.local_addr().unwrap().to_string();
         let stop = Arc::new(AtomicBool::new(false));
         let requests = Arc::new(Mutex::new(Vec::new()));
         let (stopping, seen) = (stop.clone(), requests.clone());
-        let cursors = Arc::new(Mutex::new(BTreeMap::<String, usize>::new()));
-        let steps = Arc::new(steps);
+        let reply = Arc::new(reply);
         std::thread::spawn(move || {
             let deadline = Instant::now() + Duration::from_secs(120);
             while !stopping.load(Ordering::Relaxed) && Instant::now() < deadline {
                 match listener.accept() {
                     Ok((conn, _)) => {
-                        let (steps, cursors, seen) = (steps.clone(), cursors.clone(), seen.clone());
-                        std::thread::spawn(move || answer(conn, &steps, &cursors, &seen, cap));
+                        let (reply, seen) = (reply.clone(), seen.clone());
+                        std::thread::spawn(move || answer(conn, &*reply, &seen));
                     }
                     Err(_) => std::thread::sleep(Duration::from_millis(5)),
                 }
@@ -357,55 +386,86 @@ impl Recorded {
         }
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://{}/v1", self.addr)
     }
 }
 
+/// Reads one request, notes it, and answers what `reply` gives for its body.
 fn answer(
     mut conn: TcpStream,
-    steps: &BTreeMap<String, Vec<Value>>,
-    cursors: &Mutex<BTreeMap<String, usize>>,
-    seen: &Mutex<Vec<(Option<String>, Value)>>,
-    cap: usize,
+    reply: &(dyn Fn(&Value) -> String + Send + Sync),
+    seen: &Mutex<Vec<(BTreeMap<String, String>, Value)>>,
 ) {
     conn.set_nonblocking(false).unwrap();
     let mut reader = BufReader::new(conn.try_clone().unwrap());
-    let (mut length, mut auth) = (0usize, None);
+    let mut headers = BTreeMap::new();
     loop {
         let mut line = String::new();
         if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
             break;
         }
-        let lower = line.to_ascii_lowercase();
-        if let Some(v) = lower.strip_prefix("content-length:") {
-            length = v.trim().parse().unwrap_or(0);
-        }
-        if lower.starts_with("authorization:") {
-            auth = Some(line[14..].trim().to_string());
+        if let Some((k, v)) = line.split_once(':') {
+            headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_string());
         }
     }
+    if headers.is_empty() {
+        // A connection closed before its request: a proxy that gave up on the step.
+        return;
+    }
+    let length = headers
+        .get("content-length")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
     let mut body = vec![0; length];
     reader.read_exact(&mut body).unwrap();
     let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    seen.lock().unwrap().push((auth, request.clone()));
-    let key = request["messages"]
-        .as_array()
-        .and_then(|m| m.last())
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or_default()
-        .to_string();
-    let reply = match key.as_str() {
+    seen.lock().unwrap().push((headers, request.clone()));
+    let reply = reply(&request);
+    let _ = write!(
+        conn,
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{reply}",
+        reply.len()
+    );
+}
+
+/// The text of a request's last message: its content when that is a string, else the
+/// text of its first block that has one (a tool result's content included).
+pub(crate) fn last_text(request: &Value) -> String {
+    let Some(last) = request["messages"].as_array().and_then(|m| m.last()) else {
+        return String::new();
+    };
+    match &last["content"] {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .find_map(|b| b["text"].as_str().or_else(|| b["content"].as_str()))
+            .unwrap_or_default()
+            .to_string(),
+        _ => String::new(),
+    }
+}
+
+/// A recorded completion for the step `key` (the next of its choices, at most `cap`);
+/// `garbage` and `slow` are an upstream answering garbage and one too slow.
+pub(crate) fn completion(
+    key: &str,
+    request: &Value,
+    steps: &BTreeMap<String, Vec<Value>>,
+    cursors: &Mutex<BTreeMap<String, usize>>,
+    cap: usize,
+) -> String {
+    match key {
         "garbage" => "<html>not a completion</html>".to_string(),
         "slow" => {
             std::thread::sleep(Duration::from_millis(1500));
             "{}".to_string()
         }
         _ => {
-            let all = steps.get(&key).cloned().unwrap_or_default();
+            let all = steps.get(key).cloned().unwrap_or_default();
             let n = request["n"].as_u64().unwrap_or(1) as usize;
             let mut cursors = cursors.lock().unwrap();
-            let at = cursors.entry(key).or_default();
+            let at = cursors.entry(key.to_string()).or_default();
             let take = n.min(cap);
             let choices: Vec<Value> = (0..take)
                 .map(|i| {
@@ -420,18 +480,13 @@ fn answer(
                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
             .to_string()
         }
-    };
-    let _ = write!(
-        conn,
-        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{reply}",
-        reply.len()
-    );
+    }
 }
 
 /// The BFCL entry `id`: its tools as a Chat Completions request gives them, and the
 /// choices of its task `which` (`correct` or `fabricated`): one assistant message
 /// with the sample's calls each.
-fn bfcl(id: &str, which: &str) -> (Value, Vec<Value>) {
+pub(crate) fn bfcl(id: &str, which: &str) -> (Value, Vec<Value>) {
     let text = std::fs::read_to_string(repo().join("tests/realworld/bfcl.jsonl")).unwrap();
     let entry: Value = text
         .lines()
@@ -651,14 +706,8 @@ fn the_proxy_never_passes_an_unjudged_step() {
 /// (scripts/test makes one); without it the test says it was skipped.
 #[test]
 fn the_openai_sdk_drives_a_task_through_the_proxy() {
-    let python = match std::env::var_os("PLANGATE_SERVE_PYTHON") {
-        Some(p) if !p.is_empty() => p,
-        _ => {
-            eprintln!(
-                "openai SDK test SKIPPED: PLANGATE_SERVE_PYTHON is not set (a Python with tests/serve/requirements.txt; scripts/test makes one)"
-            );
-            return;
-        }
+    let Some(python) = serve_python("openai SDK") else {
+        return;
     };
     let (tools, correct) = bfcl("simple_python_0", "correct");
     let (_, fabricated) = bfcl("simple_python_0", "fabricated");

@@ -67,6 +67,15 @@ struct ProxyArgs {
     /// own Authorization header goes upstream when this server has no token.
     #[arg(long, value_name = "VAR")]
     upstream_key_env: Option<String>,
+    /// Serve POST /v1/messages as a proxy to Anthropic's Messages API at this base URL
+    /// (as Anthropic's SDKs take it, e.g. https://api.anthropic.com): each step with
+    /// tools is asked for N times at once and judged before it is answered.
+    #[arg(long, value_name = "URL")]
+    anthropic_upstream: Option<String>,
+    /// The environment variable holding the key sent to --anthropic-upstream as
+    /// x-api-key. Without it, a client's own x-api-key goes upstream.
+    #[arg(long, value_name = "VAR")]
+    anthropic_key_env: Option<String>,
     /// What a rejected step answers: `refuse` (an assistant message without tool calls
     /// saying why) or `error` (422 with the record).
     #[arg(long, value_enum, value_name = "HOW", default_value = "refuse")]
@@ -91,7 +100,8 @@ enum OnDeferArg {
 }
 
 impl ProxyArgs {
-    /// The upstream's configuration, with its key read from the environment.
+    /// The OpenAI-compatible upstream's configuration, with its key read from the
+    /// environment.
     fn upstream(&self) -> Result<Option<UpstreamConfig>> {
         let Some(url) = &self.upstream else {
             if self.upstream_key_env.is_some() {
@@ -99,11 +109,37 @@ impl ProxyArgs {
             }
             return Ok(None);
         };
+        self.config(url, "--upstream-key-env", self.upstream_key_env.as_deref())
+    }
+
+    /// The Anthropic upstream's configuration, with its key read from the environment.
+    fn anthropic(&self) -> Result<Option<UpstreamConfig>> {
+        let Some(url) = &self.anthropic_upstream else {
+            if self.anthropic_key_env.is_some() {
+                bail!("--anthropic-key-env needs --anthropic-upstream");
+            }
+            return Ok(None);
+        };
+        self.config(
+            url,
+            "--anthropic-key-env",
+            self.anthropic_key_env.as_deref(),
+        )
+    }
+
+    /// An upstream's configuration: the URL and key its own; N, the timeout and the
+    /// policies shared.
+    fn config(
+        &self,
+        url: &str,
+        key_flag: &str,
+        key_var: Option<&str>,
+    ) -> Result<Option<UpstreamConfig>> {
         Ok(Some(UpstreamConfig {
-            url: url.clone(),
+            url: url.to_string(),
             n: usize::try_from(self.n).unwrap_or(128),
             timeout: std::time::Duration::from_millis(self.upstream_timeout_ms),
-            key: secret("--upstream-key-env", self.upstream_key_env.as_deref())?,
+            key: secret(key_flag, key_var)?,
             on_reject: match self.on_reject {
                 OnRejectArg::Refuse => OnReject::Refuse,
                 OnRejectArg::Error => OnReject::Error,
@@ -162,6 +198,7 @@ pub(crate) fn run(args: ServeArgs) -> Result<u8> {
         max_queue: args.max_queue,
         out: args.out.clone(),
         upstream: args.proxy.upstream()?,
+        anthropic: args.proxy.anthropic()?,
     };
     let server = Server::bind(config)?;
     let addr = server.local_addr()?;

@@ -29,6 +29,8 @@ pub(crate) struct App {
     pub(crate) metrics: Metrics,
     pub(crate) out: Option<Out>,
     pub(crate) upstream: Option<crate::upstream::Upstream>,
+    /// The Anthropic upstream, for `/v1/messages`.
+    pub(crate) anthropic: Option<crate::upstream::Upstream>,
 }
 
 impl App {

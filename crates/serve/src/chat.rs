@@ -5,25 +5,18 @@
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::Response;
-use plangate_gate::decide::Verdict;
 use serde_json::{Map, Value, json};
 
 use crate::app::{App, error, json};
 use crate::judge::Judged;
-use crate::reply::{answer, completion, refusal};
-use crate::upstream::{OnDefer, OnReject, Upstream, UpstreamError, choices};
-
-/// Steps proxied so far, for the task IDs of those the upstream gave no id.
-static STEPS: AtomicU64 = AtomicU64::new(0);
-
-/// The header that warns of `temperature: 0`.
-const WARNING: &str = "x-plangate-warning";
+use crate::reply::{answer, completion, refusal, with_headers};
+use crate::step::{Answer, answer_for, decision_headers, sampling_notes, verdict_message};
+use crate::upstream::{Upstream, UpstreamError, choices};
 
 pub(crate) async fn chat(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
     let Some(upstream) = app.upstream.as_ref() else {
@@ -50,16 +43,7 @@ pub(crate) async fn chat(State(app): State<Arc<App>>, headers: HeaderMap, body: 
     let stream = request.remove("stream") == Some(Value::Bool(true));
     request.remove("stream_options");
     let auth = upstream_auth(&app, upstream, &headers);
-    let mut notes: Vec<(&'static str, String)> = Vec::new();
-    if request.get("temperature").and_then(Value::as_f64) == Some(0.0) {
-        tracing::warn!(
-            "a request with temperature 0: its N choices are alike by construction and measure nothing"
-        );
-        notes.push((
-            WARNING,
-            "temperature 0: the N choices measure nothing".into(),
-        ));
-    }
+    let notes = sampling_notes(&request);
     let offered = offered_tools(&request);
     if offered.is_empty() {
         return match upstream.complete(Value::Object(request), auth).await {
@@ -109,7 +93,7 @@ fn upstream_auth(app: &App, upstream: &Upstream, headers: &HeaderMap) -> Option<
 }
 
 /// The names of the functions the request offers.
-fn offered_tools(request: &Map<String, Value>) -> BTreeSet<String> {
+pub(crate) fn offered_tools(request: &Map<String, Value>) -> BTreeSet<String> {
     request
         .get("tools")
         .and_then(Value::as_array)
@@ -149,31 +133,15 @@ impl Step {
     /// Judges the N choices, on a blocking thread: deciding is CPU work, kept off the
     /// runtime's workers.
     fn judge(self) -> Result<(Step, Option<Judged>), UpstreamError> {
-        let messages = self.messages();
-        let calls_tools = messages.iter().any(|m| {
-            m.get("tool_calls")
-                .and_then(Value::as_array)
-                .is_some_and(|c| !c.is_empty())
-        });
-        if !calls_tools {
-            return Ok((self, None));
-        }
-        let task_id = match self.answer.get("id").and_then(Value::as_str) {
-            Some(id) => id.to_string(),
-            None => format!("step-{}", STEPS.fetch_add(1, Ordering::Relaxed)),
-        };
-        let judged = self
-            .app
-            .judge_step(&task_id, &messages, &self.offered, &self.conversation)
-            .map_err(|e| {
-                UpstreamError::Garbage(format!(
-                    "its choices are not tool calls plangate can read: {e}"
-                ))
-            })?;
-        if let Some(out) = &self.app.out {
-            out.append(&judged.record);
-        }
-        Ok((self, Some(judged)))
+        let id = self.answer.get("id").and_then(Value::as_str);
+        let judged = self.app.judge_choices(
+            "chat_completions",
+            id,
+            &self.messages(),
+            &self.offered,
+            &self.conversation,
+        )?;
+        Ok((self, judged))
     }
 
     /// The answer for a judged step, by its verdict and the server's policies.
@@ -195,10 +163,7 @@ impl Step {
             // No choice calls a tool: the first passes through as it is.
             return answer(completion(&self.answer, first(), None), stream, &headers);
         };
-        let verdict = judged.decision.verdict;
-        let reasons: Vec<&str> = judged.decision.reasons.iter().map(|r| r.as_str()).collect();
-        headers.push(("x-plangate-decision", verdict.as_str().into()));
-        headers.push(("x-plangate-reasons", reasons.join(",")));
+        headers.extend(decision_headers(&judged));
         let refuse_or = |status: Option<StatusCode>| match status {
             None => answer(
                 completion(
@@ -222,15 +187,10 @@ impl Step {
                 &headers,
             )
         };
-        match (verdict, upstream.config.on_reject, upstream.config.on_defer) {
-            (Verdict::Accept, _, _) => modal(),
-            (Verdict::Reject, OnReject::Refuse, _) => refuse_or(None),
-            (Verdict::Reject, OnReject::Error, _) => {
-                refuse_or(Some(StatusCode::UNPROCESSABLE_ENTITY))
-            }
-            (Verdict::Defer, _, OnDefer::Pass) => modal(),
-            (Verdict::Defer, _, OnDefer::Refuse) => refuse_or(None),
-            (Verdict::Defer, _, OnDefer::Error) => refuse_or(Some(StatusCode::CONFLICT)),
+        match answer_for(judged.decision.verdict, &upstream.config) {
+            Answer::Modal => modal(),
+            Answer::Refuse => refuse_or(None),
+            Answer::Status(status) => refuse_or(Some(status)),
         }
     }
 }
@@ -244,25 +204,12 @@ fn refused_with_status(
 ) -> Response {
     let record: Value = serde_json::from_str(&judged.record).unwrap_or(Value::Null);
     let verdict = judged.decision.verdict.as_str();
-    let message = format!(
-        "plangate's verdict on this step is {verdict} ({}); its tool calls were not made",
-        judged
-            .decision
-            .reasons
-            .iter()
-            .map(|r| r.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
+    let message = verdict_message(judged);
     let body = json!({
         "error": {"kind": verdict, "type": format!("plangate_{verdict}"), "message": message},
         "plangate": record,
     });
     let mut response = json(status, body.to_string());
-    for (name, value) in headers {
-        if let Ok(v) = axum::http::HeaderValue::from_str(value) {
-            response.headers_mut().insert(*name, v);
-        }
-    }
+    with_headers(&mut response, headers);
     response
 }

@@ -63,9 +63,11 @@ pub(crate) fn samples_line(task_id: &str, messages: &[&Value]) -> String {
 
 impl App {
     /// Judges a step whose choices' messages are `messages`; `offered` are the tools the
-    /// request declares, `conversation` the request's earlier messages as text.
+    /// request declares, `conversation` the request's earlier messages as text; `endpoint`
+    /// labels the metrics.
     pub(crate) fn judge_step(
         &self,
+        endpoint: &'static str,
         task_id: &str,
         messages: &[&Value],
         offered: &BTreeSet<String>,
@@ -85,7 +87,7 @@ impl App {
         let mut d = decide::classify(&prepared, &states, &self.decide);
         seen_in_conversation(&mut d, conversation);
         let modal = self.modal_choice(&task, &d, &states);
-        self.metrics.decision("chat_completions", &d);
+        self.metrics.decision(endpoint, &d);
         let record = plangate_gate::record::json(&d);
         Ok(Judged {
             decision: d,

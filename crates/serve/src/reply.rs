@@ -45,7 +45,9 @@ pub(crate) fn refusal(judged: &Judged, messages: &[&Value]) -> Value {
     })
 }
 
-fn refusal_text(d: &Decision, messages: &[&Value]) -> String {
+/// The text of a refusal: the verdict, its reasons, and the diverging parameter with
+/// some of the values seen (or the decision's first explanation).
+pub(crate) fn refusal_text(d: &Decision, messages: &[&Value]) -> String {
     let verdict = match d.verdict {
         Verdict::Reject => "rejected",
         _ => "deferred",
@@ -147,12 +149,17 @@ pub(crate) fn answer(body: Value, stream: bool, headers: &[(&'static str, String
     } else {
         crate::app::json(StatusCode::OK, body.to_string())
     };
+    with_headers(&mut response, headers);
+    response
+}
+
+/// Sets each header on the answer (a value that is not a header value is left out).
+pub(crate) fn with_headers(response: &mut Response, headers: &[(&'static str, String)]) {
     for (name, value) in headers {
         if let Ok(v) = HeaderValue::from_str(value) {
             response.headers_mut().insert(*name, v);
         }
     }
-    response
 }
 
 /// A whole completion as OpenAI streams one: per choice, a chunk with the role and the

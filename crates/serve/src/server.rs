@@ -42,6 +42,9 @@ pub struct Config {
     pub out: Option<PathBuf>,
     /// The upstream model, for the OpenAI-compatible proxy.
     pub upstream: Option<crate::upstream::UpstreamConfig>,
+    /// The upstream model for Anthropic's Messages API (`/v1/messages`); its `url` is
+    /// the base URL as Anthropic's SDKs take it, its `key` sent as `x-api-key`.
+    pub anthropic: Option<crate::upstream::UpstreamConfig>,
 }
 
 impl std::fmt::Debug for Config {
@@ -102,6 +105,12 @@ impl Server {
             upstream: config
                 .upstream
                 .map(crate::upstream::Upstream::new)
+                .transpose()?,
+            anthropic: config
+                .anthropic
+                .map(|c| {
+                    crate::upstream::Upstream::at(c, "/v1/messages", "https://api.anthropic.com")
+                })
                 .transpose()?,
         };
         Ok(Server {
@@ -164,6 +173,7 @@ fn routes(app: Arc<App>) -> Router {
         .route("/v1/health", get(crate::decide::health))
         .route("/metrics", get(metrics))
         .route("/v1/chat/completions", post(crate::chat::chat))
+        .route("/v1/messages", post(crate::messages::messages))
         .fallback(not_found)
         .layer(axum::middleware::from_fn_with_state(
             app.clone(),
@@ -178,6 +188,7 @@ fn endpoint(path: &str) -> &'static str {
         "/v1/decide" => "decide",
         "/v1/health" => "health",
         "/v1/chat/completions" => "chat_completions",
+        "/v1/messages" => "messages",
         "/metrics" => "metrics",
         _ => "other",
     }

@@ -1,5 +1,6 @@
 //! The upstream model, as an OpenAI-compatible Chat Completions server: N choices asked
-//! for with `n`, and the rest with concurrent requests where it returns fewer. Every
+//! for with `n`, and the rest with concurrent requests where it returns fewer; and the
+//! one POST both proxies send (`post_json`, which `/v1/messages` repeats N times). Every
 //! failure is an [`UpstreamError`] the proxy answers with 502 or 504: a step is never
 //! passed on unjudged. The key is sent, never logged.
 
@@ -68,7 +69,7 @@ pub(crate) enum UpstreamError {
         message: String,
     },
     /// It answered something that is not a chat completion.
-    #[error("the upstream model answered something that is not a chat completion: {0}")]
+    #[error("the upstream model answered something that is not its API's answer: {0}")]
     Garbage(String),
 }
 
@@ -102,14 +103,25 @@ pub(crate) struct Upstream {
 
 impl Upstream {
     pub(crate) fn new(config: UpstreamConfig) -> Result<Upstream, ServeError> {
+        Upstream::at(config, "/chat/completions", "http://127.0.0.1:8000/v1")
+    }
+
+    /// A client for the endpoint `path` under the configured base URL; `example` is a
+    /// base URL shown when the configured one is not a URL.
+    pub(crate) fn at(
+        config: UpstreamConfig,
+        path: &str,
+        example: &str,
+    ) -> Result<Upstream, ServeError> {
         let client = reqwest::Client::builder()
             .timeout(config.timeout)
+            .tcp_nodelay(true)
             .build()
             .map_err(|e| ServeError::Upstream(e.to_string()))?;
-        let endpoint = format!("{}/chat/completions", config.url.trim_end_matches('/'));
+        let endpoint = format!("{}{path}", config.url.trim_end_matches('/'));
         if reqwest::Url::parse(&endpoint).is_err() {
             return Err(ServeError::Upstream(format!(
-                "{} is not a URL such as http://127.0.0.1:8000/v1",
+                "{} is not a URL such as {example}",
                 config.url
             )));
         }
@@ -128,42 +140,29 @@ impl Upstream {
         body: Value,
         timeout: Duration,
     ) -> Result<Map<String, Value>, UpstreamError> {
-        let mut req = client
-            .post(&endpoint)
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(body.to_string());
-        if let Some(auth) = auth {
-            req = req.header(reqwest::header::AUTHORIZATION, auth);
-        }
-        let res = req.send().await.map_err(|e| sent_error(&e, timeout))?;
-        let status = res.status();
-        let text = res.bytes().await.map_err(|e| sent_error(&e, timeout))?;
-        let value: Value = serde_json::from_slice(&text).map_err(|_| {
-            if status.is_success() {
-                UpstreamError::Garbage(start_of(&text))
-            } else {
-                UpstreamError::Status {
-                    status: status.as_u16(),
-                    message: start_of(&text),
-                }
-            }
-        })?;
-        if !status.is_success() {
-            let message = value
-                .pointer("/error/message")
-                .and_then(Value::as_str)
-                .map_or_else(|| start_of(&text), str::to_string);
-            return Err(UpstreamError::Status {
-                status: status.as_u16(),
-                message,
-            });
-        }
-        match value {
+        let auth = auth.map(|a| (reqwest::header::AUTHORIZATION, a));
+        match post(&client, &endpoint, auth.as_slice(), &body, timeout).await? {
             Value::Object(o) if o.get("choices").is_some_and(Value::is_array) => Ok(o),
             _ => Err(UpstreamError::Garbage(
                 "no `choices` array in the answer".into(),
             )),
         }
+    }
+
+    /// One request to this upstream's endpoint with these headers: its JSON answer.
+    pub(crate) async fn post_json(
+        &self,
+        headers: &[(reqwest::header::HeaderName, String)],
+        body: &Value,
+    ) -> Result<Value, UpstreamError> {
+        post(
+            &self.client,
+            &self.endpoint,
+            headers,
+            body,
+            self.config.timeout,
+        )
+        .await
     }
 
     /// The completion for `body` as the client asked it (`n` left as given).
@@ -222,6 +221,49 @@ impl Upstream {
         }
         Ok(answer)
     }
+}
+
+/// One POST of a JSON body: the answer's JSON when its status is a success; an error
+/// status, a timeout, a refused connection or a body that is not JSON is an
+/// [`UpstreamError`]. The headers (which carry the key) are sent, never logged.
+async fn post(
+    client: &reqwest::Client,
+    endpoint: &str,
+    headers: &[(reqwest::header::HeaderName, String)],
+    body: &Value,
+    timeout: Duration,
+) -> Result<Value, UpstreamError> {
+    let mut req = client
+        .post(endpoint)
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .body(body.to_string());
+    for (name, value) in headers {
+        req = req.header(name, value);
+    }
+    let res = req.send().await.map_err(|e| sent_error(&e, timeout))?;
+    let status = res.status();
+    let text = res.bytes().await.map_err(|e| sent_error(&e, timeout))?;
+    let value: Value = serde_json::from_slice(&text).map_err(|_| {
+        if status.is_success() {
+            UpstreamError::Garbage(start_of(&text))
+        } else {
+            UpstreamError::Status {
+                status: status.as_u16(),
+                message: start_of(&text),
+            }
+        }
+    })?;
+    if !status.is_success() {
+        let message = value
+            .pointer("/error/message")
+            .and_then(Value::as_str)
+            .map_or_else(|| start_of(&text), str::to_string);
+        return Err(UpstreamError::Status {
+            status: status.as_u16(),
+            message,
+        });
+    }
+    Ok(value)
 }
 
 /// A completion's choices.
