@@ -107,6 +107,8 @@ pub const SECTIONS: &[SectionFn] = &[
     health_section,
     retry_section,
     notable_section,
+    invented_section,
+    agreed_failing_section,
     run_section,
 ];
 
@@ -602,6 +604,58 @@ fn notable_section(run: &RunPage<'_>) -> Option<Section> {
     Some(Section {
         id: "notable",
         title: "Tasks worth a look".into(),
+        body,
+    })
+}
+
+/// The tasks whose samples invented a reference: a call answered not found for a value
+/// nothing before it supplied. Shown only when there are some.
+fn invented_section(run: &RunPage<'_>) -> Option<Section> {
+    let n = run.digest.notable();
+    if n.invented.tasks == 0 {
+        return None;
+    }
+    let mut body = String::from(
+        "<p>A call answered <em>not found</em> whose value appears nowhere in the \
+         conversation before it (docs/design.md, \"Invented references\"). These do not \
+         change a verdict: the rule decides the trajectory as a whole.</p>\n",
+    );
+    notable_list(
+        &mut body,
+        "invented-references",
+        "Invented references",
+        "the most references first, then by line",
+        &n.invented,
+    );
+    Some(Section {
+        id: "invented",
+        title: "Invented references".into(),
+        body,
+    })
+}
+
+/// The tasks accepted while every sample failed where it ran: accept says the samples
+/// agree, not that the plan is right. Shown only when there are some.
+fn agreed_failing_section(run: &RunPage<'_>) -> Option<Section> {
+    let n = run.digest.notable();
+    if n.agreed_failing.tasks == 0 {
+        return None;
+    }
+    let mut body = String::from(
+        "<p>Accepted, yet every sample with an outcome failed: agreement is not success. \
+         The model made the same plan each time, so its arguments were not made up, but \
+         the plan itself was wrong.</p>\n",
+    );
+    notable_list(
+        &mut body,
+        "agreed-failing",
+        "Agreement without success: a consistent plan, not a hallucinated one",
+        "by line",
+        &n.agreed_failing,
+    );
+    Some(Section {
+        id: "agreed-failing",
+        title: "Agreement without success".into(),
         body,
     })
 }
