@@ -490,23 +490,25 @@ enum Block {
 /// carry tool calls with object arguments, and results with an error flag): the
 /// agent's calls as `tool_use` blocks, a tool message answering the agent as a
 /// `tool_result` block, arguments and results as written. Everything else (the user's
-/// own tool calls and their results, text) becomes a message without calls, so message
-/// `j` stays message `j`. A message this does not know is kept as written, for the task
+/// own tool calls and their results) becomes a message without calls, so message `j`
+/// stays message `j`; system, user and assistant text is kept as a text block. A message this does not know is kept as written, for the task
 /// reader to refuse with a reason.
 fn tau2_message(raw: &RawValue) -> Box<RawValue> {
     let Ok(m) = serde_json::from_str::<Tau2Message<'_>>(raw.get()) else {
         return compact(raw);
     };
+    // The text of a message is kept: what the user and the system said supplies the
+    // values a later call may look up (docs/design.md, "Invented references").
+    let text = (m.content)
+        .and_then(|c| {
+            serde_json::from_str::<Option<String>>(c.get())
+                .ok()
+                .flatten()
+        })
+        .filter(|s| !s.is_empty())
+        .map(|text| Block::Text { text });
     let made = match m.role.as_str() {
         "assistant" => {
-            let text = (m.content)
-                .and_then(|c| {
-                    serde_json::from_str::<Option<String>>(c.get())
-                        .ok()
-                        .flatten()
-                })
-                .filter(|s| !s.is_empty())
-                .map(|text| Block::Text { text });
             let calls = (m.tool_calls.iter().flatten())
                 .filter(|c| !by_user(&c.requestor))
                 .map(|c| Block::ToolUse {
@@ -529,11 +531,16 @@ fn tau2_message(raw: &RawValue) -> Box<RawValue> {
         },
         "system" => Made {
             role: "system",
+            content: text.into_iter().collect(),
+        },
+        // The user's own tool results are the user's to read, not the agent's.
+        "tool" => Made {
+            role: "user",
             content: Vec::new(),
         },
         _ => Made {
             role: "user",
-            content: Vec::new(),
+            content: text.into_iter().collect(),
         },
     };
     serde_json::value::to_raw_value(&made).unwrap_or_else(|_| compact(raw))
