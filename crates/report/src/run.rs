@@ -865,4 +865,44 @@ mod tests {
         assert!(html.len() < 600_000, "{} bytes", html.len());
         assert!(html.contains("other tools"));
     }
+
+    /// A run whose tasks invented references, or were accepted with every sample
+    /// failed, has a section for each, listing those tasks; a run with none has neither.
+    #[test]
+    fn invented_references_and_agreement_without_success_have_their_sections() {
+        let mut d = RunDigest::default();
+        let mut invented = crate::digest::tests::decision(1);
+        invented.invented_references = (0..5)
+            .map(|k| plangate_gate::invented::InventedReference {
+                sample: k,
+                turn: 0,
+                call: 1,
+                tool: "get_user".into(),
+                parameter: "user_id".into(),
+                value: format!("mei_<{k}>"),
+                error: "Error: user not found".into(),
+            })
+            .collect();
+        let mut agreed = crate::digest::tests::decision(0);
+        agreed.verdict = plangate_gate::decide::Verdict::Accept;
+        agreed.outcomes = vec![Some(0.0); agreed.n];
+        let mut passed = crate::digest::tests::decision(3);
+        passed.verdict = plangate_gate::decide::Verdict::Accept;
+        passed.outcomes = vec![Some(1.0), Some(0.0)];
+        d.add(1, &invented);
+        d.add(2, &agreed);
+        d.add(3, &passed);
+        let html = render(&page(&d, None, None));
+        assert_balanced(html.trim_start_matches("<!DOCTYPE html>"));
+        let found = ids(&html);
+        assert!(found.contains(&"invented") && found.contains(&"agreed-failing"), "{found:?}");
+        assert!(html.contains("mei_&lt;0&gt;") && html.contains("; 2 more"), "{html}");
+        assert!(html.contains("a consistent plan, not a hallucinated one"));
+        let n = d.notable();
+        assert_eq!((n.invented.tasks, n.agreed_failing.tasks), (1, 1));
+        assert_eq!(n.agreed_failing.entries()[0].rank.line, 2);
+        let plain = digest(10);
+        let found = ids(&render(&page(&plain, None, None))).join(",");
+        assert!(!found.contains("invented") && !found.contains("agreed"), "{found}");
+    }
 }
