@@ -8,7 +8,6 @@
 
 use regex::Regex;
 
-use crate::catalog::Catalog;
 use crate::json::Value;
 use crate::task::{Observed, Payload, Task};
 
@@ -212,22 +211,15 @@ fn pointed<'v>(v: &'v Value, pointer: &str) -> Option<&'v Value> {
     Some(at)
 }
 
-/// Rewrites the calls of `task` whose results the catalog's tools' conventions (or,
-/// for a tool with none, `fallback`, a benchmark's) recognise as errors. Costs nothing
-/// when no convention applies.
-pub fn recognise_errors(task: &mut Task, catalog: &Catalog, fallback: Option<&ErrorConvention>) {
-    if !catalog.has_error_conventions() && fallback.is_none_or(ErrorConvention::is_empty) {
-        return;
-    }
+/// Rewrites the calls of `task` whose results their tool's convention (`convention_of`
+/// the tool's name: its catalog `errors`, or a benchmark's) recognises as errors.
+pub fn recognise_errors<'c>(
+    task: &mut Task,
+    convention_of: impl Fn(&str) -> Option<&'c ErrorConvention>,
+) {
     for sample in &mut task.samples {
         let changes: Vec<(usize, Observed)> = (sample.calls.iter().enumerate())
-            .filter_map(|(j, c)| {
-                let convention = catalog
-                    .get(&c.tool)
-                    .and_then(|t| t.errors.as_ref())
-                    .or(fallback)?;
-                Some((j, convention.recognise(&c.observed)?))
-            })
+            .filter_map(|(j, c)| Some((j, convention_of(&c.tool)?.recognise(&c.observed)?)))
             .collect();
         if changes.is_empty() {
             continue;

@@ -8,9 +8,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::catalog::Catalog;
-use crate::decide::path_member;
 use crate::errors::NOT_FOUND;
 use crate::hints::Hints;
+use crate::jcs::path_member;
 use crate::json::Value;
 use crate::task::{Arguments, Observed, Sample, Task};
 

@@ -201,7 +201,14 @@ impl<'a> LineScorer<'a> {
                 notes: task.notes,
             }));
         }
-        recognise_errors(&mut task, self.catalog, config.errors);
+        // Most catalogs say nothing of errors, and most runs read no benchmark's file:
+        // their results are read as written, at no cost.
+        if self.catalog.has_error_conventions() || config.errors.is_some() {
+            let catalog = self.catalog;
+            recognise_errors(&mut task, |tool| {
+                (catalog.get(tool).and_then(|t| t.errors.as_ref())).or(config.errors)
+            });
+        }
         if let Some(bad) = missing_result(&task) {
             return Scored::Bad(TaskError {
                 field: bad,

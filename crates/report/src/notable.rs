@@ -214,6 +214,32 @@ impl Notable {
                 Entry::of(by_verdict, d, &steps.join("; "))
             });
         }
+        self.offer_invented(line, d);
+        self.offer_agreed_failing(line, d);
+        if d.reasons.contains(&Reason::SchemaMismatch) {
+            self.schema.offer(by_verdict, || {
+                let detail = d.schema_violations.first().map_or_else(String::new, |v| {
+                    format!(
+                        "{} at {}: {}: {} ({} of {} samples)",
+                        v.tool,
+                        if v.path.is_empty() {
+                            "the arguments"
+                        } else {
+                            &v.path
+                        },
+                        v.keyword,
+                        v.message,
+                        v.samples.len(),
+                        d.n
+                    )
+                });
+                Entry::of(by_verdict, d, &detail)
+            });
+        }
+    }
+
+    /// Offers a task with invented references to that list, the most first.
+    fn offer_invented(&mut self, line: u64, d: &Decision) {
         if !d.invented_references.is_empty() {
             let rank = Rank {
                 num: 0,
@@ -240,6 +266,10 @@ impl Notable {
                 Entry::of(rank, d, &format!("{}{more}", shown.join("; ")))
             });
         }
+    }
+
+    /// Offers a task accepted while every sample with an outcome failed.
+    fn offer_agreed_failing(&mut self, line: u64, d: &Decision) {
         if d.verdict == Verdict::Accept
             && TrialOutcomes::of(d.outcomes.iter().copied()) == Some(TrialOutcomes::AllFailed)
         {
@@ -257,26 +287,6 @@ impl Notable {
                     d.n, d.arg_agreement.count, d.arg_agreement.n
                 );
                 Entry::of(rank, d, &detail)
-            });
-        }
-        if d.reasons.contains(&Reason::SchemaMismatch) {
-            self.schema.offer(by_verdict, || {
-                let detail = d.schema_violations.first().map_or_else(String::new, |v| {
-                    format!(
-                        "{} at {}: {}: {} ({} of {} samples)",
-                        v.tool,
-                        if v.path.is_empty() {
-                            "the arguments"
-                        } else {
-                            &v.path
-                        },
-                        v.keyword,
-                        v.message,
-                        v.samples.len(),
-                        d.n
-                    )
-                });
-                Entry::of(by_verdict, d, &detail)
             });
         }
     }

@@ -895,14 +895,23 @@ mod tests {
         let html = render(&page(&d, None, None));
         assert_balanced(html.trim_start_matches("<!DOCTYPE html>"));
         let found = ids(&html);
-        assert!(found.contains(&"invented") && found.contains(&"agreed-failing"), "{found:?}");
-        assert!(html.contains("mei_&lt;0&gt;") && html.contains("; 2 more"), "{html}");
+        assert!(
+            found.contains(&"invented") && found.contains(&"agreed-failing"),
+            "{found:?}"
+        );
+        assert!(
+            html.contains("mei_&lt;0&gt;") && html.contains("; 2 more"),
+            "{html}"
+        );
         assert!(html.contains("a consistent plan, not a hallucinated one"));
         let n = d.notable();
         assert_eq!((n.invented.tasks, n.agreed_failing.tasks), (1, 1));
         assert_eq!(n.agreed_failing.entries()[0].rank.line, 2);
         let plain = digest(10);
         let found = ids(&render(&page(&plain, None, None))).join(",");
-        assert!(!found.contains("invented") && !found.contains("agreed"), "{found}");
+        assert!(
+            !found.contains("invented") && !found.contains("agreed"),
+            "{found}"
+        );
     }
 }
