@@ -56,7 +56,7 @@ pub fn observed(r: &CallRecord) -> Observed {
 /// [`observed`], read by the tool's catalog `errors` rules when it has them: a result
 /// the tool writes as its error is the call's error, as `score` reads it from a samples
 /// line ([`ErrorConvention::recognise`]).
-pub fn observed_by(r: &CallRecord, errors: Option<&ErrorConvention>) -> Observed {
+pub(crate) fn observed_by(r: &CallRecord, errors: Option<&ErrorConvention>) -> Observed {
     let o = observed(r);
     match errors.and_then(|c| c.recognise(&o)) {
         Some(error) => error,

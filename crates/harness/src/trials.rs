@@ -667,8 +667,16 @@ mod tests {
         assert_eq!((places.tasks(), places.trials()), (1, 2));
         let m = &lines[0]["samples"][0]["messages"];
         assert_eq!(m.as_array().map(Vec::len), Some(7));
-        // The user's own call and its result are not the agent's plan.
-        assert_eq!(m[1], serde_json::json!({"role": "user", "content": []}));
+        // The user's own call and its result are not the agent's plan; what the system
+        // and the user said is kept, to supply values.
+        assert_eq!(
+            m[0],
+            serde_json::json!({"role": "system", "content": [{"type": "text", "text": "policy"}]})
+        );
+        assert_eq!(
+            m[1],
+            serde_json::json!({"role": "user", "content": [{"type": "text", "text": "hi"}]})
+        );
         assert_eq!(m[2], serde_json::json!({"role": "user", "content": []}));
         assert_eq!(m[3]["content"][1]["input"]["user_id"], "u_1");
         assert_eq!(m[6]["content"][0]["is_error"], true);
@@ -687,6 +695,12 @@ mod tests {
             plangate_gate::task::Observed::Error { .. }
         ));
         assert_eq!(task.samples[0].outcome, Some(1.0));
+        let said: Vec<&str> = (task.samples[0].said.iter())
+            .map(|s| s.text.as_str())
+            .collect();
+        assert_eq!(said, ["policy", "hi", "Let me look."]);
+        // The model's text beside its call counts for later calls only.
+        assert_eq!(task.samples[0].said[2].before, 1);
         let e = TaskError {
             field: "samples[0].messages[4].content[0].content".into(),
             message: "m".into(),
