@@ -44,7 +44,11 @@ fn score_with(catalog: &Path, samples: &Path, dir: &Path, extra: &[&str]) -> Run
         .file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or("samples");
-    let out = dir.join(format!("{stem}-{}.out.jsonl", extra.join("")));
+    // Flags name the output apart; a flag's path is no part of a file name.
+    let flags = extra
+        .join("")
+        .replace(|c: char| !c.is_ascii_alphanumeric() && c != '-', "_");
+    let out = dir.join(format!("{stem}-{flags}.out.jsonl"));
     let output = Command::new(env!("CARGO_BIN_EXE_plangate"))
         .args(["score", "--jobs", "2", "--catalog"])
         .arg(catalog)
