@@ -253,10 +253,10 @@ fn tau2_results_decide_as_the_same_trials_from_tau_bench() {
 }
 
 /// The not-found answers of the published trials, each with its call's message index:
-/// (task, trial, message index, tool, arguments).
-fn not_found_calls(trials: &[Value]) -> Vec<(String, u64, usize, String, Value)> {
+/// (index of the trial in the file, message index, tool, arguments).
+fn not_found_calls(trials: &[Value]) -> Vec<(usize, usize, String, Value)> {
     let mut out = Vec::new();
-    for t in trials {
+    for (i, t) in trials.iter().enumerate() {
         let traj = t["traj"].as_array().expect("traj");
         for (k, m) in traj.iter().enumerate() {
             let content = m["content"].as_str().unwrap_or_default();
@@ -277,8 +277,7 @@ fn not_found_calls(trials: &[Value]) -> Vec<(String, u64, usize, String, Value)>
             let args: Value =
                 serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
             out.push((
-                t["task_id"].to_string(),
-                t["trial"].as_u64().unwrap(),
+                i,
                 at,
                 call["function"]["name"].as_str().unwrap().to_string(),
                 args,
@@ -303,10 +302,9 @@ fn tau_bench_invented_references_are_the_unsupplied_ids() {
     assert_eq!(run.code, exit::OK, "{}", run.stderr);
     let trials = trials();
     let mut want = Vec::new();
-    for (task, trial, at, tool, args) in not_found_calls(&trials) {
-        let t = (trials.iter())
-            .find(|t| t["task_id"].to_string() == task && t["trial"] == trial)
-            .unwrap();
+    for (i, at, tool, args) in not_found_calls(&trials) {
+        let t = &trials[i];
+        let task = t["task_id"].to_string();
         let before = serde_json::to_string(&t["traj"].as_array().unwrap()[..at]).unwrap();
         for (name, v) in args.as_object().unwrap() {
             let Some(v) = v.as_str() else { continue };
