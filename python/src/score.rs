@@ -10,6 +10,7 @@ use std::time::Duration;
 use plangate_gate::calibration::{Calibration, Grid};
 use plangate_gate::catalog::Catalog;
 use plangate_gate::decide::Options;
+use plangate_gate::errors::ErrorConvention;
 use plangate_gate::record::BadLine;
 use plangate_gate::score::{LineScorer, ScoreConfig, Scored};
 use plangate_gate::seed::{self, SeedOptions};
@@ -34,6 +35,8 @@ struct Shared {
     max_line_bytes: u64,
     /// Where a results file's lines came from in it.
     places: Option<Places>,
+    /// How the benchmark that wrote a results file writes its tools' errors.
+    errors: Option<ErrorConvention>,
     /// The calibration grid, when asked for (`calibrate=True`).
     calibration: Option<Grid>,
 }
@@ -123,6 +126,7 @@ impl Scores {
             opts,
             seed_compat,
             max_line_bytes,
+            errors: input.places().as_ref().map(Places::errors),
             places: input.places(),
             calibration: calibrate.then(|| Grid::around(&opts)),
         });
@@ -369,6 +373,7 @@ fn score_chunk(shared: &Shared, chunk: &mut Chunk) -> ChunkScored {
             // The package reads the naive comparison only to calibrate.
             compare: shared.calibration.is_some(),
             calibrate: shared.calibration.is_some(),
+            errors: shared.errors.as_ref(),
             ..ScoreConfig::default()
         },
     );

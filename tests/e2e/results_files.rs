@@ -44,7 +44,11 @@ fn score_with(catalog: &Path, samples: &Path, dir: &Path, extra: &[&str]) -> Run
         .file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or("samples");
-    let out = dir.join(format!("{stem}-{}.out.jsonl", extra.join("")));
+    // Flags name the output apart; a flag's path is no part of a file name.
+    let flags = extra
+        .join("")
+        .replace(|c: char| !c.is_ascii_alphanumeric() && c != '-', "_");
+    let out = dir.join(format!("{stem}-{flags}.out.jsonl"));
     let output = Command::new(env!("CARGO_BIN_EXE_plangate"))
         .args(["score", "--jobs", "2", "--catalog"])
         .arg(catalog)
@@ -180,8 +184,10 @@ fn as_tau2(messages: &[Value]) -> Vec<Value> {
                 json!({"role": "assistant", "content": m["content"], "turn_idx": 1,
                        "tool_calls": if calls.is_empty() { Value::Null } else { json!(calls) }})
             }
+            // tau2 flags a tool's error itself, where tau-bench writes `Error: ...`.
             "tool" => json!({"role": "tool", "id": m["tool_call_id"], "content": m["content"],
-                             "requestor": "assistant", "error": false}),
+                             "requestor": "assistant",
+                             "error": m["content"].as_str().is_some_and(|c| c.starts_with("Error: "))}),
             _ => json!({"role": role, "content": m["content"]}),
         });
     }
@@ -202,7 +208,8 @@ fn tau2_results_decide_as_the_same_trials_from_tau_bench() {
                    "messages": as_tau2(t["traj"].as_array().expect("traj"))})
         })
         .collect();
-    let doc = json!({"timestamp": "2025-06-01T00:00:00", "info": {"num_trials": 4},
+    let doc = json!({"timestamp": "2025-06-01T00:00:00",
+                     "info": {"num_trials": 4, "agent_info": {"llm": "gpt-4o"}},
                      "tasks": [], "simulations": simulations});
     let path = dir.path().join("results.json");
     std::fs::write(&path, serde_json::to_string_pretty(&doc).expect("json")).expect("write");
@@ -220,9 +227,131 @@ fn tau2_results_decide_as_the_same_trials_from_tau_bench() {
     );
     assert_eq!(tau2.code, tau.code, "{}", tau2.stderr);
     assert_eq!(tau2.records.len(), 50);
-    // Record for record, byte for byte once parsed: same plans, same results, same
-    // outcomes, same verdicts.
+    // Record for record, byte for byte once parsed: same plans, same results (tau2's
+    // error flag and tau-bench's `Error: ` strings alike), same outcomes, same verdicts,
+    // same invented references.
     assert_eq!(tau2.records, tau.records);
+    let summary = dir.path().join("tau2-summary.json");
+    let with = score(
+        &path,
+        dir.path(),
+        &[
+            "--min-samples",
+            "4",
+            "--summary-json",
+            summary.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(with.records, tau.records);
+    let s: Value = serde_json::from_slice(&std::fs::read(&summary).unwrap()).unwrap();
+    // tau2 names its model; the count is kept by it.
+    assert_eq!(
+        s["invented_references"]["by_model"],
+        json!({"gpt-4o": 4}),
+        "{s}"
+    );
+}
+
+/// The not-found answers of the published trials, each with its call's message index:
+/// (index of the trial in the file, message index, tool, arguments).
+fn not_found_calls(trials: &[Value]) -> Vec<(usize, usize, String, Value)> {
+    let mut out = Vec::new();
+    for (i, t) in trials.iter().enumerate() {
+        let traj = t["traj"].as_array().expect("traj");
+        for (k, m) in traj.iter().enumerate() {
+            let content = m["content"].as_str().unwrap_or_default();
+            if m["role"] != "tool"
+                || !(content.starts_with("Error: ") && content.contains("not found"))
+            {
+                continue;
+            }
+            // The assistant message that made the call: the last one before with its id.
+            let (at, call) = (0..k)
+                .rev()
+                .find_map(|j| {
+                    let calls = traj[j]["tool_calls"].as_array()?;
+                    let c = calls.iter().find(|c| c["id"] == m["tool_call_id"])?;
+                    Some((j, c.clone()))
+                })
+                .expect("the call a result answers");
+            let args: Value =
+                serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
+            out.push((
+                i,
+                at,
+                call["function"]["name"].as_str().unwrap().to_string(),
+                args,
+            ));
+        }
+    }
+    out
+}
+
+/// On the published trials, every invented id a `not found` answers is listed, and no
+/// value the conversation supplied is: each not-found call's id-like values are looked
+/// for, as text, in every message before the one that made the call.
+#[test]
+fn tau_bench_invented_references_are_the_unsupplied_ids() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let summary = dir.path().join("summary.json");
+    let run = score(
+        &fixture("gpt-4o-airline.json"),
+        dir.path(),
+        &["--summary-json", summary.to_str().unwrap()],
+    );
+    assert_eq!(run.code, exit::OK, "{}", run.stderr);
+    let trials = trials();
+    let mut want = Vec::new();
+    for (i, at, tool, args) in not_found_calls(&trials) {
+        let t = &trials[i];
+        let task = t["task_id"].to_string();
+        let before = serde_json::to_string(&t["traj"].as_array().unwrap()[..at]).unwrap();
+        for (name, v) in args.as_object().unwrap() {
+            let Some(v) = v.as_str() else { continue };
+            if name.ends_with("id") && !before.contains(v) {
+                want.push((task.clone(), tool.clone(), name.clone(), v.to_string()));
+            }
+        }
+    }
+    let mut got = Vec::new();
+    for r in &run.records {
+        for i in r["invented_references"]
+            .as_array()
+            .expect("every record lists them")
+        {
+            got.push((
+                r["task_id"].as_str().unwrap().to_string(),
+                i["tool"].as_str().unwrap().to_string(),
+                i["parameter"].as_str().unwrap().to_string(),
+                i["value"].as_str().unwrap().to_string(),
+            ));
+        }
+    }
+    got.sort();
+    want.sort();
+    assert_eq!(got, want);
+    // The published figures: 7 not-found answers, 4 of them for a payment id nothing
+    // supplied; the 3 certificate ids came from an earlier get_user_details result.
+    assert_eq!(not_found_calls(&trials).len(), 7);
+    let values: Vec<&str> = got.iter().map(|g| g.3.as_str()).collect();
+    assert_eq!(
+        values,
+        [
+            "credit_card_5634230",
+            "credit_card_5634230",
+            "credit_card_7334",
+            "credit_card_7334"
+        ]
+    );
+    assert!(
+        run.stderr
+            .contains("4 invented reference(s) in 4 sample(s) of 2 task(s)")
+    );
+    let s: Value = serde_json::from_slice(&std::fs::read(&summary).unwrap()).unwrap();
+    assert_eq!(s["invented_references"]["references"], 4);
+    assert_eq!(s["invented_references"]["by_model"], json!({}));
+    // No task is accepted below --min-samples 5, so none is accepted with all failed.
+    assert_eq!(s["accepted_all_failed"], 0);
 }
 
 #[test]

@@ -7,6 +7,7 @@ use std::io::{self, BufRead, BufReader, Write};
 use std::path::Path;
 
 use anyhow::{Context, Result};
+use plangate_gate::errors::ErrorConvention;
 use plangate_gate::task::TaskError;
 use plangate_harness::trials::{self, Places, Samples};
 
@@ -59,6 +60,17 @@ impl Source {
     /// author wrote it (a results file's lines are made from it).
     pub(crate) fn place(&self, number: usize, e: TaskError) -> TaskError {
         trials::place(self.places.as_ref(), number, e)
+    }
+
+    /// The model whose samples the file holds, when the file names it.
+    pub(crate) fn model(&self) -> Option<&str> {
+        self.places.as_ref().and_then(Places::model)
+    }
+
+    /// How the benchmark that wrote a results file writes its tools' errors; None for
+    /// samples lines, whose tools say so in the catalog.
+    pub(crate) fn errors(&self) -> Option<ErrorConvention> {
+        self.places.as_ref().map(Places::errors)
     }
 }
 

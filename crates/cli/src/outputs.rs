@@ -117,6 +117,7 @@ impl<'a> Outputs<'a> {
         let dec = record.decision;
         tally.count(dec.verdict);
         tally.by_outcome.count(&dec.outcomes, dec.verdict);
+        tally.invented.add(&dec.invented_references, None);
         if let Some(naive) = naive {
             tally.baseline.count(dec.verdict, naive, dec.label);
         }
@@ -269,6 +270,8 @@ pub(crate) fn score_summary(tally: &Tally) -> serde_json::Value {
         "by_label": by_label,
         "baseline": tally.baseline.line().map(|_| &tally.baseline),
         "by_outcome": (!tally.by_outcome.is_empty()).then_some(&tally.by_outcome),
+        "accepted_all_failed": tally.accepted_all_failed(),
+        "invented_references": &tally.invented,
         "calibration": calibration,
         "exit_code": tally.exit_code(),
     })
@@ -303,6 +306,8 @@ fn summary(
         }))).collect::<serde_json::Map<_, _>>(),
         "baseline": tally.baseline.line().map(|_| &tally.baseline),
         "by_outcome": (!tally.by_outcome.is_empty()).then_some(&tally.by_outcome),
+        "accepted_all_failed": tally.accepted_all_failed(),
+        "invented_references": &tally.invented,
         "calibration": tally.calibration.report(),
         "stats": finished.stats,
         "tools": finished.health.tools,

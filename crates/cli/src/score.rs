@@ -8,6 +8,7 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
 use plangate_gate::calibration::Grid;
 use plangate_gate::catalog::Catalog;
+use plangate_gate::errors::ErrorConvention;
 use plangate_gate::record;
 use plangate_gate::score::{self, Compared, Scored, ScoredTask};
 use plangate_gate::seed;
@@ -220,6 +221,9 @@ impl RecordWriter<'_> {
                     tally.prose.add(&prose);
                     tally.count(d.verdict);
                     tally.by_outcome.count(&d.outcomes, d.verdict);
+                    tally
+                        .invented
+                        .add(&d.invented_references, self.source.model());
                     if let Some(c) = &compared {
                         tally.baseline.count(d.verdict, c.naive, c.label);
                         count_calibration(tally, self.grid, c);
@@ -263,6 +267,7 @@ fn score_config<'a>(
     args: &ScoreArgs,
     owns: &'a (dyn Fn(&str) -> bool + Sync),
     calibrate: bool,
+    errors: Option<&'a ErrorConvention>,
 ) -> score::ScoreConfig<'a> {
     score::ScoreConfig {
         opts: args.thresholds.options(),
@@ -273,6 +278,7 @@ fn score_config<'a>(
         baseline: args.baseline.is_some(),
         shard: args.shard.map(|_| owns),
         calibrate,
+        errors,
     }
 }
 
@@ -493,8 +499,10 @@ pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
         ..done
     };
     let owns = |id: &str| args.shard.is_some_and(|s| s.owns_task(id));
+    let errors = source.errors();
+    let config = score_config(&args, &owns, grid.is_some(), errors.as_ref());
     let scorer = ChunkScorer {
-        gate: score::LineScorer::new(&catalog, score_config(&args, &owns, grid.is_some())),
+        gate: score::LineScorer::new(&catalog, config),
         args: &args,
     };
     let jobs = args.jobs.unwrap_or_else(plangate_harness::default_jobs);

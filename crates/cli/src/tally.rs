@@ -3,7 +3,8 @@
 
 use plangate_gate::calibration::Calibration;
 use plangate_gate::decide::{PROSE_CHARS, PROSE_WORDS, ProseParameter, Verdict};
-use plangate_gate::outcome::VerdictsByOutcome;
+use plangate_gate::invented::InventedCount;
+use plangate_gate::outcome::{TrialOutcomes, VerdictsByOutcome};
 use plangate_gate::task::{Label, RunNotes};
 
 use crate::exit;
@@ -41,6 +42,9 @@ pub(crate) struct Tally {
     /// "Calibration"); kept in checkpoints with the rest.
     #[serde(default, skip_serializing_if = "Calibration::is_empty")]
     pub(crate) calibration: Calibration,
+    /// The decisions' invented references, counted.
+    #[serde(default)]
+    pub(crate) invented: InventedCount,
 }
 
 /// The parameters that looked like prose not marked `prose` (the gate's
@@ -174,6 +178,15 @@ impl Tally {
         }
     }
 
+    /// Tasks accepted while every sample with an outcome failed; None when no task had
+    /// an outcome.
+    pub(crate) fn accepted_all_failed(&self) -> Option<u64> {
+        (!self.by_outcome.is_empty()).then(|| {
+            self.by_outcome
+                .get(TrialOutcomes::AllFailed, Verdict::Accept)
+        })
+    }
+
     pub(crate) fn exit_code(&self) -> u8 {
         if self.skipped > 0 {
             exit::USAGE
@@ -216,6 +229,16 @@ impl Tally {
             eprintln!("plangate: {line}");
         }
         if let Some(line) = self.by_outcome.line() {
+            eprintln!("plangate: {line}");
+        }
+        if let Some(n) = self.accepted_all_failed() {
+            eprintln!(
+                "plangate: {n} accepted task(s) where every sample failed: accept means the \
+                 samples agree, not that the plan is right (a consistent plan, not a \
+                 hallucinated one)"
+            );
+        }
+        if let Some(line) = self.invented.line() {
             eprintln!("plangate: {line}");
         }
     }

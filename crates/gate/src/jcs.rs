@@ -790,6 +790,29 @@ impl std::fmt::Display for Value {
 
 /// An xorshift generator of numbers below `n`, started from `rng_seed`, for the gate's
 /// tests that draw many cases reproducibly without a property-testing harness.
+/// One step of a `$.a.b["odd key"]` path: `.name` for plain identifiers, else a
+/// bracketed JSON string, so every path plangate prints reads the same way.
+pub fn path_member(name: &str) -> String {
+    let mut s = String::with_capacity(name.len() + 4);
+    push_member(&mut s, name);
+    s
+}
+
+/// Appends [`path_member`]'s step.
+pub(crate) fn push_member(path: &mut String, name: &str) {
+    let plain = !name.is_empty()
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !name.starts_with(|c: char| c.is_ascii_digit());
+    if plain {
+        path.push('.');
+        path.push_str(name);
+    } else {
+        path.push('[');
+        write_string(name, path);
+        path.push(']');
+    }
+}
+
 #[cfg(test)]
 pub(crate) fn xorshift(rng_seed: u64) -> impl FnMut(u64) -> u64 {
     let mut state = rng_seed;

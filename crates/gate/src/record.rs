@@ -11,6 +11,7 @@ use std::sync::OnceLock;
 use crate::decide::{
     Agreement, Decision, DivergentPath, MalformedSample, PlanStep, SchemaViolation, StepAgreement,
 };
+use crate::invented::InventedReference;
 use crate::jcs::write_string;
 use crate::seed::SeedOutcome;
 use crate::task::TaskError;
@@ -244,6 +245,8 @@ impl Decision {
         list(s, &self.schema_violations, |s, v| v.emit(s));
         s.key("warnings");
         strings(s, &self.warnings);
+        s.key("invented_references");
+        list(s, &self.invented_references, |s, r| r.emit(s));
         s.key("label");
         opt(s, self.label, |s, l| s.str(l.as_str()));
         // Absent, not empty, when no sample has an outcome: most inputs have none.
@@ -251,6 +254,27 @@ impl Decision {
             s.key("outcomes");
             list(s, &self.outcomes, |s, o| opt(s, *o, |s, x| s.f64(x)));
         }
+    }
+}
+
+impl Record for InventedReference {
+    fn emit<S: Sink + ?Sized>(&self, s: &mut S) {
+        s.object();
+        s.key("sample");
+        s.usize(self.sample);
+        s.key("turn");
+        s.usize(self.turn);
+        s.key("call");
+        s.usize(self.call);
+        s.key("tool");
+        s.str(&self.tool);
+        s.key("parameter");
+        s.str(&self.parameter);
+        s.key("value");
+        s.str(&self.value);
+        s.key("error");
+        s.str(&self.error);
+        s.end_object();
     }
 }
 

@@ -9,6 +9,7 @@ use crate::baseline::{naive_decided, naive_verdict};
 use crate::calibration::{Grid, Observation};
 use crate::catalog::Catalog;
 use crate::decide::{self, Decision, Options, Prepared, ProseParameter, Verdict, prose_like};
+use crate::errors::{ErrorConvention, recognise_errors};
 use crate::outcome::TrialOutcomes;
 use crate::record::{BadLine, Record, SeedRecord, Sink};
 use crate::seed::{self, SeedOptions, SeedOutcome};
@@ -129,6 +130,9 @@ pub struct ScoreConfig<'a> {
     /// decided at every point of it, and its observation comes back with its
     /// comparison ([`Compared::calibration`]).
     pub calibrate: bool,
+    /// How a benchmark's results write errors, for the tools whose catalog entry does
+    /// not say (`errors`): a results file's own convention ([`ErrorConvention::tau_bench`]).
+    pub errors: Option<&'a ErrorConvention>,
 }
 
 impl std::fmt::Debug for ScoreConfig<'_> {
@@ -140,6 +144,7 @@ impl std::fmt::Debug for ScoreConfig<'_> {
             .field("baseline", &self.baseline)
             .field("shard", &self.shard.is_some())
             .field("calibrate", &self.calibrate)
+            .field("errors", &self.errors.is_some())
             .finish()
     }
 }
@@ -179,7 +184,7 @@ impl<'a> LineScorer<'a> {
     }
 
     fn score_unguarded(&self, line: &[u8]) -> Scored {
-        let task = match parse_task_line(line) {
+        let mut task = match parse_task_line(line) {
             Ok(t) => t,
             Err(e) => return Scored::Bad(e),
         };
@@ -195,6 +200,14 @@ impl<'a> LineScorer<'a> {
                 task_id: task.task_id,
                 notes: task.notes,
             }));
+        }
+        // Most catalogs say nothing of errors, and most runs read no benchmark's file:
+        // their results are read as written, at no cost.
+        if self.catalog.has_error_conventions() || config.errors.is_some() {
+            let catalog = self.catalog;
+            recognise_errors(&mut task, |tool| {
+                (catalog.get(tool).and_then(|t| t.errors.as_ref())).or(config.errors)
+            });
         }
         if let Some(bad) = missing_result(&task) {
             return Scored::Bad(TaskError {

@@ -2,6 +2,7 @@
 //! [`Observed`] that result agreement compares, following the tool ABI of docs/design.md
 //! "The sandbox epoch" (JSON on stdout with exit 0; `{"error":{...}}` with exit 1).
 
+use plangate_gate::errors::{ErrorConvention, kind_named};
 use plangate_gate::json::{Duplicates, Value, parse_with};
 use plangate_gate::task::Observed;
 use plangate_sandbox::{CallRecord, Outcome};
@@ -52,10 +53,23 @@ pub fn observed(r: &CallRecord) -> Observed {
     }
 }
 
+/// [`observed`], read by the tool's catalog `errors` rules when it has them: a result
+/// the tool writes as its error is the call's error, as `score` reads it from a samples
+/// line ([`ErrorConvention::recognise`]).
+pub(crate) fn observed_by(r: &CallRecord, errors: Option<&ErrorConvention>) -> Observed {
+    let o = observed(r);
+    match errors.and_then(|c| c.recognise(&o)) {
+        Some(error) => error,
+        None => o,
+    }
+}
+
 fn error_envelope(stdout: &[u8]) -> Option<Observed> {
     let v = parse_with(stdout, Duplicates::Refuse).ok()?;
     let e = v.as_object()?.get("error")?.as_object()?;
-    let kind = e.get("kind")?.as_str()?.to_string();
+    // A typed export's `err` case and a catalog rule's kind are one vocabulary:
+    // `not-found` is `not_found`.
+    let kind = kind_named(e.get("kind")?.as_str()?);
     let message = e
         .get("message")
         .and_then(Value::as_str)
@@ -133,5 +147,45 @@ mod tests {
                 "{o:?}"
             );
         }
+    }
+
+    /// A tool that writes its error as a result, under its catalog rules, and a typed
+    /// export's `not-found` envelope: both are the call's `not_found`.
+    #[test]
+    fn errors_as_the_tool_writes_them() {
+        let rules = plangate_gate::json::parse(
+            r#"[{"pattern":"^Error: .*not found","kind":"not_found"},{"pattern":"^Error: "}]"#,
+        )
+        .unwrap();
+        let catalog = plangate_gate::catalog::Catalog::from_value(
+            &plangate_gate::json::parse(&format!(
+                r#"{{"tools":[{{"name":"t","deterministic":true,"errors":{}}}]}}"#,
+                plangate_gate::jcs::to_string(&rules)
+            ))
+            .unwrap(),
+        )
+        .unwrap();
+        let errors = catalog.get("t").unwrap().errors.as_ref();
+        let text = rec(Outcome::Exit { code: 0 }, r#""Error: user u_9 not found""#);
+        assert_eq!(
+            observed_by(&text, errors),
+            Observed::Error {
+                kind: "not_found".into(),
+                message: "Error: user u_9 not found".into()
+            }
+        );
+        // Without the rules the same answer is a result.
+        assert!(matches!(observed_by(&text, None), Observed::Result(_)));
+        let seats = rec(Outcome::Exit { code: 0 }, r#""Error: no seats""#);
+        assert!(
+            matches!(observed_by(&seats, errors), Observed::Error { ref kind, .. } if kind == "tool_error")
+        );
+        let typed = rec(
+            Outcome::Exit { code: 1 },
+            r#"{"error":{"kind":"not-found","message":"u_9"}}"#,
+        );
+        assert!(
+            matches!(observed(&typed), Observed::Error { ref kind, .. } if kind == "not_found")
+        );
     }
 }

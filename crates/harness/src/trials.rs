@@ -10,6 +10,7 @@
 use std::collections::HashMap;
 use std::io::{self, BufRead, Read};
 
+use plangate_gate::errors::ErrorConvention;
 use plangate_gate::task::TaskError;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -70,12 +71,29 @@ pub struct Places {
     shape: ResultsShape,
     /// Per line (line `i + 1`), each sample's index in the file's list of trials.
     lines: Vec<Vec<usize>>,
+    /// The model whose trials the file holds, when the file names it.
+    model: Option<String>,
 }
 
 impl Places {
     /// Which benchmark wrote the file.
     pub fn shape(&self) -> ResultsShape {
         self.shape
+    }
+
+    /// How the benchmark's tools write their errors, for the tools whose catalog entry
+    /// does not say: tau-bench's `"Error: ..."` strings, tau2's `not found` messages.
+    pub fn errors(&self) -> ErrorConvention {
+        match self.shape {
+            ResultsShape::TauBench => ErrorConvention::tau_bench(),
+            ResultsShape::Tau2 => ErrorConvention::tau2(),
+        }
+    }
+
+    /// The model whose trials the file holds, when the file names it (tau2-bench's
+    /// `info.agent_info.llm`; tau-bench's trajectory lists do not).
+    pub fn model(&self) -> Option<&str> {
+        self.model.as_deref()
     }
 
     /// How many tasks (lines) the file made.
@@ -164,7 +182,12 @@ pub fn open<R: BufRead>(mut input: R, max: u64) -> Result<Samples<R>, TrialsErro
     }
     let mut text = first;
     input.read_to_end(&mut text)?;
-    let trials = entries(&text)?.map(|(shape, list)| trials_of(shape, &list, text.len()));
+    let trials = entries(&text)?.map(|(shape, list, model)| {
+        trials_of(shape, &list, text.len()).map(|mut t| {
+            t.places.model = model;
+            t
+        })
+    });
     match trials {
         Some(trials) => trials.map(Samples::Trials),
         // Not JSON as a whole: samples lines after all, each bad one reported on its own
@@ -209,19 +232,35 @@ struct Trial<'a> {
 
 /// The trials of a results file and which benchmark wrote it, read in one pass; None
 /// when the text is not JSON as a whole.
-fn entries(text: &[u8]) -> Result<Option<(ResultsShape, Vec<&RawValue>)>, TrialsError> {
+fn entries(text: &[u8]) -> Result<Option<Entries<'_>>, TrialsError> {
     #[derive(Deserialize)]
     struct Tau2<'a> {
         #[serde(borrow)]
         simulations: Option<Vec<&'a RawValue>>,
+        #[serde(default)]
+        info: Option<Tau2Info>,
+    }
+    /// The agent's model, as tau2 names it (`info.agent_info.llm`).
+    #[derive(Deserialize)]
+    struct Tau2Info {
+        #[serde(default)]
+        agent_info: Option<AgentInfo>,
+    }
+    #[derive(Deserialize)]
+    struct AgentInfo {
+        #[serde(default)]
+        llm: Option<String>,
     }
     let read = if text.trim_ascii_start().starts_with(b"[") {
-        serde_json::from_slice(text).map(|list| (ResultsShape::TauBench, Some(list)))
+        serde_json::from_slice(text).map(|list| (ResultsShape::TauBench, Some(list), None))
     } else {
-        serde_json::from_slice(text).map(|t: Tau2<'_>| (ResultsShape::Tau2, t.simulations))
+        serde_json::from_slice(text).map(|t: Tau2<'_>| {
+            let model = t.info.and_then(|i| i.agent_info?.llm);
+            (ResultsShape::Tau2, t.simulations, model)
+        })
     };
     match read {
-        Ok((shape, Some(list))) => Ok(Some((shape, list))),
+        Ok((shape, Some(list), model)) => Ok(Some((shape, list, model))),
         Err(e) if e.classify() != serde_json::error::Category::Data => Ok(None),
         // JSON, but not a shape read here.
         _ => Err(TrialsError::Document(
@@ -232,6 +271,9 @@ fn entries(text: &[u8]) -> Result<Option<(ResultsShape, Vec<&RawValue>)>, Trials
         )),
     }
 }
+
+/// A results file's trials, which benchmark wrote it, and the model when it names it.
+type Entries<'a> = (ResultsShape, Vec<&'a RawValue>, Option<String>);
 
 /// A trial with its trial number (None: not written) and its index in the file.
 type Numbered<'a> = (Option<i64>, usize, Trial<'a>);
@@ -283,6 +325,7 @@ fn trials_of(shape: ResultsShape, list: &[&RawValue], size: usize) -> Result<Tri
         places: Places {
             shape,
             lines: places,
+            model: None,
         },
     })
 }
@@ -447,23 +490,25 @@ enum Block {
 /// carry tool calls with object arguments, and results with an error flag): the
 /// agent's calls as `tool_use` blocks, a tool message answering the agent as a
 /// `tool_result` block, arguments and results as written. Everything else (the user's
-/// own tool calls and their results, text) becomes a message without calls, so message
-/// `j` stays message `j`. A message this does not know is kept as written, for the task
+/// own tool calls and their results) becomes a message without calls, so message `j`
+/// stays message `j`; system, user and assistant text is kept as a text block. A message this does not know is kept as written, for the task
 /// reader to refuse with a reason.
 fn tau2_message(raw: &RawValue) -> Box<RawValue> {
     let Ok(m) = serde_json::from_str::<Tau2Message<'_>>(raw.get()) else {
         return compact(raw);
     };
+    // The text of a message is kept: what the user and the system said supplies the
+    // values a later call may look up (docs/design.md, "Invented references").
+    let text = (m.content)
+        .and_then(|c| {
+            serde_json::from_str::<Option<String>>(c.get())
+                .ok()
+                .flatten()
+        })
+        .filter(|s| !s.is_empty())
+        .map(|text| Block::Text { text });
     let made = match m.role.as_str() {
         "assistant" => {
-            let text = (m.content)
-                .and_then(|c| {
-                    serde_json::from_str::<Option<String>>(c.get())
-                        .ok()
-                        .flatten()
-                })
-                .filter(|s| !s.is_empty())
-                .map(|text| Block::Text { text });
             let calls = (m.tool_calls.iter().flatten())
                 .filter(|c| !by_user(&c.requestor))
                 .map(|c| Block::ToolUse {
@@ -486,11 +531,16 @@ fn tau2_message(raw: &RawValue) -> Box<RawValue> {
         },
         "system" => Made {
             role: "system",
+            content: text.into_iter().collect(),
+        },
+        // The user's own tool results are the user's to read, not the agent's.
+        "tool" => Made {
+            role: "user",
             content: Vec::new(),
         },
         _ => Made {
             role: "user",
-            content: Vec::new(),
+            content: text.into_iter().collect(),
         },
     };
     serde_json::value::to_raw_value(&made).unwrap_or_else(|_| compact(raw))
@@ -617,8 +667,16 @@ mod tests {
         assert_eq!((places.tasks(), places.trials()), (1, 2));
         let m = &lines[0]["samples"][0]["messages"];
         assert_eq!(m.as_array().map(Vec::len), Some(7));
-        // The user's own call and its result are not the agent's plan.
-        assert_eq!(m[1], serde_json::json!({"role": "user", "content": []}));
+        // The user's own call and its result are not the agent's plan; what the system
+        // and the user said is kept, to supply values.
+        assert_eq!(
+            m[0],
+            serde_json::json!({"role": "system", "content": [{"type": "text", "text": "policy"}]})
+        );
+        assert_eq!(
+            m[1],
+            serde_json::json!({"role": "user", "content": [{"type": "text", "text": "hi"}]})
+        );
         assert_eq!(m[2], serde_json::json!({"role": "user", "content": []}));
         assert_eq!(m[3]["content"][1]["input"]["user_id"], "u_1");
         assert_eq!(m[6]["content"][0]["is_error"], true);
@@ -637,6 +695,12 @@ mod tests {
             plangate_gate::task::Observed::Error { .. }
         ));
         assert_eq!(task.samples[0].outcome, Some(1.0));
+        let said: Vec<&str> = (task.samples[0].said.iter())
+            .map(|s| s.text.as_str())
+            .collect();
+        assert_eq!(said, ["policy", "hi", "Let me look."]);
+        // The model's text beside its call counts for later calls only.
+        assert_eq!(task.samples[0].said[2].before, 1);
         let e = TaskError {
             field: "samples[0].messages[4].content[0].content".into(),
             message: "m".into(),

@@ -16,7 +16,7 @@ use plangate_sandbox::{CallRecord, Outcome};
 
 use crate::health::{Evidence, HealthReport, PairKind, ToolFindings, WitnessBook, witness_key};
 use crate::journal::{CallAt, Journal};
-use crate::observe::observed;
+use crate::observe::observed_by;
 use crate::probe::{ProbeRun, probe_arguments};
 use crate::refs::substitute;
 use crate::repeats::{Repeats, Take};
@@ -330,7 +330,8 @@ impl WarmGate {
                         let stdin = jcs::to_string(&args).into_bytes();
                         let record = self.run_call(at, &call.tool, &upstream, &stdin, journal);
                         touched.insert(call.tool.clone());
-                        (stdin, observed(&record))
+                        let errors = self.catalog.get(&call.tool).and_then(|t| t.errors.as_ref());
+                        (stdin, observed_by(&record, errors))
                     }
                 },
             };

@@ -8,6 +8,7 @@
 use std::cmp::Ordering;
 
 use plangate_gate::decide::{Decision, Reason, Verdict};
+use plangate_gate::outcome::TrialOutcomes;
 use plangate_gate::task::Label;
 use serde::{Deserialize, Serialize};
 
@@ -151,7 +152,17 @@ pub struct Notable {
     pub referential: Bounded,
     /// Tasks whose modal plan breaks its tool's schema, rejections first.
     pub schema: Bounded,
+    /// Tasks with invented references, the most first.
+    #[serde(default)]
+    pub invented: Bounded,
+    /// Tasks accepted while every sample with an outcome failed: agreement without
+    /// success, a consistent plan rather than a hallucinated one.
+    #[serde(default)]
+    pub agreed_failing: Bounded,
 }
+
+/// References named in an entry's detail.
+const REFERENCES_SHOWN: usize = 3;
 
 /// Rejections, then deferrals, then acceptances.
 fn severity(v: Verdict) -> u64 {
@@ -203,6 +214,8 @@ impl Notable {
                 Entry::of(by_verdict, d, &steps.join("; "))
             });
         }
+        self.offer_invented(line, d);
+        self.offer_agreed_failing(line, d);
         if d.reasons.contains(&Reason::SchemaMismatch) {
             self.schema.offer(by_verdict, || {
                 let detail = d.schema_violations.first().map_or_else(String::new, |v| {
@@ -225,6 +238,59 @@ impl Notable {
         }
     }
 
+    /// Offers a task with invented references to that list, the most first.
+    fn offer_invented(&mut self, line: u64, d: &Decision) {
+        if !d.invented_references.is_empty() {
+            let rank = Rank {
+                num: 0,
+                den: 1,
+                tie: u64::MAX - d.invented_references.len() as u64,
+                line,
+            };
+            self.invented.offer(rank, || {
+                let shown: Vec<String> = (d.invented_references.iter())
+                    .take(REFERENCES_SHOWN)
+                    .map(|r| {
+                        format!(
+                            "sample {} call {}: {} {} = {:?} ({})",
+                            r.sample, r.call, r.tool, r.parameter, r.value, r.error
+                        )
+                    })
+                    .collect();
+                let more = d.invented_references.len().saturating_sub(REFERENCES_SHOWN);
+                let more = if more > 0 {
+                    format!("; {more} more")
+                } else {
+                    String::new()
+                };
+                Entry::of(rank, d, &format!("{}{more}", shown.join("; ")))
+            });
+        }
+    }
+
+    /// Offers a task accepted while every sample with an outcome failed.
+    fn offer_agreed_failing(&mut self, line: u64, d: &Decision) {
+        if d.verdict == Verdict::Accept
+            && TrialOutcomes::of(d.outcomes.iter().copied()) == Some(TrialOutcomes::AllFailed)
+        {
+            let rank = Rank {
+                num: 0,
+                den: 1,
+                tie: 0,
+                line,
+            };
+            self.agreed_failing.offer(rank, || {
+                let failed = d.outcomes.iter().flatten().count();
+                let detail = format!(
+                    "{failed} of {} samples failed where they ran, and {} of {} agree: a \
+                     consistent plan, not a hallucinated one",
+                    d.n, d.arg_agreement.count, d.arg_agreement.n
+                );
+                Entry::of(rank, d, &detail)
+            });
+        }
+    }
+
     /// Adds another part's lists; returns that part with only the entries kept (see
     /// [`Bounded::merge`]).
     pub fn merge(&mut self, other: Notable) -> Notable {
@@ -232,6 +298,8 @@ impl Notable {
             scattered: self.scattered.merge(other.scattered),
             referential: self.referential.merge(other.referential),
             schema: self.schema.merge(other.schema),
+            invented: self.invented.merge(other.invented),
+            agreed_failing: self.agreed_failing.merge(other.agreed_failing),
         }
     }
 }

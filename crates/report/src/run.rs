@@ -107,6 +107,8 @@ pub const SECTIONS: &[SectionFn] = &[
     health_section,
     retry_section,
     notable_section,
+    invented_section,
+    agreed_failing_section,
     run_section,
 ];
 
@@ -606,6 +608,58 @@ fn notable_section(run: &RunPage<'_>) -> Option<Section> {
     })
 }
 
+/// The tasks whose samples invented a reference: a call answered not found for a value
+/// nothing before it supplied. Shown only when there are some.
+fn invented_section(run: &RunPage<'_>) -> Option<Section> {
+    let n = run.digest.notable();
+    if n.invented.tasks == 0 {
+        return None;
+    }
+    let mut body = String::from(
+        "<p>A call answered <em>not found</em> whose value appears nowhere in the \
+         conversation before it (docs/design.md, \"Invented references\"). These do not \
+         change a verdict: the rule decides the trajectory as a whole.</p>\n",
+    );
+    notable_list(
+        &mut body,
+        "invented-references",
+        "Invented references",
+        "the most references first, then by line",
+        &n.invented,
+    );
+    Some(Section {
+        id: "invented",
+        title: "Invented references".into(),
+        body,
+    })
+}
+
+/// The tasks accepted while every sample failed where it ran: accept says the samples
+/// agree, not that the plan is right. Shown only when there are some.
+fn agreed_failing_section(run: &RunPage<'_>) -> Option<Section> {
+    let n = run.digest.notable();
+    if n.agreed_failing.tasks == 0 {
+        return None;
+    }
+    let mut body = String::from(
+        "<p>Accepted, yet every sample with an outcome failed: agreement is not success. \
+         The model made the same plan each time, so its arguments were not made up, but \
+         the plan itself was wrong.</p>\n",
+    );
+    notable_list(
+        &mut body,
+        "agreed-failing",
+        "Agreement without success: a consistent plan, not a hallucinated one",
+        "by line",
+        &n.agreed_failing,
+    );
+    Some(Section {
+        id: "agreed-failing",
+        title: "Agreement without success".into(),
+        body,
+    })
+}
+
 fn run_section(run: &RunPage<'_>) -> Option<Section> {
     let rows: Vec<(&str, &str, String)> = run
         .facts
@@ -810,5 +864,54 @@ mod tests {
         let html = render(&page(&d, Some(&health()), None));
         assert!(html.len() < 600_000, "{} bytes", html.len());
         assert!(html.contains("other tools"));
+    }
+
+    /// A run whose tasks invented references, or were accepted with every sample
+    /// failed, has a section for each, listing those tasks; a run with none has neither.
+    #[test]
+    fn invented_references_and_agreement_without_success_have_their_sections() {
+        let mut d = RunDigest::default();
+        let mut invented = crate::digest::tests::decision(1);
+        invented.invented_references = (0..5)
+            .map(|k| plangate_gate::invented::InventedReference {
+                sample: k,
+                turn: 0,
+                call: 1,
+                tool: "get_user".into(),
+                parameter: "user_id".into(),
+                value: format!("mei_<{k}>"),
+                error: "Error: user not found".into(),
+            })
+            .collect();
+        let mut agreed = crate::digest::tests::decision(0);
+        agreed.verdict = plangate_gate::decide::Verdict::Accept;
+        agreed.outcomes = vec![Some(0.0); agreed.n];
+        let mut passed = crate::digest::tests::decision(3);
+        passed.verdict = plangate_gate::decide::Verdict::Accept;
+        passed.outcomes = vec![Some(1.0), Some(0.0)];
+        d.add(1, &invented);
+        d.add(2, &agreed);
+        d.add(3, &passed);
+        let html = render(&page(&d, None, None));
+        assert_balanced(html.trim_start_matches("<!DOCTYPE html>"));
+        let found = ids(&html);
+        assert!(
+            found.contains(&"invented") && found.contains(&"agreed-failing"),
+            "{found:?}"
+        );
+        assert!(
+            html.contains("mei_&lt;0&gt;") && html.contains("; 2 more"),
+            "{html}"
+        );
+        assert!(html.contains("a consistent plan, not a hallucinated one"));
+        let n = d.notable();
+        assert_eq!((n.invented.tasks, n.agreed_failing.tasks), (1, 1));
+        assert_eq!(n.agreed_failing.entries()[0].rank.line, 2);
+        let plain = digest(10);
+        let found = ids(&render(&page(&plain, None, None))).join(",");
+        assert!(
+            !found.contains("invented") && !found.contains("agreed"),
+            "{found}"
+        );
     }
 }

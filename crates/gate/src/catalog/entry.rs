@@ -8,6 +8,7 @@ use std::sync::Arc;
 use super::sandbox::{parse_mode, parse_mounts, parse_network};
 use super::schema::parse_schema;
 use super::{CatalogError, CatalogWarning, Dialect, Problems, Reference, ToolSpec, err};
+use crate::errors::ErrorConvention;
 use crate::hints::Hints;
 use crate::json::{Object, Value};
 
@@ -62,6 +63,7 @@ pub(super) fn parse_entry(
     let mounts = p.take(parse_mounts(get("mounts")));
     let clock = p.take(parse_mode(get("clock")));
     let random = p.take(parse_mode(get("random")));
+    let errors = p.take(parse_errors(get("errors")));
     let annotations = (dialect == Dialect::Mcp)
         .then(|| body.get("annotations").cloned())
         .flatten();
@@ -78,7 +80,8 @@ pub(super) fn parse_entry(
         probe,
         mounts,
         clock,
-        random
+        random,
+        errors
     );
     let (parameters, (validator, in_place), hints) = parameters;
     if !p.0.is_empty() {
@@ -101,6 +104,7 @@ pub(super) fn parse_entry(
         random,
         description,
         annotations,
+        errors,
         dialect,
         declared,
         validator: Arc::new(validator),
@@ -168,6 +172,7 @@ const NATIVE_FIELDS: &[&str] = &[
     "clock",
     "random",
     "description",
+    "errors",
 ];
 
 /// Fields only plangate's own entries have: an entry with one of them at the top level
@@ -182,6 +187,7 @@ const PLANGATE_ONLY: &[&str] = &[
     "mounts",
     "clock",
     "random",
+    "errors",
 ];
 
 /// Which shape an entry is in, its body (where name and schema sit), the body's path,
@@ -313,6 +319,16 @@ fn parse_probe(v: Option<(&Value, &str)>) -> Result<Vec<Value>, CatalogError> {
             }),
         Some((_, f)) => Err(err(f, "expected an array of argument objects")),
         None => Ok(Vec::new()),
+    }
+}
+
+/// `errors`: how the tool writes an error in its result ([`ErrorConvention`]).
+fn parse_errors(v: Option<(&Value, &str)>) -> Result<Option<ErrorConvention>, CatalogError> {
+    match v {
+        None => Ok(None),
+        Some((v, f)) => ErrorConvention::from_catalog(v, f)
+            .map(Some)
+            .map_err(|(field, message)| err(field, message)),
     }
 }
 

@@ -14,6 +14,7 @@ mod schema;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use crate::errors::ErrorConvention;
 use crate::hints::Hints;
 use crate::json::Value;
 use crate::serde_bridge::GateJson;
@@ -142,6 +143,8 @@ pub struct ToolSpec {
     /// MCP `annotations` (`readOnlyHint`, `idempotentHint`, ...), kept to show in tool
     /// health; they are hints, not determinism declarations.
     pub annotations: Option<Value>,
+    /// How the tool writes an error in its result, when it says (`errors`).
+    pub errors: Option<ErrorConvention>,
     /// The shape the entry was written in.
     pub dialect: Dialect,
     /// Top-level parameters that name something that must exist: declared
@@ -177,6 +180,9 @@ pub struct Catalog {
     tools: Vec<ToolSpec>,
     by_name: BTreeMap<String, usize>,
     warnings: Vec<CatalogWarning>,
+    /// Whether a tool says how it writes errors (`errors`): a run whose catalog has none
+    /// reads no result for one.
+    error_conventions: bool,
 }
 
 impl Catalog {
@@ -213,6 +219,7 @@ impl Catalog {
         if !problems.is_empty() {
             return Err(CatalogErrors(problems));
         }
+        catalog.error_conventions = catalog.tools.iter().any(|t| t.errors.is_some());
         let undeclared: Vec<&str> = catalog
             .tools
             .iter()
@@ -242,6 +249,11 @@ impl Catalog {
     /// The tool called `name`.
     pub fn get(&self, name: &str) -> Option<&ToolSpec> {
         self.by_name.get(name).map(|&i| &self.tools[i])
+    }
+
+    /// Whether any tool says how it writes errors in its results.
+    pub fn has_error_conventions(&self) -> bool {
+        self.error_conventions
     }
 
     /// Every tool, in catalog order.

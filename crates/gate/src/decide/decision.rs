@@ -256,6 +256,9 @@ pub struct Decision {
     /// Each sample's outcome in input order (a benchmark trial's reward), echoed; absent
     /// when no sample has one.
     pub outcomes: Vec<Option<f64>>,
+    /// Calls answered *not found* for a value nothing before them supplied
+    /// ([`crate::invented`]); they never change the verdict.
+    pub invented_references: Vec<crate::invented::InventedReference>,
 }
 
 impl Decision {

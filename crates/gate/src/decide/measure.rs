@@ -3,6 +3,7 @@
 //! steps of the rule ask (an upstream taint, the modal plan's schema violation, its
 //! referential miss). Kept apart from the rule so the rule reads numbers, never samples.
 
+use crate::invented::InventedReference;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::decision::{
@@ -34,6 +35,7 @@ pub(super) struct Measured<'p> {
     pub(super) warnings: Vec<String>,
     pub(super) label: Option<Label>,
     pub(super) outcomes: Vec<Option<f64>>,
+    pub(super) invented_references: Vec<InventedReference>,
     /// Whether the epoch was fixed for every source the task read (seed condition 4).
     pub(super) epoch_fixed: bool,
     /// The health of the tools the task calls.
@@ -95,6 +97,7 @@ impl<'p> Measured<'p> {
             warnings: self.warnings,
             label: self.label,
             outcomes: self.outcomes,
+            invented_references: self.invented_references,
         }
     }
 
@@ -259,6 +262,7 @@ pub(super) fn measure<'p>(
         warnings: p.warnings.clone(),
         label: p.label,
         outcomes: p.outcomes.clone(),
+        invented_references: p.invented_references.clone(),
         epoch_fixed: p.epoch_fixed,
         tool_states: tools,
         prepared: p,

@@ -27,13 +27,13 @@ mod rule;
 mod tally;
 mod turns;
 
+pub use crate::jcs::path_member;
 pub use decision::{
     Agreement, Decision, DivergentPath, MalformedSample, PlanStep, Reason, SchemaViolation,
     StepAgreement, Verdict,
 };
 pub use health::{ToolState, ToolStates, tool_states};
 pub use options::{InvertedThresholds, Options, Rule};
-pub use paths::path_member;
 pub use prepare::prepare;
 pub use prepared::Prepared;
 pub use prepared_line::PreparedLineError;

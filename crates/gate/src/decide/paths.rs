@@ -7,17 +7,9 @@ use super::decision::{Agreement, DivergentPath};
 use super::prepared::DistinctSample;
 use super::tally::tally;
 use crate::canon::is_prose_form;
-use crate::jcs;
+use crate::jcs::{self, push_member};
 use crate::json::{Object, Value};
 use crate::task::BoundedMemo;
-
-/// One step of a `$.a.b["odd key"]` path: `.name` for plain identifiers, else a
-/// bracketed JSON string, so every path plangate prints reads the same way.
-pub fn path_member(name: &str) -> String {
-    let mut s = String::with_capacity(name.len() + 4);
-    push_member(&mut s, name);
-    s
-}
 
 /// Paths listed in a decision, most scattered first.
 pub(super) const MAX_PATHS: usize = 32;
@@ -198,21 +190,6 @@ fn walk(
 enum Leaf<'a> {
     Text(&'a str),
     Printed(String),
-}
-
-/// Appends [`path_member`]'s step.
-fn push_member(path: &mut String, name: &str) {
-    let plain = !name.is_empty()
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        && !name.starts_with(|c: char| c.is_ascii_digit());
-    if plain {
-        path.push('.');
-        path.push_str(name);
-    } else {
-        path.push('[');
-        jcs::write_string(name, path);
-        path.push(']');
-    }
 }
 
 #[cfg(test)]

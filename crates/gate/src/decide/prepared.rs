@@ -23,6 +23,8 @@ pub struct Prepared {
     pub(super) warnings: Vec<String>,
     /// Each sample's outcome, in input order; empty when no sample has one.
     pub(super) outcomes: Vec<Option<f64>>,
+    /// The task's invented references, found while its calls are at hand.
+    pub(super) invented_references: Vec<crate::invented::InventedReference>,
 }
 
 impl Prepared {

@@ -75,6 +75,7 @@ impl Prepared {
             warnings: self.warnings.clone(),
             malformed: self.malformed.clone(),
             outcomes: self.outcomes.clone(),
+            invented: self.invented_references.clone(),
             args,
             samples,
         };
@@ -140,6 +141,7 @@ impl Prepared {
             malformed: line.malformed,
             warnings: line.warnings,
             outcomes: line.outcomes,
+            invented_references: line.invented,
         })
     }
 }
@@ -158,6 +160,8 @@ struct Line {
     malformed: Vec<MalformedSample>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     outcomes: Vec<Option<f64>>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    invented: Vec<crate::invented::InventedReference>,
     /// Canonical arguments by key id, as RFC 8785 text: equal key ids print equal.
     args: BTreeMap<u32, String>,
     samples: Vec<LineSample>,

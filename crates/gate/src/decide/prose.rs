@@ -4,9 +4,9 @@
 
 use std::sync::Arc;
 
-use super::paths::path_member;
 use crate::catalog::Catalog;
 use crate::hints::Hints;
+use crate::jcs::path_member;
 use crate::json::Value;
 use crate::task::{Arguments, Sample, Task};
 

@@ -85,6 +85,21 @@ pub struct Sample {
     /// false read as 1 and 0), when the input says. Never read by the rule: it is
     /// carried to the decision and counted in the summary (docs/inputs.md, "Outcomes").
     pub outcome: Option<f64>,
+    /// What the conversation said around the calls, for a sample read from messages:
+    /// system and user text and the model's own text, each with the number of calls made
+    /// before it. Empty for a native sample, whose conversation is its calls. Read only
+    /// to tell a value the conversation supplied from one the model invented
+    /// (`crate::invented`).
+    pub said: Vec<Said>,
+}
+
+/// Text a conversation held before call `before` of its sample.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Said {
+    /// How many of the sample's calls were made before it.
+    pub before: usize,
+    /// The text, as written.
+    pub text: String,
 }
 
 /// One tool call of a plan.

@@ -11,7 +11,7 @@ use super::parts::{
     Notes, check_fields, content_value, foreign_call, json_arguments, observed_result, text_of,
     tool_name,
 };
-use super::{Arguments, IdMatching, Observed, Sample, TaskError, err};
+use super::{Arguments, IdMatching, Observed, Said, Sample, TaskError, err};
 use crate::json::{Duplicates, Object, Value, parse_with};
 
 /// A sample read from provider messages: each assistant message's calls are a turn, and
@@ -60,7 +60,37 @@ impl Transcript {
         if made > 0 {
             self.sample.turns.push(made);
         }
+        // The model's text beside its calls supplies nothing to them: it counts for
+        // the calls of later messages.
+        self.say(o.get("content"));
         Ok(())
+    }
+
+    /// Keeps the text of a message's content (a string, or its text blocks) as said
+    /// before the calls still to come.
+    fn say(&mut self, content: Option<&Value>) {
+        let before = self.sample.calls.len();
+        let mut keep = |text: &str| {
+            if !text.is_empty() {
+                self.sample.said.push(Said {
+                    before,
+                    text: text.to_string(),
+                });
+            }
+        };
+        match content {
+            Some(Value::String(s)) => keep(s),
+            Some(Value::Array(blocks)) => {
+                for b in blocks.iter().filter_map(Value::as_object) {
+                    if b.get("type").and_then(Value::as_str) == Some("text")
+                        && let Some(Value::String(t)) = b.get("text")
+                    {
+                        keep(t);
+                    }
+                }
+            }
+            _ => {}
+        }
     }
 
     /// Notes the call about to be pushed as waiting, under its id when it has one; an
@@ -279,6 +309,7 @@ pub(super) fn parse_transcript(
                 )?;
             }
             Some("user") => {
+                t.say(o.get("content"));
                 let Some(Value::Array(blocks)) = o.get("content") else {
                     continue;
                 };
@@ -309,7 +340,7 @@ pub(super) fn parse_transcript(
                     )?;
                 }
             }
-            Some("system" | "developer") => {}
+            Some("system" | "developer") => t.say(o.get("content")),
             _ => {
                 return Err(err(
                     format!("{at}.role"),

@@ -1,0 +1,401 @@
+//! Invented references (docs/design.md, "Invented references"): a call answered *not
+//! found* whose reference value appears nowhere in the conversation before it. Agreement
+//! decides a trajectory as a whole and cannot say that one trial made up an id; this
+//! lists each such call, so a run can say how often a model invents, whatever the
+//! verdict. The list never changes a verdict: the rule decides.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::catalog::Catalog;
+use crate::errors::NOT_FOUND;
+use crate::hints::Hints;
+use crate::jcs::path_member;
+use crate::json::Value;
+use crate::task::{Arguments, Observed, Sample, Task};
+
+/// One call that looked up a value nobody supplied and got *not found*.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct InventedReference {
+    /// The sample (trial), from 0.
+    pub sample: usize,
+    /// The turn within the sample, from 0.
+    pub turn: usize,
+    /// The call within the sample, counted across its turns as written, from 0.
+    pub call: usize,
+    /// The tool called.
+    pub tool: String,
+    /// The argument's path in the call's arguments (`user_id`, `payment[0].id`).
+    pub parameter: String,
+    /// The value the model gave it.
+    pub value: String,
+    /// The error's message.
+    pub error: String,
+}
+
+/// Every invented reference of `task`, sample by sample, in call order.
+pub fn invented_references(task: &Task, catalog: &Catalog) -> Vec<InventedReference> {
+    let mut out = Vec::new();
+    let mut done: Vec<(*const Sample, usize, usize)> = Vec::new();
+    for (i, sample) in task.samples.iter().enumerate() {
+        if !sample.calls.iter().any(is_miss) {
+            continue;
+        }
+        // A sample the reader shared with an earlier one invents what that one did.
+        let ptr = Arc::as_ptr(sample);
+        if let Some(&(_, from, to)) = done.iter().find(|(p, ..)| *p == ptr) {
+            let copies: Vec<InventedReference> = out[from..to]
+                .iter()
+                .map(|r: &InventedReference| InventedReference {
+                    sample: i,
+                    ..r.clone()
+                })
+                .collect();
+            out.extend(copies);
+            continue;
+        }
+        let from = out.len();
+        of_sample(i, sample, catalog, &mut out);
+        done.push((ptr, from, out.len()));
+    }
+    out
+}
+
+/// A run's invented references counted: in all, by the tasks and samples that have
+/// them, by tool, and by model when the input names its model. Kept in a resumable
+/// run's checkpoints, and added up across shards.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct InventedCount {
+    /// Invented references in all.
+    pub references: u64,
+    /// Tasks with at least one.
+    pub tasks: u64,
+    /// Samples with at least one.
+    pub samples: u64,
+    /// References by tool; past [`COUNTED_NAMES`] tools, under `"(others)"`.
+    pub by_tool: BTreeMap<String, u64>,
+    /// References by the model that wrote the samples, when the input names it.
+    pub by_model: BTreeMap<String, u64>,
+}
+
+/// Distinct names a count keeps apart, so a run over many tools stays small.
+pub const COUNTED_NAMES: usize = 64;
+
+impl InventedCount {
+    /// Counts one task's references; `model` wrote its samples, when known.
+    pub fn add(&mut self, refs: &[InventedReference], model: Option<&str>) {
+        if refs.is_empty() {
+            return;
+        }
+        self.references += refs.len() as u64;
+        self.tasks += 1;
+        let mut samples: Vec<usize> = refs.iter().map(|r| r.sample).collect();
+        samples.dedup();
+        self.samples += samples.len() as u64;
+        for r in refs {
+            bump(&mut self.by_tool, &r.tool, 1);
+        }
+        if let Some(m) = model {
+            bump(&mut self.by_model, m, refs.len() as u64);
+        }
+    }
+
+    /// Adds another part's count (a shard's, a checkpoint's).
+    pub fn merge(&mut self, other: &InventedCount) {
+        self.references += other.references;
+        self.tasks += other.tasks;
+        self.samples += other.samples;
+        for (k, v) in &other.by_tool {
+            bump(&mut self.by_tool, k, *v);
+        }
+        for (k, v) in &other.by_model {
+            bump(&mut self.by_model, k, *v);
+        }
+    }
+
+    /// One sentence for a run's summary, or None when there were none.
+    pub fn line(&self) -> Option<String> {
+        if self.references == 0 {
+            return None;
+        }
+        let mut tools: Vec<(&String, &u64)> = self.by_tool.iter().collect();
+        tools.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        let named: Vec<String> = (tools.iter().take(3))
+            .map(|(t, n)| format!("{t:?} {n}"))
+            .collect();
+        let models = match self.by_model.len() {
+            0 => String::new(),
+            _ => format!(
+                "; by model: {}",
+                (self.by_model.iter())
+                    .map(|(m, n)| format!("{m} {n}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        Some(format!(
+            "{} invented reference(s) in {} sample(s) of {} task(s): a call answered not found \
+             for a value nothing before it supplied (by tool: {}{}){models}; they do not change \
+             a verdict",
+            self.references,
+            self.samples,
+            self.tasks,
+            named.join(", "),
+            if tools.len() > 3 { ", ..." } else { "" },
+        ))
+    }
+}
+
+fn bump(map: &mut BTreeMap<String, u64>, name: &str, by: u64) {
+    let key = if map.contains_key(name) || map.len() < COUNTED_NAMES {
+        name
+    } else {
+        "(others)"
+    };
+    *map.entry(key.to_string()).or_default() += by;
+}
+
+fn is_miss(c: &crate::task::Call) -> bool {
+    matches!(&c.observed, Observed::Error { kind, .. } if kind == NOT_FOUND)
+}
+
+fn of_sample(i: usize, sample: &Sample, catalog: &Catalog, out: &mut Vec<InventedReference>) {
+    for (turn, range) in sample.turn_ranges().into_iter().enumerate() {
+        for j in range.clone() {
+            let call = &sample.calls[j];
+            let Observed::Error { kind, message } = &call.observed else {
+                continue;
+            };
+            let Arguments::Json(args) = &call.arguments else {
+                continue;
+            };
+            if kind != NOT_FOUND {
+                continue;
+            }
+            let hints = catalog.get(&call.tool).map(|t| &t.hints);
+            for (parameter, value) in references(args, hints, message) {
+                if supplied(sample, range.start, &value) {
+                    continue;
+                }
+                out.push(InventedReference {
+                    sample: i,
+                    turn,
+                    call: j,
+                    tool: call.tool.clone(),
+                    parameter,
+                    value,
+                    error: message.clone(),
+                });
+            }
+        }
+    }
+}
+
+/// A string argument: its path, its key's name, the value, and whether it looks like a
+/// reference (an id-like name, or an `id` or `must_exist` hint).
+struct Leaf {
+    path: String,
+    name: String,
+    value: String,
+    id_like: bool,
+}
+
+/// The arguments a miss is about: those the error names (by name or value), or else
+/// every id-like string argument.
+fn references(args: &Value, hints: Option<&Hints>, message: &str) -> Vec<(String, String)> {
+    let mut leaves = Vec::new();
+    walk(args, hints, String::new(), "", &mut leaves);
+    let named: Vec<&Leaf> = (leaves.iter())
+        .filter(|l| {
+            !l.value.is_empty() && (message.contains(&l.value) || message.contains(&l.name))
+        })
+        .collect();
+    let chosen: Vec<&Leaf> = if named.is_empty() {
+        leaves.iter().filter(|l| l.id_like).collect()
+    } else {
+        named
+    };
+    (chosen.into_iter())
+        .filter(|l| !l.value.is_empty())
+        .map(|l| (l.path.clone(), l.value.clone()))
+        .collect()
+}
+
+fn walk(v: &Value, hints: Option<&Hints>, path: String, name: &str, out: &mut Vec<Leaf>) {
+    match v {
+        Value::String(s) => out.push(Leaf {
+            id_like: id_like(name)
+                || hints.is_some_and(|h| h.must_exist() || h.resolver().is_some()),
+            path,
+            name: name.to_string(),
+            value: s.clone(),
+        }),
+        Value::Object(o) => {
+            for (k, sub) in o.iter() {
+                let at = if path.is_empty() {
+                    path_member(k).trim_start_matches('.').to_string()
+                } else {
+                    format!("{path}{}", path_member(k))
+                };
+                walk(sub, hints.map(|h| h.property(k)), at, k, out);
+            }
+        }
+        Value::Array(items) => {
+            for (k, sub) in items.iter().enumerate() {
+                walk(
+                    sub,
+                    hints.map(Hints::items),
+                    format!("{path}[{k}]"),
+                    name,
+                    out,
+                );
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A parameter named `id`, or ending in `id`, `_id` or `Id`.
+fn id_like(name: &str) -> bool {
+    name.ends_with("id") || name.ends_with("Id")
+}
+
+/// Whether `value`'s exact text occurs in what the sample's conversation held before
+/// the turn that starts at call `start`: what was said (system, user, the model's text
+/// of earlier messages) and the arguments and results of the calls of earlier turns.
+fn supplied(sample: &Sample, start: usize, value: &str) -> bool {
+    let said = (sample.said.iter())
+        .take_while(|s| s.before <= start)
+        .any(|s| s.text.contains(value));
+    said || sample.calls[..start].iter().any(|c| {
+        let args = match &c.arguments {
+            Arguments::Json(v) => crate::jcs::to_string(v).contains(value) || holds(v, value),
+            Arguments::Malformed(text) => text.contains(value),
+        };
+        args || match &c.observed {
+            Observed::Missing => false,
+            Observed::Result(p) => match p.text() {
+                Some(t) => t.contains(value) || holds(p.value(), value),
+                None => holds(p.value(), value),
+            },
+            Observed::Error { message, .. } => message.contains(value),
+            Observed::Bytes(b) => String::from_utf8_lossy(b).contains(value),
+        }
+    })
+}
+
+/// Whether a string in `v` (a key or a value) holds `value`: JSON text escapes what a
+/// string holds, so a value with a quote in it is looked for in the strings themselves.
+fn holds(v: &Value, value: &str) -> bool {
+    match v {
+        Value::String(s) => s.contains(value),
+        Value::Array(items) => items.iter().any(|x| holds(x, value)),
+        Value::Object(o) => o.iter().any(|(k, x)| k.contains(value) || holds(x, value)),
+        Value::Number(n) => n.lexeme().contains(value),
+        Value::Null | Value::Bool(_) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::task::parse_task_line;
+
+    fn catalog() -> Catalog {
+        Catalog::from_value(
+            &crate::json::parse(
+                r#"{"tools":[{"name":"get_user","deterministic":true,"parameters":{"type":"object","properties":{"user_id":{"type":"string"}}}},
+                {"name":"lookup","deterministic":true,"parameters":{"type":"object","properties":{"who":{"type":"string","x-plangate":{"must_exist":true}},"note":{"type":"string"}}}}]}"#,
+            )
+            .unwrap(),
+        )
+        .unwrap()
+    }
+
+    fn found(line: &str) -> Vec<(usize, usize, usize, String, String)> {
+        let t = parse_task_line(line.as_bytes()).unwrap();
+        invented_references(&t, &catalog())
+            .into_iter()
+            .map(|r| (r.sample, r.turn, r.call, r.parameter, r.value))
+            .collect()
+    }
+
+    const MISS: &str = r#""error":{"kind":"not_found","message":"no such user"}"#;
+
+    /// A native line's conversation is its calls: a value an earlier result gave is
+    /// supplied, one nothing gave is invented.
+    #[test]
+    fn native_lines_look_at_earlier_calls() {
+        let line = format!(
+            r#"{{"task_id":"t","samples":[
+              {{"calls":[{{"tool":"get_user","arguments":{{"user_id":"u_9"}},{MISS}}}]}},
+              {{"calls":[{{"tool":"find","arguments":{{"q":"Ada"}},"result":{{"id":"u_2"}}}},
+                         {{"tool":"get_user","arguments":{{"user_id":"u_2"}},{MISS}}}]}},
+              {{"calls":[{{"tool":"get_user","arguments":{{"user_id":"u_9"}},{MISS}}}]}}]}}"#
+        )
+        .replace('\n', "");
+        assert_eq!(
+            found(&line),
+            [
+                (0, 0, 0, "user_id".into(), "u_9".into()),
+                (2, 0, 0, "user_id".into(), "u_9".into())
+            ]
+        );
+    }
+
+    /// A transcript's system and user text and the model's earlier text supply values;
+    /// the model's text beside the call itself does not; an error that is not a miss is
+    /// never listed.
+    #[test]
+    fn transcripts_look_at_what_was_said_before() {
+        let call = |id: &str, user: &str| {
+            format!(
+                r#"{{"messages":[{{"role":"system","content":"Airline agent."}},{{"role":"user","content":"{user}"}},{{"role":"assistant","content":"Looking up {id}.","tool_calls":[{{"id":"c1","type":"function","function":{{"name":"get_user","arguments":"{{\"user_id\":\"{id}\"}}"}}}}]}},{{"role":"tool","tool_call_id":"c1","content":"{{\"error\":1}}"}}]}}"#
+            )
+        };
+        let with_error = |sample: String, kind: &str| {
+            let line = format!(r#"{{"task_id":"t","samples":[{sample}]}}"#);
+            let mut t = parse_task_line(line.as_bytes()).unwrap();
+            Arc::make_mut(&mut t.samples[0]).calls[0].observed = Observed::Error {
+                kind: kind.into(),
+                message: "Error: user not found".into(),
+            };
+            invented_references(&t, &catalog())
+        };
+        assert_eq!(with_error(call("u_42", "I am u_42"), NOT_FOUND), []);
+        assert_eq!(with_error(call("U_42", "I am u_42"), NOT_FOUND).len(), 1);
+        let r = &with_error(call("mei_brown_123", "I am Mei Brown"), NOT_FOUND)[0];
+        assert_eq!(
+            (
+                r.turn,
+                r.call,
+                r.tool.as_str(),
+                r.parameter.as_str(),
+                r.value.as_str()
+            ),
+            (0, 0, "get_user", "user_id", "mei_brown_123")
+        );
+        assert_eq!(r.error, "Error: user not found");
+        assert_eq!(with_error(call("mei_brown_123", "hi"), "tool_error"), []);
+    }
+
+    /// The parameter the error names is the one listed; else id-like names and hints.
+    #[test]
+    fn the_parameter_is_the_named_one_or_an_id() {
+        let line = format!(
+            r#"{{"task_id":"t","samples":[{{"calls":[
+              {{"tool":"lookup","arguments":{{"who":"zed","note":"x"}},{MISS}}},
+              {{"tool":"pay","arguments":{{"user_id":"u_1","pay":[{{"payment_id":"cc_7"}}],"note":"hi"}},"error":{{"kind":"not_found","message":"method cc_7 not found"}}}},
+              {{"tool":"pay","arguments":{{"orderId":"o_1","name":"Bo"}},{MISS}}}]}}]}}"#
+        )
+        .replace('\n', "");
+        assert_eq!(
+            found(&line),
+            [
+                (0, 0, 0, "who".into(), "zed".into()),
+                (0, 1, 1, "pay[0].payment_id".into(), "cc_7".into()),
+                (0, 2, 2, "orderId".into(), "o_1".into())
+            ]
+        );
+    }
+}
