@@ -91,3 +91,6 @@ mod typed;
 // `plangate serve` on loopback: /v1/decide against score, limits, the token, metrics,
 // a graceful stop, and the OpenAI-compatible proxy in front of a recorded upstream.
 mod serve;
+// The warm gate behind `plangate serve`: /v1/eval held to `plangate eval --epoch`,
+// fresh epochs, witnesses across requests, and the proxy executing a step's calls.
+mod serve_warm;

@@ -20,20 +20,26 @@ use crate::tools::repo;
 
 /// One HTTP answer.
 #[derive(Debug)]
-struct Reply {
-    status: u16,
-    headers: BTreeMap<String, String>,
-    body: String,
+pub(crate) struct Reply {
+    pub(crate) status: u16,
+    pub(crate) headers: BTreeMap<String, String>,
+    pub(crate) body: String,
 }
 
 impl Reply {
-    fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("{e}: {}", self.body))
     }
 }
 
 /// One request on its own connection (`Connection: close`), read to the end.
-fn http(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Reply {
+pub(crate) fn http(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Reply {
     let mut s = TcpStream::connect(addr).expect("connect");
     s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
     let mut head = format!(
@@ -90,15 +96,15 @@ fn unchunk(mut s: &str) -> String {
 }
 
 /// A running `plangate serve`, stopped (SIGTERM) when dropped.
-struct Serving {
+pub(crate) struct Serving {
     child: Child,
-    addr: String,
+    pub(crate) addr: String,
     stderr: Arc<Mutex<String>>,
 }
 
 impl Serving {
     /// Starts the server on a port the system picks and waits for it to say where.
-    fn start(args: &[&str], env: &[(&str, &str)]) -> Serving {
+    pub(crate) fn start(args: &[&str], env: &[(&str, &str)]) -> Serving {
         let mut child = Command::new(env!("CARGO_BIN_EXE_plangate"))
             .current_dir(repo())
             .arg("serve")
@@ -140,12 +146,12 @@ impl Serving {
         }
     }
 
-    fn post(&self, path: &str, body: &str) -> Reply {
+    pub(crate) fn post(&self, path: &str, body: &str) -> Reply {
         http(&self.addr, "POST", path, &[], body.as_bytes())
     }
 
     /// SIGTERM, then the exit code and what it said.
-    fn stop(mut self) -> (i32, String) {
+    pub(crate) fn stop(mut self) -> (i32, String) {
         let pid = self.child.id().to_string();
         assert!(
             Command::new("kill")
@@ -310,16 +316,16 @@ fn a_public_address_needs_a_token() {
 }
 
 /// The requests a recorded upstream saw: each one's `Authorization` and body.
-type Seen = Arc<Mutex<Vec<(Option<String>, Value)>>>;
+pub(crate) type Seen = Arc<Mutex<Vec<(Option<String>, Value)>>>;
 
 /// A recorded upstream: an OpenAI-compatible server on loopback answering each step
 /// (keyed by the last message's text) with the next of its recorded choices, at most
 /// `cap` per request whatever `n` asks, so the proxy must top up. It stops when the
 /// test drops it, or after two minutes.
-struct Recorded {
+pub(crate) struct Recorded {
     addr: String,
     stop: Arc<AtomicBool>,
-    requests: Seen,
+    pub(crate) requests: Seen,
 }
 
 impl Drop for Recorded {
@@ -329,7 +335,7 @@ impl Drop for Recorded {
 }
 
 impl Recorded {
-    fn start(steps: BTreeMap<String, Vec<Value>>, cap: usize) -> Recorded {
+    pub(crate) fn start(steps: BTreeMap<String, Vec<Value>>, cap: usize) -> Recorded {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         listener.set_nonblocking(true).unwrap();
         let addr = listener.local_addr().unwrap().to_string();
@@ -357,7 +363,7 @@ impl Recorded {
         }
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://{}/v1", self.addr)
     }
 }
@@ -476,7 +482,7 @@ fn bfcl(id: &str, which: &str) -> (Value, Vec<Value>) {
     (Value::Array(tools), choices)
 }
 
-fn chat(user: &str, tools: &Value, extra: Value) -> String {
+pub(crate) fn chat(user: &str, tools: &Value, extra: Value) -> String {
     let mut body = json!({"model": "recorded", "temperature": 1.0,
         "messages": [{"role": "user", "content": user}], "tools": tools});
     if let (Value::Object(b), Value::Object(e)) = (&mut body, extra) {

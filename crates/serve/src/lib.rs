@@ -1,7 +1,8 @@
 //! `plangate serve` as a library (docs/serve.md): a gate behind a JSON API
-//! (`/v1/decide`, `/v1/health`, `/metrics`) and, with an upstream model, an
-//! OpenAI-compatible proxy that asks for N choices, judges them as one task's samples
-//! and answers with one step, or none.
+//! (`/v1/decide`, `/v1/health`, `/metrics`), a warm gate that executes calls in one
+//! pinned epoch (`/v1/eval`, `/v1/epoch`) and, with an upstream model, an
+//! OpenAI-compatible proxy that asks for N choices, executes and judges them as one
+//! task's samples and answers with one step, or none.
 //!
 //! The HTTP side runs on tokio (axum over hyper); deciding runs on blocking threads,
 //! never on the runtime's workers. The crate prints nothing and picks no exit code: it
@@ -10,7 +11,9 @@
 mod app;
 mod chat;
 mod decide;
+mod epochs;
 mod error;
+mod eval;
 mod judge;
 mod metrics;
 mod out;
@@ -18,6 +21,7 @@ mod reply;
 mod server;
 mod upstream;
 
+pub use epochs::WarmConfig;
 pub use error::ServeError;
 pub use out::SYNC_EVERY;
 pub use server::{Config, Served, Server};
