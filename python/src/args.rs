@@ -250,7 +250,7 @@ fn manifest_of(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<EpochManife
     let (name, bytes) = if value.cast::<pyo3::types::PyDict>().is_ok() {
         ("<dict>".to_string(), dumps::line(py, value)?)
     } else {
-        let path: PathBuf = args::path_of(value, "epoch")?;
+        let path: PathBuf = path_of(value, "epoch")?;
         let bytes = std::fs::read(&path).map_err(|e| {
             PlangateError::new_err(format!(
                 "failed to read epoch manifest {}: {e}",

@@ -7,7 +7,6 @@
 //! With `retry_deferred`, the defer path's rounds follow on the same thread.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -17,16 +16,14 @@ use plangate_gate::calibration::Calibration;
 use plangate_gate::record::BadLine;
 use plangate_gate::task::{RunNotes, Task, parse_task_line};
 use plangate_harness::{
-    EvalOptions, EvalRecord, EvalRun, Finished, HarnessError, LimitsGiven, LineOutcome, Retries,
-    World, WorldOptions,
+    EvalRecord, EvalRun, Finished, HarnessError, LimitsGiven, LineOutcome, Retries, World,
 };
-use plangate_sandbox::EpochManifest;
 use pyo3::prelude::*;
 
+use crate::PlangateError;
 use crate::args::{self, Thresholds, chain};
 use crate::pickled::{Loads, Pickler};
 use crate::samples::{After, Input};
-use crate::{PlangateError, dumps};
 use plangate_harness::trials::place;
 
 /// Runs the whole evaluation; returns a dict: `decisions` (the records `plangate eval`

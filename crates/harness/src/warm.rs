@@ -483,26 +483,6 @@ impl WarmGate {
         self.classify(&executed, &changed)
     }
 
-    /// One samples line executed and decided at once (a server's `/v1/eval`, the
-    /// Python package's `Gate.eval`): the record `plangate eval` writes for it, with
-    /// this epoch's id; or, for a line that is not a task, its bad-line record (`Err`).
-    /// Blocks.
-    pub fn eval_line(&self, line: &[u8]) -> Result<(Decision, String), String> {
-        let task = plangate_gate::task::parse_task_line(line)
-            .map_err(|e| plangate_gate::score::bad_line_record(1, &e))?;
-        let decision = self.decide_at_once(task);
-        let mut text = String::new();
-        plangate_gate::record::Record::emit(
-            &crate::record::EvalRecord {
-                decision: &decision,
-                epoch_id: self.epoch_id(),
-                history: None,
-            },
-            &mut plangate_gate::record::Json::new(&mut text),
-        );
-        Ok((decision, text))
-    }
-
     /// Each live mount's digest now, by guest path; `None` when one cannot be read.
     fn live_digests(&self) -> Option<BTreeMap<String, String>> {
         let checks = self.world.epoch().recheck_live().ok()?;

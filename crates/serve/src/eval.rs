@@ -12,11 +12,11 @@ use axum::response::Response;
 
 use crate::app::{App, error, json};
 use crate::decide::trim_line_end;
-use crate::epochs::{Epochs, RenewError};
+use crate::epochs::RenewError;
 
 pub(crate) async fn eval(State(app): State<Arc<App>>, body: Body) -> Response {
-    if let Err(r) = app.warm() {
-        return r;
+    if app.epochs.is_none() {
+        return app.cold();
     }
     let line = match app.body(body).await {
         Ok(b) => b,
@@ -34,8 +34,8 @@ pub(crate) async fn eval(State(app): State<Arc<App>>, body: Body) -> Response {
 }
 
 pub(crate) async fn epoch(State(app): State<Arc<App>>) -> Response {
-    if let Err(r) = app.warm() {
-        return r;
+    if app.epochs.is_none() {
+        return app.cold();
     }
     let worker = app.clone();
     let renewed = tokio::task::spawn_blocking(move || {
@@ -70,18 +70,16 @@ pub(crate) async fn epoch(State(app): State<Arc<App>>) -> Response {
 }
 
 impl App {
-    /// The warm gate's epochs, or the answer for a server that has none.
-    pub(crate) fn warm(&self) -> Result<&Epochs, Response> {
-        self.epochs.as_ref().ok_or_else(|| {
-            error(
-                StatusCode::NOT_FOUND,
-                "no_warm_gate",
-                &format!(
-                    "this server executes nothing, so /v1/eval and /v1/epoch are not served: {}",
-                    self.cold_because
-                ),
-            )
-        })
+    /// The answer of a server without a warm gate to what needs one.
+    fn cold(&self) -> Response {
+        error(
+            StatusCode::NOT_FOUND,
+            "no_warm_gate",
+            &format!(
+                "this server executes nothing, so /v1/eval and /v1/epoch are not served: {}",
+                self.cold_because
+            ),
+        )
     }
 
     /// Executes one line in the current epoch and decides it at once, as `plangate
