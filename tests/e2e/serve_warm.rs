@@ -310,7 +310,7 @@ fn choices(n: usize, tool: &str, args: &Value) -> Vec<Value> {
 /// (agreement alone would accept); the same step after a conversation whose earlier
 /// tool result holds `u_0999` only defers; a step on a tool misdeclared deterministic,
 /// deferred for its quarantine, is executed again in a fully pinned epoch and its
-/// record carries `history`.
+/// record carries `history`; a tool only the request offers is judged on its arguments.
 #[test]
 fn the_proxy_executes_a_steps_calls() {
     build_tools();
@@ -320,11 +320,13 @@ fn the_proxy_executes_a_steps_calls() {
     });
     let invented = choices(6, "get_user", &json!({"user_id": "u_0999"}));
     let random = choices(6, "random_sample", &json!({"collection": "users", "k": 3}));
+    let mail = choices(6, "send_email", &json!({"to": "ada@example.com"}));
     let upstream = Recorded::start(
         BTreeMap::from([
             ("invented".to_string(), invented.clone()),
             ("seen before".to_string(), invented),
             ("random".to_string(), random),
+            ("mail".to_string(), mail),
         ]),
         6,
     );
@@ -367,6 +369,25 @@ fn the_proxy_executes_a_steps_calls() {
     assert_eq!(history[0]["decision"], "defer", "{record}");
     assert_ne!(history[0]["epoch_id"], record["epoch_id"], "{record}");
     assert_eq!(record["decision"], "accept", "{record}");
+    // A tool only the request offers runs nowhere: judged on its arguments, accepted
+    // when the choices agree, as without a warm gate.
+    let mut offered = tools.as_array().unwrap().clone();
+    offered.push(
+        json!({"type": "function", "function": {"name": "send_email",
+        "parameters": {"type": "object", "properties": {"to": {"type": "string"}}}}}),
+    );
+    let mailed = server.post(
+        "/v1/chat/completions",
+        &chat("mail", &Value::Array(offered), json!({})),
+    );
+    assert_eq!(mailed.status, 200, "{}", mailed.body);
+    let m = mailed.json();
+    assert_eq!(m["plangate"]["decision"], "accept", "{m}");
+    assert_eq!(
+        m["plangate"]["reasons"],
+        json!(["arguments_agree", "no_deterministic_step"]),
+        "{m}"
+    );
     let (code, stderr) = server.stop();
     assert_eq!(code, exit::OK, "{stderr}");
 }
