@@ -5,6 +5,10 @@ released; these are its public names, with the defaults of the ``plangate`` CLI.
     import plangate
     for record in plangate.score("catalog.json", "samples.jsonl"):
         print(record["task_id"], record["decision"])
+
+In an agent's loop, ``plangate.Gate(catalog)`` pins one epoch and probes its tools
+once; ``gate.eval(task)`` then executes one task's calls in it and decides at once
+with the tool health known so far (the records ``plangate serve`` answers).
 """
 
 from __future__ import annotations
@@ -13,12 +17,13 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Literal, Mapping, Union
 
-from ._plangate import CatalogError, PlangateError, Scores, dumps
+from ._plangate import CatalogError, Gate, PlangateError, Scores, dumps
 from ._plangate import eval as _eval
 
 __all__ = [
     "CatalogError",
     "EvalResult",
+    "Gate",
     "PlangateError",
     "Scores",
     "dumps",

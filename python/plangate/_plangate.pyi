@@ -28,6 +28,34 @@ class Scores(Iterator[dict[str, Any]]):
     def __next__(self) -> dict[str, Any]: ...
     def __repr__(self) -> str: ...
 
+class Gate:
+    def __init__(
+        self,
+        catalog: str | os.PathLike[str] | bytes | Mapping[str, Any] | list[Any],
+        *,
+        base_dir: str | os.PathLike[str] | None = ...,
+        epoch: str | os.PathLike[str] | Mapping[str, Any] | None = ...,
+        quarantine: str | os.PathLike[str] | None = ...,
+        seed: int = ...,
+        probe_runs: int = ...,
+        jobs: int | None = ...,
+        arg_accept: float | int | str | None = ...,
+        arg_reject: float | int | str | None = ...,
+        result_accept: float | int | str | None = ...,
+        result_suspect: float | int | str | None = ...,
+        min_samples: int | None = ...,
+        fuel: int | None = ...,
+        memory_mb: int | None = ...,
+        timeout_ms: int | None = ...,
+        output_bytes: int | None = ...,
+        remember_calls: int = ...,
+    ) -> None: ...
+    @property
+    def epoch_id(self) -> str: ...
+    def eval(self, task: Mapping[str, Any] | str | bytes) -> dict[str, Any]: ...
+    def decide(self, task: Mapping[str, Any] | str | bytes) -> dict[str, Any]: ...
+    def health(self) -> dict[str, Any]: ...
+
 def dumps(obj: Any) -> str: ...
 def eval(
     catalog: str | os.PathLike[str] | bytes | Mapping[str, Any] | list[Any],

@@ -13,7 +13,10 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
-use crate::{CatalogError, dumps};
+use plangate_harness::{EvalOptions, LimitsGiven, WorldOptions};
+use plangate_sandbox::EpochManifest;
+
+use crate::{CatalogError, PlangateError, dumps};
 
 /// The catalog as given, and the folder its relative module paths are read against
 /// (a file's own folder; else the current one).
@@ -170,4 +173,92 @@ pub(crate) fn open_samples(path: &Path) -> PyResult<std::io::BufReader<std::fs::
         ))
     })?;
     Ok(std::io::BufReader::with_capacity(1 << 16, f))
+}
+
+/// The keywords every call that executes tools shares (`plangate.eval`, `plangate.Gate`),
+/// as the CLI's `eval` flags are: where the catalog's paths are read from, the epoch to
+/// replay, an earlier quarantine, the seed, probes, jobs, thresholds and limits.
+pub(crate) struct RunArgs<'a, 'py> {
+    pub(crate) base_dir: Option<&'a Bound<'py, PyAny>>,
+    pub(crate) epoch: Option<&'a Bound<'py, PyAny>>,
+    pub(crate) quarantine: Option<&'a Bound<'py, PyAny>>,
+    pub(crate) seed: u64,
+    pub(crate) probe_runs: usize,
+    pub(crate) jobs: Option<usize>,
+    pub(crate) thresholds: Thresholds<'py>,
+    pub(crate) limits: LimitsGiven,
+}
+
+/// [`RunArgs`] read and checked.
+pub(crate) struct Settled {
+    /// The folder the catalog's module and mount paths are read against.
+    pub(crate) base: PathBuf,
+    /// The epoch to replay, if any.
+    pub(crate) manifest: Option<EpochManifest>,
+    pub(crate) world: WorldOptions,
+    pub(crate) eval: EvalOptions,
+}
+
+impl RunArgs<'_, '_> {
+    /// Reads and checks every keyword, as the CLI reads its flags.
+    pub(crate) fn settle(self, py: Python<'_>, loaded: &LoadedCatalog) -> PyResult<Settled> {
+        let decide = self.thresholds.options()?;
+        let limits = self
+            .limits
+            .limits()
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let base = match self.base_dir {
+            Some(d) => path_of(d, "base_dir")?,
+            None => loaded.dir.clone(),
+        };
+        let manifest = self.epoch.map(|e| manifest_of(py, e)).transpose()?;
+        let quarantine = match self.quarantine {
+            Some(q) => {
+                let path = path_of(q, "quarantine")?;
+                Some(
+                    plangate_harness::read_quarantine(&path)
+                        .map_err(|e| PlangateError::new_err(chain(&e)))?,
+                )
+            }
+            None => None,
+        };
+        let mut eval = EvalOptions {
+            probe_runs: self.probe_runs,
+            decide,
+            quarantine,
+            ..EvalOptions::default()
+        };
+        if let Some(j) = self.jobs {
+            eval.jobs = jobs(Some(j))?;
+        }
+        let world = WorldOptions {
+            random_seed: self.seed,
+            limits,
+            ..WorldOptions::default()
+        };
+        Ok(Settled {
+            base,
+            manifest,
+            world,
+            eval,
+        })
+    }
+}
+
+/// An epoch manifest from a dict, JSON text or a file (what `--write-epoch` wrote).
+fn manifest_of(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<EpochManifest> {
+    let (name, bytes) = if value.cast::<pyo3::types::PyDict>().is_ok() {
+        ("<dict>".to_string(), dumps::line(py, value)?)
+    } else {
+        let path: PathBuf = path_of(value, "epoch")?;
+        let bytes = std::fs::read(&path).map_err(|e| {
+            PlangateError::new_err(format!(
+                "failed to read epoch manifest {}: {e}",
+                path.display()
+            ))
+        })?;
+        (path.display().to_string(), bytes)
+    };
+    serde_json::from_slice(&bytes)
+        .map_err(|e| PlangateError::new_err(format!("failed to parse epoch manifest {name}: {e}")))
 }

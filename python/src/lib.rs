@@ -1,6 +1,6 @@
 //! `plangate._plangate`, the native half of the `plangate` Python package: the gate's
-//! `score` over an iterator of records and the harness's whole `eval` run, called
-//! in-process. The public names, docstrings and stubs are in `python/plangate/`.
+//! `score` over an iterator of records, the harness's whole `eval` run, and a warm
+//! `Gate` deciding task after task in one epoch, called in-process. The public names, docstrings and stubs are in `python/plangate/`.
 
 use mimalloc::MiMalloc;
 use pyo3::prelude::*;
@@ -8,6 +8,7 @@ use pyo3::prelude::*;
 mod args;
 mod dumps;
 mod eval;
+mod gate;
 mod pickled;
 mod samples;
 mod score;
@@ -56,6 +57,7 @@ fn _plangate(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("PlangateError", m.py().get_type::<PlangateError>())?;
     m.add("CatalogError", m.py().get_type::<CatalogError>())?;
     m.add_class::<score::Scores>()?;
+    m.add_class::<gate::Gate>()?;
     m.add_function(wrap_pyfunction!(dumps_text, m)?)?;
     m.add_function(wrap_pyfunction!(load_records, m)?)?;
     m.add_function(wrap_pyfunction!(eval::eval, m)?)?;

@@ -100,3 +100,6 @@ mod serve_anthropic;
 // An agent framework from PyPI (OpenAI's Agents SDK) running its own loop through
 // `plangate serve --upstream`.
 mod serve_agents;
+// The warm gate behind `plangate serve`: /v1/eval held to `plangate eval --epoch`,
+// fresh epochs, witnesses across requests, and the proxy executing a step's calls.
+mod serve_warm;

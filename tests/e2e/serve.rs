@@ -531,7 +531,7 @@ pub(crate) fn bfcl(id: &str, which: &str) -> (Value, Vec<Value>) {
     (Value::Array(tools), choices)
 }
 
-fn chat(user: &str, tools: &Value, extra: Value) -> String {
+pub(crate) fn chat(user: &str, tools: &Value, extra: Value) -> String {
     let mut body = json!({"model": "recorded", "temperature": 1.0,
         "messages": [{"role": "user", "content": user}], "tools": tools});
     if let (Value::Object(b), Value::Object(e)) = (&mut body, extra) {

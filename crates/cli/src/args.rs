@@ -9,6 +9,7 @@ use plangate_gate::decide::{Options, Rule};
 use plangate_gate::seed::SeedOptions;
 use plangate_gate::stats::Ratio;
 use plangate_gate::task::Task;
+use plangate_harness::{EvalOptions, WorldOptions};
 use plangate_report::plan::OutputPlan;
 use plangate_sandbox::Limits;
 
@@ -175,6 +176,62 @@ impl LimitArgs {
             output_bytes: Some(self.output_bytes),
         }
         .limits()
+    }
+}
+
+/// How a command that executes tools pins its epoch and starts its tools' health
+/// (`eval`, and `serve`'s warm gate), so both take the same flags.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct ExecArgs {
+    /// Replay this epoch manifest instead of pinning a new epoch.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) epoch: Option<PathBuf>,
+    /// Save the epoch manifest used, to replay the run later.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) write_epoch: Option<PathBuf>,
+    /// Start from an earlier run's tool-health file: its quarantined tools stay quarantined.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) quarantine: Option<PathBuf>,
+    /// A new epoch's random seed.
+    #[arg(long, default_value_t = 0)]
+    pub(crate) seed: u64,
+    /// Calls per probe argument for tools declared deterministic (0 skips the probe:
+    /// every tool stays unverified, so nothing can be rejected).
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    pub(crate) probe_runs: usize,
+    /// Worker threads executing calls (default: one per core).
+    #[arg(long, value_name = "N", value_parser = jobs)]
+    pub(crate) jobs: Option<usize>,
+    #[command(flatten)]
+    pub(crate) limits: LimitArgs,
+}
+
+impl ExecArgs {
+    /// The epoch's options (the manifest to replay is read by the caller) and how its
+    /// tools are probed, executed and decided with `thresholds`; `--quarantine` read.
+    pub(crate) fn options(
+        &self,
+        thresholds: &ThresholdArgs,
+    ) -> anyhow::Result<(WorldOptions, EvalOptions)> {
+        let world = WorldOptions {
+            random_seed: self.seed,
+            limits: self.limits.limits()?,
+            ..WorldOptions::default()
+        };
+        let mut eval = EvalOptions {
+            probe_runs: self.probe_runs,
+            decide: thresholds.options(),
+            quarantine: self
+                .quarantine
+                .as_deref()
+                .map(plangate_harness::read_quarantine)
+                .transpose()?,
+            ..EvalOptions::default()
+        };
+        if let Some(j) = self.jobs {
+            eval.jobs = j;
+        }
+        Ok((world, eval))
     }
 }
 

@@ -16,12 +16,11 @@ use plangate_gate::baseline::naive;
 use plangate_gate::decide::prose_like;
 use plangate_gate::task::{Task, parse_task_line};
 use plangate_harness::{
-    Earlier, Eval, EvalOptions, EvalRun, Journal, JournalHeader, PreparedBatch, Retries,
-    RetryReport, World, WorldOptions, read_quarantine,
+    Earlier, Eval, EvalRun, Journal, JournalHeader, PreparedBatch, Retries, RetryReport, World,
 };
 use plangate_report::plan::{Evidence, OutputPlan};
 
-use crate::args::{Baseline, IoArgs, LimitArgs, ReportArgs, ThresholdArgs, compares_baseline};
+use crate::args::{Baseline, ExecArgs, IoArgs, ReportArgs, ThresholdArgs, compares_baseline};
 use crate::files::{Reads, catalog_dir, load_catalog, read_manifest};
 use crate::interrupt::{Interrupted, stopping};
 use crate::lines::{
@@ -38,27 +37,10 @@ use plangate_harness::shard::{
 pub(crate) struct EvalArgs {
     #[command(flatten)]
     io: IoArgs,
-    /// Replay this epoch manifest instead of pinning a new epoch.
-    #[arg(long, value_name = "FILE")]
-    epoch: Option<PathBuf>,
-    /// Save the epoch manifest used, to replay the run later.
-    #[arg(long, value_name = "FILE")]
-    write_epoch: Option<PathBuf>,
-    /// Start from an earlier run's tool-health file: its quarantined tools stay quarantined.
-    #[arg(long, value_name = "FILE")]
-    quarantine: Option<PathBuf>,
+    #[command(flatten)]
+    run: ExecArgs,
     #[command(flatten)]
     reports: ReportArgs,
-    /// A new epoch's random seed.
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
-    /// Calls per probe argument for tools declared deterministic (0 skips the probe:
-    /// every tool stays unverified, so nothing can be rejected).
-    #[arg(long, default_value_t = 2, value_name = "N")]
-    probe_runs: usize,
-    /// Worker threads executing calls (default: one per core).
-    #[arg(long, value_name = "N", value_parser = crate::args::jobs)]
-    jobs: Option<usize>,
     /// Also score every executed task the naive way (one raw agreement over arguments
     /// and results, reject below --arg-accept) and compare in the summary; on by itself
     /// for labelled tasks.
@@ -80,8 +62,6 @@ pub(crate) struct EvalArgs {
     /// and the decisions are those an uninterrupted run would have written.
     #[arg(long)]
     resume: bool,
-    #[command(flatten)]
-    limits: LimitArgs,
     #[command(flatten)]
     thresholds: ThresholdArgs,
 }
@@ -121,36 +101,18 @@ fn set_up<'a>(
         .map(|path| Earlier::read(&path).map(|e| (path, e)))
         .transpose()?;
     let manifest = epoch_to_replay(args, earlier.as_ref())?;
-    let quarantine = args
-        .quarantine
-        .as_deref()
-        .map(read_quarantine)
-        .transpose()?;
+    let (world_opts, eval_opts) = args.run.options(&args.thresholds)?;
     let flags = format!(
         "{:?} {:?} {} {} {:?} {:?} {}",
         args.thresholds,
-        args.limits,
-        args.seed,
-        args.probe_runs,
+        args.run.limits,
+        args.run.seed,
+        args.run.probe_runs,
         args.baseline,
-        quarantine,
+        eval_opts.quarantine,
         args.retry_deferred,
     );
     let flags = format!("{flags} {} {:?}", args.io.max_line_bytes, args.shard);
-    let world_opts = WorldOptions {
-        random_seed: args.seed,
-        limits: args.limits.limits()?,
-        ..WorldOptions::default()
-    };
-    let mut eval_opts = EvalOptions {
-        probe_runs: args.probe_runs,
-        decide: args.thresholds.options(),
-        quarantine,
-        ..EvalOptions::default()
-    };
-    if let Some(j) = args.jobs {
-        eval_opts.jobs = j;
-    }
     let run = EvalRun::new(
         catalog.clone(),
         base_dir,
@@ -304,8 +266,8 @@ fn evidence<'a>(
             catalog_sha256: file_digest(&args.io.catalog)?,
             samples_sha256: samples.hex(),
             source: source_name(&args.io.samples),
-            limits: format!("{:?}", args.limits.limits()?),
-            probe_runs: Some(args.probe_runs as u64),
+            limits: format!("{:?}", args.run.limits.limits()?),
+            probe_runs: Some(args.run.probe_runs as u64),
         },
         &args.thresholds.options(),
         tally.lines,
@@ -385,7 +347,7 @@ fn epoch_to_replay(
     args: &EvalArgs,
     earlier: Option<&(PathBuf, Earlier)>,
 ) -> Result<Option<plangate_sandbox::EpochManifest>> {
-    let given = args.epoch.as_deref().map(read_manifest).transpose()?;
+    let given = args.run.epoch.as_deref().map(read_manifest).transpose()?;
     let Some((path, earlier)) = earlier else {
         return Ok(given);
     };
@@ -467,7 +429,7 @@ fn check_shard(args: &EvalArgs) -> Result<()> {
     let Some(shard) = args.shard else {
         return Ok(());
     };
-    if args.epoch.is_none() {
+    if args.run.epoch.is_none() {
         anyhow::bail!(
             "--shard {shard} needs --epoch FILE: every shard of a batch must run in one epoch, or merge cannot combine them; pin one first with `plangate epoch --catalog {} --out epoch.json`",
             args.io.catalog.display()
@@ -487,7 +449,7 @@ fn check_shard(args: &EvalArgs) -> Result<()> {
 fn output_plan(args: &EvalArgs) -> OutputPlan {
     let out = args.io.out.as_deref();
     OutputPlan {
-        epoch: args.write_epoch.clone(),
+        epoch: args.run.write_epoch.clone(),
         journal: out.map(journal_path),
         evidence: out.filter(|_| args.shard.is_some()).map(evidence_path),
         ..args.reports.plan(out)
@@ -504,10 +466,10 @@ fn check_outputs(
     let mut inputs = Reads::default()
         .catalog("--catalog", &args.io.catalog, catalog)
         .file("--samples", &args.io.samples);
-    if let Some(p) = &args.epoch {
+    if let Some(p) = &args.run.epoch {
         inputs = inputs.file("--epoch", p);
     }
-    if let Some(p) = &args.quarantine {
+    if let Some(p) = &args.run.quarantine {
         inputs = inputs.file("--quarantine", p);
     }
     crate::files::check_outputs(&plan.files(), &inputs)

@@ -8,10 +8,10 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use plangate_serve::{Config, OnDefer, OnReject, Server, UpstreamConfig};
+use plangate_serve::{Config, OnDefer, OnReject, Server, UpstreamConfig, WarmConfig};
 
-use crate::args::ThresholdArgs;
-use crate::files::load_catalog;
+use crate::args::{ExecArgs, ThresholdArgs};
+use crate::files::{catalog_dir, load_catalog, read_manifest};
 
 #[derive(Debug, Args)]
 pub(crate) struct ServeArgs {
@@ -41,9 +41,18 @@ pub(crate) struct ServeArgs {
     max_queue: usize,
     #[command(flatten)]
     proxy: ProxyArgs,
-    /// Threads for deciding (default: one per core); the default of --max-concurrent.
-    #[arg(long, value_name = "N", value_parser = crate::args::jobs)]
-    jobs: Option<usize>,
+    /// How the warm gate's epoch is pinned (when every catalog tool has a module);
+    /// --jobs is also the default of --max-concurrent.
+    #[command(flatten)]
+    run: ExecArgs,
+    /// Pin a fresh epoch (and probe every tool again) at the first request after this
+    /// many seconds; refused with --epoch, which is never re-pinned.
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+    epoch_ttl_s: Option<u64>,
+    /// Distinct calls whose first answer the warm gate keeps for determinism witnesses,
+    /// and resolved IDs it keeps, at most; the oldest are forgotten first.
+    #[arg(long, value_name = "N", default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(1..))]
+    remember_calls: u64,
     #[command(flatten)]
     thresholds: ThresholdArgs,
 }
@@ -182,10 +191,27 @@ async fn stop_signal() {
     }
 }
 
+/// The warm gate's settings, from the flags `eval` shares.
+fn warm(args: &ServeArgs) -> Result<WarmConfig> {
+    if args.epoch_ttl_s.is_some() && args.run.epoch.is_some() {
+        bail!("--epoch-ttl-s cannot be used with --epoch: a replayed epoch is never re-pinned");
+    }
+    let (world, mut eval) = args.run.options(&args.thresholds)?;
+    eval.remember_calls = Some(usize::try_from(args.remember_calls).unwrap_or(usize::MAX));
+    Ok(WarmConfig {
+        base_dir: catalog_dir(&args.catalog),
+        world,
+        eval,
+        replay: args.run.epoch.as_deref().map(read_manifest).transpose()?,
+        write_epoch: args.run.write_epoch.clone(),
+        ttl: args.epoch_ttl_s.map(std::time::Duration::from_secs),
+    })
+}
+
 pub(crate) fn run(args: ServeArgs) -> Result<u8> {
     args.thresholds.check()?;
     let catalog = load_catalog(&args.catalog)?;
-    let jobs = args.jobs.unwrap_or_else(plangate_harness::default_jobs);
+    let jobs = args.run.jobs.unwrap_or_else(plangate_harness::default_jobs);
     let config = Config {
         catalog: Arc::new(catalog),
         listen: args.listen,
@@ -199,6 +225,7 @@ pub(crate) fn run(args: ServeArgs) -> Result<u8> {
         out: args.out.clone(),
         upstream: args.proxy.upstream()?,
         anthropic: args.proxy.anthropic()?,
+        warm: warm(&args)?,
     };
     let server = Server::bind(config)?;
     let addr = server.local_addr()?;

@@ -2,7 +2,6 @@
 //! declaration does not hold, kept as data a person can read (`tool-health.json`) and a
 //! later run can start from (`--quarantine`).
 
-use std::collections::HashMap;
 use std::path::Path;
 
 use plangate_gate::decide::{ToolState, path_member as member};
@@ -12,6 +11,7 @@ use plangate_sandbox::CallRecord;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::bounded::Bounded;
 use crate::error::HarnessError;
 
 /// Bytes of each output kept in evidence: enough to see the difference, small enough
@@ -331,7 +331,7 @@ impl HealthReport {
 /// distinct call.
 #[derive(Default)]
 pub(crate) struct WitnessBook {
-    first: HashMap<[u8; 32], Seen>,
+    first: Bounded<[u8; 32], Seen>,
 }
 
 struct Seen {
@@ -353,6 +353,14 @@ fn output_digest(r: &CallRecord) -> [u8; 32] {
 }
 
 impl WitnessBook {
+    /// A book keeping the first answers of at most `bound` distinct calls (`None`:
+    /// all), the oldest forgotten first: a call forgotten is a first call again.
+    pub(crate) fn new(bound: Option<usize>) -> Self {
+        WitnessBook {
+            first: Bounded::new(bound),
+        }
+    }
+
     /// Records an execution; when an earlier one with the same key answered differently,
     /// returns both as evidence sees them (the earlier one is kept only up to
     /// [`WITNESS_KEEP_BYTES`], so the later one is cut alike for a fair comparison).
@@ -379,7 +387,7 @@ impl WitnessBook {
                 kept.stdout.shrink_to_fit();
                 kept.stderr = Vec::new();
                 kept.detail = None;
-                self.first.insert(
+                self.first.get_or_insert(
                     key,
                     Seen {
                         digest,

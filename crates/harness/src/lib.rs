@@ -14,6 +14,7 @@
 //!
 //! A verdict is a value: only setup (catalog, epoch, modules) returns [`HarnessError`].
 
+mod bounded;
 mod bridge;
 mod catalog_file;
 mod component_catalog;
@@ -61,7 +62,7 @@ pub use probe::{ProbeRun, compare_runs, probe_arguments};
 pub use record::EvalRecord;
 pub use refs::{pointer, substitute};
 pub use resolver::{SandboxResolver, resolver_answer};
-pub use retry::{Attempt, Retried, RetryPlan, RetryReport, RetryRound, TasksAt};
+pub use retry::{Attempt, Retried, RetryPlan, RetryReport, RetryRound, TasksAt, retry_gate};
 pub use run::{EvalRun, Retries};
 pub use spill::{PreparedEntry, Spilled};
 pub use warm::{EvalOptions, EvalStats, Executed, WarmGate, judge_tools};

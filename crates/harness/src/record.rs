@@ -1,5 +1,6 @@
 //! A decision as `plangate eval` writes it, one per line: the gate's record, the epoch
-//! it was decided in and, for a task the defer path retried, its earlier decisions.
+//! it was decided in and, for a task the defer path retried, its earlier decisions;
+//! and a warm gate's one-line eval, which answers that record.
 //! Declared once as a [`Record`], so the CLI's line and the Python package's dict are
 //! the same by construction.
 
@@ -10,6 +11,7 @@ use plangate_gate::record::{Record, Sink, list};
 
 use crate::eval::ClassifiedTask;
 use crate::retry::{Attempt, Retried};
+use crate::warm::WarmGate;
 
 /// A decision as written: the gate's record plus the epoch it was decided in.
 #[derive(Debug, Clone, Copy)]
@@ -60,6 +62,28 @@ impl Record for EvalRecord<'_> {
             list(s, history, |s, a| a.emit(s));
         }
         s.end_object();
+    }
+}
+
+impl WarmGate {
+    /// One samples line executed and decided at once (a server's `/v1/eval`, the
+    /// Python package's `Gate.eval`): the record `plangate eval` writes for it, with
+    /// this epoch's id; or, for a line that is not a task, its bad-line record (`Err`).
+    /// Blocks.
+    pub fn eval_line(&self, line: &[u8]) -> Result<(Decision, String), String> {
+        let task = plangate_gate::task::parse_task_line(line)
+            .map_err(|e| plangate_gate::score::bad_line_record(1, &e))?;
+        let decision = self.decide_at_once(task);
+        let mut text = String::new();
+        plangate_gate::record::Record::emit(
+            &EvalRecord {
+                decision: &decision,
+                epoch_id: self.epoch_id(),
+                history: None,
+            },
+            &mut plangate_gate::record::Json::new(&mut text),
+        );
+        Ok((decision, text))
     }
 }
 

@@ -17,6 +17,7 @@ use plangate_gate::jcs;
 use plangate_gate::json::{Object, Value};
 use plangate_gate::task::Observed;
 
+use crate::bounded::Bounded;
 use crate::observe::observed;
 use crate::world::World;
 
@@ -35,12 +36,14 @@ pub fn resolver_answer(o: &Observed) -> Option<Value> {
 
 /// Resolves through the world's tools, caching one answer per (tool, value) for the
 /// whole run: the first answer is the run's answer, so every task sees the same one.
+/// A bounded cache (a server's) forgets its oldest answers first: a value forgotten is
+/// asked again.
 /// `Sync`: workers share it.
 pub struct SandboxResolver {
     world: Arc<World>,
     /// Each resolver tool's input parameter (None: it has no required parameter).
     params: HashMap<String, Option<String>>,
-    cache: Mutex<HashMap<(String, String), Option<Value>>>,
+    cache: Mutex<Bounded<(String, String), Option<Value>>>,
 }
 
 impl std::fmt::Debug for SandboxResolver {
@@ -52,8 +55,9 @@ impl std::fmt::Debug for SandboxResolver {
 }
 
 impl SandboxResolver {
-    /// A resolver over `world`, reading each tool's first required parameter from `catalog`.
-    pub fn new(world: Arc<World>, catalog: &Catalog) -> Self {
+    /// A resolver over `world`, reading each tool's first required parameter from
+    /// `catalog`, remembering at most `bound` answers (`None`: all).
+    pub fn new(world: Arc<World>, catalog: &Catalog, bound: Option<usize>) -> Self {
         let params = catalog
             .tools()
             .iter()
@@ -72,7 +76,7 @@ impl SandboxResolver {
         SandboxResolver {
             world,
             params,
-            cache: Mutex::new(HashMap::new()),
+            cache: Mutex::new(Bounded::new(bound)),
         }
     }
 
@@ -84,7 +88,7 @@ impl SandboxResolver {
         }
         let answer = self.ask(tool, value);
         // Two workers may ask at once; the first stored answer wins for both.
-        self.lock().entry(key).or_insert(answer).clone()
+        self.lock().get_or_insert(key, answer).clone()
     }
 
     fn ask(&self, tool: &str, value: &Value) -> Option<Value> {
@@ -96,7 +100,7 @@ impl SandboxResolver {
         answer
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), Option<Value>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Bounded<(String, String), Option<Value>>> {
         self.cache.lock().unwrap_or_else(|e| e.into_inner())
     }
 }

@@ -30,7 +30,8 @@ pub struct Attempt {
 }
 
 impl Attempt {
-    fn of(d: &Decision, epoch_id: &str) -> Self {
+    /// A decision made in the epoch `epoch_id`, as a later one's history keeps it.
+    pub fn of(d: &Decision, epoch_id: &str) -> Self {
         Attempt {
             epoch_id: epoch_id.to_string(),
             decision: d.verdict,
@@ -228,22 +229,12 @@ impl RetryPlan<'_> {
         round: usize,
         tasks: Vec<(usize, Task)>,
     ) -> Result<PreparedBatch, HarnessError> {
-        let world = World::build(
-            &self.catalog,
-            self.base_dir,
-            WorldOptions {
-                manifest: None,
-                random_seed: self.world.random_seed.wrapping_add(round as u64 + 1),
-                pin_all: true,
-                ..self.world.clone()
-            },
-        )?;
-        tracing::info!(epoch_id = world.epoch().id(), round, "retry epoch pinned");
-        let opts = EvalOptions {
-            reuse_repeats: true,
-            ..self.eval.clone()
-        };
-        let mut eval = Eval::start(Arc::new(world), self.catalog.clone(), opts);
+        let world = retry_world(&self.catalog, self.base_dir, &self.world, round)?;
+        let mut eval = Eval::start(
+            Arc::new(world),
+            self.catalog.clone(),
+            retry_options(&self.eval),
+        );
         if let Some(flag) = self.stop {
             eval.stop_when(flag);
         }
@@ -258,4 +249,51 @@ impl RetryPlan<'_> {
         }
         eval.finish()
     }
+}
+
+/// Round `round`'s epoch: fresh, every source pinned, a seed of its own.
+fn retry_world(
+    catalog: &Catalog,
+    base_dir: &Path,
+    first: &WorldOptions,
+    round: usize,
+) -> Result<World, HarnessError> {
+    let world = World::build(
+        catalog,
+        base_dir,
+        WorldOptions {
+            manifest: None,
+            random_seed: first.random_seed.wrapping_add(round as u64 + 1),
+            pin_all: true,
+            ..first.clone()
+        },
+    )?;
+    tracing::info!(epoch_id = world.epoch().id(), round, "retry epoch pinned");
+    Ok(world)
+}
+
+/// How a retry epoch executes: as the first did, a task's repeated calls reused once
+/// two executions agree (every source is pinned).
+fn retry_options(first: &EvalOptions) -> EvalOptions {
+    EvalOptions {
+        reuse_repeats: true,
+        ..first.clone()
+    }
+}
+
+/// The defer path's gate for one task decided at once (a served request): a fresh
+/// epoch with every source pinned (the first round's, as [`RetryPlan`] pins it), every
+/// tool probed again, a task's repeated calls reused once two executions agree. Blocks.
+pub fn retry_gate(
+    catalog: &Arc<Catalog>,
+    base_dir: &Path,
+    world: &WorldOptions,
+    eval: &EvalOptions,
+) -> Result<crate::warm::WarmGate, HarnessError> {
+    let world = Arc::new(retry_world(catalog, base_dir, world, 0)?);
+    Ok(crate::warm::WarmGate::start(
+        world,
+        catalog.clone(),
+        retry_options(eval),
+    ))
 }

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use plangate_gate::catalog::Catalog;
-use plangate_gate::decide::{self, Decision, Prepared, ToolState};
+use plangate_gate::decide::{self, Decision, Prepared, ToolState, ToolStates};
 use plangate_gate::jcs;
 use plangate_gate::task::{Arguments, Observed, Sample, Task};
 use plangate_sandbox::{CallRecord, Outcome};
@@ -39,6 +39,10 @@ pub struct EvalOptions {
     /// Reuse the record of a call to a tool whose every source is pinned once two
     /// executions of it answered alike (the defer path's retry epochs; see `repeats`).
     pub reuse_repeats: bool,
+    /// Distinct calls whose first answer is kept for determinism witnesses, and IDs
+    /// whose resolved answer is kept, at most (the oldest forgotten first); `None`
+    /// keeps all, as a batch does. A server bounds them (`--remember-calls`).
+    pub remember_calls: Option<usize>,
 }
 
 impl Default for EvalOptions {
@@ -49,6 +53,7 @@ impl Default for EvalOptions {
             decide: decide::Options::default(),
             quarantine: None,
             reuse_repeats: false,
+            remember_calls: None,
         }
     }
 }
@@ -123,7 +128,6 @@ struct Counters {
 
 /// What the gate knows of its tools: each one's book, and the first answer of every
 /// distinct call, against which a later different one is a determinism witness.
-#[derive(Default)]
 struct Health {
     tools: BTreeMap<String, ToolFindings>,
     witnesses: WitnessBook,
@@ -177,10 +181,10 @@ impl WarmGate {
     pub fn start(world: Arc<World>, catalog: Arc<Catalog>, opts: EvalOptions) -> WarmGate {
         let health = Health {
             tools: books(&catalog, &opts),
-            witnesses: WitnessBook::default(),
+            witnesses: WitnessBook::new(opts.remember_calls),
         };
         let gate = WarmGate {
-            resolver: SandboxResolver::new(world.clone(), &catalog),
+            resolver: SandboxResolver::new(world.clone(), &catalog, opts.remember_calls),
             health: Mutex::new(health),
             unprobed: Mutex::new(BTreeSet::new()),
             repeats: Repeats::default(),
@@ -452,9 +456,52 @@ impl WarmGate {
     /// Classifies an executed task with the tool health known so far; its epoch was
     /// not fixed when one of the live mounts it read is in `changed`.
     pub fn classify(&self, executed: &Executed, changed: &BTreeSet<String>) -> Decision {
+        self.classify_with(executed, changed, &self.states())
+    }
+
+    /// [`WarmGate::classify`] with the caller's view of the tools' states (a proxy's,
+    /// which adds the tools it judges on their arguments only).
+    pub fn classify_with(
+        &self,
+        executed: &Executed,
+        changed: &BTreeSet<String>,
+        states: &dyn ToolStates,
+    ) -> Decision {
         let mut prepared = executed.prepared.clone();
         prepared.set_epoch_fixed(!executed.live.iter().any(|g| changed.contains(g)));
-        decide::classify(&prepared, &self.states(), &self.opts.decide)
+        decide::classify(&prepared, states, &self.opts.decide)
+    }
+
+    /// Executes `task` as one served request, the epoch's live mounts digested just
+    /// before and just after it: the executed task, and the guest paths of the live
+    /// mounts it read that changed while it ran (a mount that cannot be digested counts
+    /// as changed). Blocks, as [`WarmGate::execute`] does.
+    pub fn execute_at_once(&self, task: Task) -> (Executed, BTreeSet<String>) {
+        let before = self.live_digests();
+        let executed = self.execute(task);
+        let after = self.live_digests();
+        let changed = executed
+            .live
+            .iter()
+            .filter(|g| match (&before, &after) {
+                (Some(b), Some(a)) => b.get(*g) != a.get(*g),
+                _ => true,
+            })
+            .cloned()
+            .collect();
+        (executed, changed)
+    }
+
+    /// [`WarmGate::execute_at_once`], classified at once with the health known so far.
+    pub fn decide_at_once(&self, task: Task) -> Decision {
+        let (executed, changed) = self.execute_at_once(task);
+        self.classify(&executed, &changed)
+    }
+
+    /// Each live mount's digest now, by guest path; `None` when one cannot be read.
+    fn live_digests(&self) -> Option<BTreeMap<String, String>> {
+        let checks = self.world.epoch().recheck_live().ok()?;
+        Some(checks.into_iter().map(|c| (c.guest, c.now)).collect())
     }
 
     /// What the gate knows of each tool, in catalog order.

@@ -31,6 +31,10 @@ pub(crate) struct App {
     pub(crate) upstream: Option<crate::upstream::Upstream>,
     /// The Anthropic upstream, for `/v1/messages`.
     pub(crate) anthropic: Option<crate::upstream::Upstream>,
+    /// The warm gate's epochs, when every catalog tool has a module to execute.
+    pub(crate) epochs: Option<crate::epochs::Epochs>,
+    /// Why there is no warm gate (said by `/v1/eval` and `/v1/epoch`).
+    pub(crate) cold_because: String,
 }
 
 impl App {

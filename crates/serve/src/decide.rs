@@ -63,20 +63,33 @@ pub(crate) fn trim_line_end(line: &[u8]) -> &[u8] {
     line.strip_suffix(b"\r").unwrap_or(line)
 }
 
+/// `GET /v1/health`: the epoch id and each tool's probe status, quarantine and
+/// evidence as known now; a server that executes nothing reports its catalog's
+/// declarations and no epoch.
 pub(crate) async fn health(State(app): State<Arc<App>>) -> Response {
-    let tools: Vec<_> = plangate_gate::decide::tool_states(&app.catalog)
-        .into_iter()
-        .map(|(name, s)| {
-            serde_json::json!({
-                "name": name,
-                "declared_deterministic": s.declared_deterministic,
-                "verified": s.verified,
-                "quarantined": s.quarantined,
+    let Some(epochs) = &app.epochs else {
+        let tools: Vec<_> = plangate_gate::decide::tool_states(&app.catalog)
+            .into_iter()
+            .map(|(name, s)| {
+                serde_json::json!({
+                    "name": name,
+                    "declared_deterministic": s.declared_deterministic,
+                    "verified": s.verified,
+                    "quarantined": s.quarantined,
+                })
             })
-        })
-        .collect();
-    json(
-        StatusCode::OK,
-        serde_json::json!({"status": "ok", "epoch_id": null, "tools": tools}).to_string(),
-    )
+            .collect();
+        let body = serde_json::json!({"status": "ok", "epoch_id": null, "tools": tools});
+        return json(StatusCode::OK, body.to_string());
+    };
+    let gate = epochs.peek();
+    let report = gate.health();
+    let body = serde_json::json!({
+        "status": "ok",
+        "epoch_id": gate.epoch_id(),
+        "replaying": epochs.config().replay.is_some(),
+        "epochs_pinned": epochs.pinned(),
+        "tools": report.tools,
+    });
+    json(StatusCode::OK, body.to_string())
 }

@@ -33,6 +33,17 @@ pub enum ServeError {
     /// The upstream model's client could not be built.
     #[error("--upstream: {0}")]
     Upstream(String),
+    /// The warm gate's epoch could not be pinned, replayed or loaded.
+    #[error("cannot pin the epoch: {0}")]
+    Epoch(plangate_harness::HarnessError),
+    /// `--write-epoch` could not be written.
+    #[error("--write-epoch {path}: {source}")]
+    WriteEpoch {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
     /// Serving stopped on an I/O error.
     #[error("serving failed: {0}")]
     Serve(std::io::Error),

@@ -1,20 +1,28 @@
 //! One proxied step judged: the N choices' tool calls as one task's samples, classified
-//! at once. No call is executed: every tool is judged on its arguments (through the
-//! catalog's schema and hints for the tools it has, as canonical JSON for a tool only
-//! the request declares), so it is never verified and never the ground for a reject
-//! (the seed's rule). `StepStates` is where a tool the server executes would take its
-//! health instead.
+//! at once. With a warm gate, the calls to tools that have modules run in its epoch and
+//! are judged with the health known so far; every other tool (one only the request
+//! declares, or every tool of a server without a warm gate) is judged on its arguments
+//! only, so it is never verified and never the ground for a reject (the seed's rule).
+//! A deferral a fresh epoch may settle is executed once more in a fully pinned epoch.
+//! [`App::judge_step`] is the one entry every front door (Chat Completions, Messages)
+//! calls with its choices.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use plangate_gate::decide::{self, Decision, Reason, ToolState, ToolStates, Verdict};
 use plangate_gate::task::{Observed, Task, TaskError, parse_task_line};
 use serde_json::{Value, json};
 
-use crate::app::App;
+use plangate_gate::record::Record;
+use plangate_harness::{Attempt, EvalRecord, WarmGate, retry_gate};
 
-/// A step's decision, its record as answered, and the choice that makes the modal plan.
+use crate::app::App;
+use crate::epochs::Epochs;
+
+/// A step's decision, its record as answered (eval's record, with its epoch and, for a
+/// step retried in a fresh epoch, its `history`, when calls were executed), and the
+/// choice that makes the modal plan.
 #[derive(Debug)]
 pub(crate) struct Judged {
     pub(crate) decision: Decision,
@@ -46,14 +54,22 @@ impl ToolStates for StepStates<'_> {
     }
 }
 
-/// The samples line of a step: each choice's assistant message (its `tool_calls`, one
-/// turn without results), or an empty plan for a choice without tool calls.
+/// The samples line of a step: each choice's assistant message (OpenAI's `tool_calls`,
+/// or Anthropic's `tool_use` content blocks; one turn without results), or an empty
+/// plan for a choice that calls no tool.
 pub(crate) fn samples_line(task_id: &str, messages: &[&Value]) -> String {
     let samples: Vec<Value> = messages
         .iter()
-        .map(|m| match m.get("tool_calls") {
-            Some(Value::Array(calls)) if !calls.is_empty() => {
+        .map(|m| match (m.get("tool_calls"), m.get("content")) {
+            (Some(Value::Array(calls)), _) if !calls.is_empty() => {
                 json!({"role": "assistant", "tool_calls": calls})
+            }
+            (_, Some(Value::Array(blocks)))
+                if blocks
+                    .iter()
+                    .any(|b| b.get("type").and_then(Value::as_str) == Some("tool_use")) =>
+            {
+                json!({"role": "assistant", "content": blocks})
             }
             _ => json!({"calls": []}),
         })
@@ -62,9 +78,11 @@ pub(crate) fn samples_line(task_id: &str, messages: &[&Value]) -> String {
 }
 
 impl App {
-    /// Judges a step whose choices' messages are `messages`; `offered` are the tools the
-    /// request declares, `conversation` the request's earlier messages as text; `endpoint`
-    /// labels the metrics.
+    /// Judges a step whose choices' assistant messages are `messages` (OpenAI- or
+    /// Anthropic-shaped); `offered` are the tools the request declares, `conversation`
+    /// the request's earlier messages as text; `endpoint` labels the metrics. Executes
+    /// calls when the server has a warm gate: call it from a blocking thread. The one
+    /// judging entry of every front door.
     pub(crate) fn judge_step(
         &self,
         endpoint: &'static str,
@@ -73,7 +91,26 @@ impl App {
         offered: &BTreeSet<String>,
         conversation: &str,
     ) -> Result<Judged, TaskError> {
-        let mut task = parse_task_line(samples_line(task_id, messages).as_bytes())?;
+        let task = parse_task_line(samples_line(task_id, messages).as_bytes())?;
+        let (d, record, modal) = match &self.epochs {
+            Some(epochs) => self.executed_step(epochs, task, offered, conversation),
+            None => self.unexecuted_step(task, offered, conversation),
+        };
+        self.metrics.decision(endpoint, &d);
+        Ok(Judged {
+            decision: d,
+            record,
+            modal,
+        })
+    }
+
+    /// A step judged on its arguments only: no call runs.
+    fn unexecuted_step(
+        &self,
+        mut task: Task,
+        offered: &BTreeSet<String>,
+        conversation: &str,
+    ) -> (Decision, String, usize) {
         let executable = |_: &str| false;
         mark_unexecuted(&mut task, &executable);
         let recorded = decide::tool_states(&self.catalog);
@@ -87,13 +124,93 @@ impl App {
         let mut d = decide::classify(&prepared, &states, &self.decide);
         seen_in_conversation(&mut d, conversation);
         let modal = self.modal_choice(&task, &d, &states);
-        self.metrics.decision(endpoint, &d);
         let record = plangate_gate::record::json(&d);
-        Ok(Judged {
-            decision: d,
-            record,
-            modal,
-        })
+        (d, record, modal)
+    }
+
+    /// A step whose calls to tools with modules run in the warm gate's epoch, judged
+    /// with the health known so far; a deferral a fresh epoch may settle is executed
+    /// once more in a fully pinned one, and its record carries `history`.
+    fn executed_step(
+        &self,
+        epochs: &Epochs,
+        task: Task,
+        offered: &BTreeSet<String>,
+        conversation: &str,
+    ) -> (Decision, String, usize) {
+        // Every catalog tool has a module here; a call to a tool only the request
+        // declares is not executed, and every sample holds the same outcome for it.
+        let gate = epochs.gate();
+        let mut d = self.step_in(&gate, &task, offered, conversation);
+        let mut epoch_id = gate.epoch_id().to_string();
+        let mut history = None;
+        if d.retryable() {
+            let c = epochs.config();
+            match retry_gate(epochs.catalog(), &c.base_dir, &c.world, &c.eval) {
+                Ok(fresh) => {
+                    history = Some(vec![Attempt::of(&d, &epoch_id)]);
+                    d = self.step_in(&fresh, &task, offered, conversation);
+                    epoch_id = fresh.epoch_id().to_string();
+                }
+                Err(e) => tracing::error!("the step's retry epoch could not be pinned: {e}"),
+            }
+        }
+        let states = self.step_states(&gate, offered);
+        let modal = self.modal_choice(&task, &d, &states);
+        let mut record = String::new();
+        EvalRecord {
+            decision: &d,
+            epoch_id: &epoch_id,
+            history: history.as_deref(),
+        }
+        .emit(&mut plangate_gate::record::Json::new(&mut record));
+        (d, record, modal)
+    }
+
+    /// The step executed in `gate`'s epoch and classified at once.
+    fn step_in(
+        &self,
+        gate: &WarmGate,
+        task: &Task,
+        offered: &BTreeSet<String>,
+        conversation: &str,
+    ) -> Decision {
+        let (executed, changed) = gate.execute_at_once(task.clone());
+        let states = self.step_states(gate, offered);
+        let mut d = gate.classify_with(&executed, &changed, &states);
+        seen_in_conversation(&mut d, conversation);
+        d
+    }
+
+    /// Each tool's state as a step is judged in `gate`: the gate's for the tools it
+    /// runs, arguments-only for the rest the request or the catalog names.
+    fn step_states(
+        &self,
+        gate: &WarmGate,
+        offered: &BTreeSet<String>,
+    ) -> BTreeMap<String, ToolState> {
+        let known = gate.states();
+        known
+            .keys()
+            .filter(|t| gate.world().has(t))
+            .map(|t| (t.clone(), known[t]))
+            .chain(
+                offered
+                    .iter()
+                    .chain(self.catalog.tools().iter().map(|t| &t.name))
+                    .filter(|t| !gate.world().has(t))
+                    .map(|t| {
+                        (
+                            t.clone(),
+                            ToolState {
+                                declared_deterministic: false,
+                                verified: false,
+                                quarantined: false,
+                            },
+                        )
+                    }),
+            )
+            .collect()
     }
 
     /// The first choice whose plan is the decision's modal plan: each sample prepared
@@ -121,6 +238,8 @@ impl App {
             .unwrap_or(0)
     }
 }
+
+/// The endpoint a step is counted under, by its choices' shape.
 
 /// Gives every call the sandbox does not run an outcome of its own, the same in every
 /// sample: its tool is judged on its arguments, and its results are never compared.

@@ -1,7 +1,8 @@
 //! `plangate serve` as a library (docs/serve.md): a gate behind a JSON API
-//! (`/v1/decide`, `/v1/health`, `/metrics`) and, with an upstream model, an
-//! OpenAI-compatible proxy that asks for N choices, judges them as one task's samples
-//! and answers with one step, or none; with an Anthropic upstream, the same for
+//! (`/v1/decide`, `/v1/health`, `/metrics`), a warm gate that executes calls in one
+//! pinned epoch (`/v1/eval`, `/v1/epoch`) and, with an upstream model, an
+//! OpenAI-compatible proxy that asks for N choices, executes and judges them as one
+//! task's samples and answers with one step, or none; with an Anthropic upstream, the same for
 //! Anthropic's Messages API.
 //!
 //! The HTTP side runs on tokio (axum over hyper); deciding runs on blocking threads,
@@ -12,7 +13,9 @@ mod anthropic;
 mod app;
 mod chat;
 mod decide;
+mod epochs;
 mod error;
+mod eval;
 mod judge;
 mod messages;
 mod metrics;
@@ -22,6 +25,7 @@ mod server;
 mod step;
 mod upstream;
 
+pub use epochs::WarmConfig;
 pub use error::ServeError;
 pub use out::SYNC_EVERY;
 pub use server::{Config, Served, Server};

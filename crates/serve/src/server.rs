@@ -18,6 +18,7 @@ use plangate_gate::decide::Options;
 use tokio::sync::Semaphore;
 
 use crate::app::{App, error};
+use crate::epochs::{Epochs, WarmConfig};
 use crate::error::ServeError;
 use crate::metrics::Metrics;
 use crate::out::Out;
@@ -45,6 +46,9 @@ pub struct Config {
     /// The upstream model for Anthropic's Messages API (`/v1/messages`); its `url` is
     /// the base URL as Anthropic's SDKs take it, its `key` sent as `x-api-key`.
     pub anthropic: Option<crate::upstream::UpstreamConfig>,
+    /// How the warm gate's epochs are pinned and decided in; it is kept when every
+    /// catalog tool has a module to execute.
+    pub warm: WarmConfig,
 }
 
 impl std::fmt::Debug for Config {
@@ -92,6 +96,7 @@ impl Server {
                 source,
             })?;
         let out = config.out.as_deref().map(Out::open).transpose()?;
+        let (epochs, cold_because) = warm_gate(&config.catalog, config.warm)?;
         let working = config.max_concurrent.max(1);
         let app = App {
             catalog: config.catalog,
@@ -112,6 +117,8 @@ impl Server {
                     crate::upstream::Upstream::at(c, "/v1/messages", "https://api.anthropic.com")
                 })
                 .transpose()?,
+            epochs,
+            cold_because,
         };
         Ok(Server {
             runtime,
@@ -160,6 +167,9 @@ impl Server {
         if let Some(out) = app.out.as_ref() {
             out.sync()?;
         }
+        if let Some(epochs) = app.epochs.as_ref() {
+            epochs.close()?;
+        }
         runtime.shutdown_timeout(Duration::from_secs(1));
         Ok(Served {
             elapsed: started.elapsed(),
@@ -167,9 +177,31 @@ impl Server {
     }
 }
 
+/// The warm gate when every catalog tool has a module (its first epoch pinned and
+/// probed), else none and why.
+fn warm_gate(
+    catalog: &Arc<Catalog>,
+    warm: WarmConfig,
+) -> Result<(Option<Epochs>, String), ServeError> {
+    if let Some(t) = catalog.tools().iter().find(|t| t.module.is_none()) {
+        let why = format!(
+            "the catalog's tool {:?} has no module (every tool needs one to be executed)",
+            t.name
+        );
+        tracing::info!("no warm gate: {why}");
+        return Ok((None, why));
+    }
+    if catalog.tools().is_empty() {
+        return Ok((None, "the catalog has no tools".into()));
+    }
+    Ok((Some(Epochs::start(catalog.clone(), warm)?), String::new()))
+}
+
 fn routes(app: Arc<App>) -> Router {
     Router::new()
         .route("/v1/decide", post(crate::decide::decide))
+        .route("/v1/eval", post(crate::eval::eval))
+        .route("/v1/epoch", post(crate::eval::epoch))
         .route("/v1/health", get(crate::decide::health))
         .route("/metrics", get(metrics))
         .route("/v1/chat/completions", post(crate::chat::chat))
@@ -186,6 +218,8 @@ fn routes(app: Arc<App>) -> Router {
 fn endpoint(path: &str) -> &'static str {
     match path {
         "/v1/decide" => "decide",
+        "/v1/eval" => "eval",
+        "/v1/epoch" => "epoch",
         "/v1/health" => "health",
         "/v1/chat/completions" => "chat_completions",
         "/v1/messages" => "messages",
@@ -245,6 +279,9 @@ async fn admit(app: &App, endpoint: &'static str, req: Request, next: Next) -> R
 }
 
 async fn metrics(State(app): State<Arc<App>>) -> Response {
+    if let Some(epochs) = &app.epochs {
+        app.metrics.absorb(epochs);
+    }
     (
         [(
             header::CONTENT_TYPE,
