@@ -343,10 +343,11 @@ pub fn check_recording(exchanges: &[Exchange], seal: Option<&str>) -> Result<(),
         }
     }
     match seal {
-        Some(seal) if seal != network_sha256(exchanges) => Err(format!(
+        Some(seal) if seal != network_sha256(exchanges) => Err(
             "network_sha256 does not match the network recording: it was edited after it \
              was written"
-        )),
+                .to_string(),
+        ),
         _ => Ok(()),
     }
 }
