@@ -274,6 +274,9 @@ fn replay_edited(catalog: &Path, manifest: &Path, url: &str, edit: impl Fn(&mut 
     request(catalog, url, &[], &["--epoch", s(&edited)])
 }
 
+/// A way to spoil a sealed manifest, and what refusing it must say.
+type Tamper = (&'static str, fn(&mut Value));
+
 #[test]
 fn a_recording_is_sealed_and_checked_when_its_manifest_loads() {
     let dir = tempfile::tempdir().unwrap();
@@ -287,7 +290,7 @@ fn a_recording_is_sealed_and_checked_when_its_manifest_loads() {
     assert_eq!(m["format"], 3);
     assert_eq!(m["network_sha256"].as_str().map(str::len), Some(64), "{m}");
 
-    let cases: [(&str, fn(&mut Value)); 5] = [
+    let cases: [Tamper; 5] = [
         ("network_sha256 does not match", |m| {
             // "edited", base64: a valid recording, not the one sealed.
             m["network"][0]["response_body"] = json!("ZWRpdGVk");

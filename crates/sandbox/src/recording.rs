@@ -513,11 +513,14 @@ mod tests {
         e
     }
 
+    /// A way to spoil one exchange, and what refusing it must say.
+    type Spoil = (&'static str, fn(&mut Exchange));
+
     #[test]
     fn a_bad_recording_is_refused_naming_its_field() {
         let good = answered(asked("http://a.test/", &[], &[]));
         assert_eq!(check_recording(std::slice::from_ref(&good), None), Ok(()));
-        let cases: [(&str, fn(&mut Exchange)); 6] = [
+        let cases: [Spoil; 6] = [
             ("network[0].status: 0 is not", |e| e.status = 0),
             ("network[0].response_body: not base64", |e| {
                 e.response_body = "not base64!".into()

@@ -239,8 +239,6 @@ impl App {
     }
 }
 
-/// The endpoint a step is counted under, by its choices' shape.
-
 /// Gives every call the sandbox does not run an outcome of its own, the same in every
 /// sample: its tool is judged on its arguments, and its results are never compared.
 fn mark_unexecuted(task: &mut Task, executable: &dyn Fn(&str) -> bool) {
