@@ -60,7 +60,11 @@ impl Guest for Hostile {
         (secure, insecure)
     }
 
-    fn request(url: String, headers: Vec<(String, Vec<u8>)>, read: u64) -> Result<(u16, String), String> {
+    fn request(
+        url: String,
+        headers: Vec<(String, Vec<u8>)>,
+        read: u64,
+    ) -> Result<(u16, String), String> {
         let rest = (url.strip_prefix("http://")).ok_or_else(|| format!("{url}: not http://"))?;
         let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
         let fields = Fields::new();
@@ -70,7 +74,9 @@ impl Guest for Hostile {
                 .map_err(|e| format!("header {name}: {e:?}"))?;
         }
         let request = OutgoingRequest::new(fields);
-        request.set_scheme(Some(&Scheme::Http)).map_err(|()| "bad scheme")?;
+        request
+            .set_scheme(Some(&Scheme::Http))
+            .map_err(|()| "bad scheme")?;
         request
             .set_authority(Some(authority))
             .map_err(|()| format!("bad authority {authority}"))?;
