@@ -645,7 +645,8 @@ mod tests {
         j.record(at(1), "fetch", b"{}", &rec(b"one"));
         log.recorded(&exchange("http://a.test/2"));
         j.flush().expect("flush");
-        drop(j);
+        // The log shares the journal's file and its lock: both go before a resume.
+        drop((j, log));
         use std::os::unix::fs::PermissionsExt as _;
         let mode = std::fs::metadata(&path).expect("stat").permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
