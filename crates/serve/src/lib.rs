@@ -5,8 +5,9 @@
 //! task's samples and answers with one step, or none; with an Anthropic upstream, the same for
 //! Anthropic's Messages API.
 //!
-//! The HTTP side runs on tokio (axum over hyper); deciding runs on blocking threads,
-//! never on the runtime's workers. The crate prints nothing and picks no exit code: it
+//! The HTTP side runs on tokio (axum over hyper); executing and deciding run on
+//! blocking threads, never on the runtime's workers, but for a small `/v1/decide` line
+//! (`decide`). The crate prints nothing and picks no exit code: it
 //! logs through `tracing` and returns [`ServeError`].
 
 mod anthropic;
