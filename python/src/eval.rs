@@ -7,7 +7,6 @@
 //! With `retry_deferred`, the defer path's rounds follow on the same thread.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -17,16 +16,14 @@ use plangate_gate::calibration::Calibration;
 use plangate_gate::record::BadLine;
 use plangate_gate::task::{RunNotes, Task, parse_task_line};
 use plangate_harness::{
-    EvalOptions, EvalRecord, EvalRun, HarnessError, LimitsGiven, LineOutcome, PreparedBatch,
-    Retries, World, WorldOptions,
+    EvalRecord, EvalRun, HarnessError, LimitsGiven, LineOutcome, PreparedBatch, Retries, World,
 };
-use plangate_sandbox::EpochManifest;
 use pyo3::prelude::*;
 
+use crate::PlangateError;
 use crate::args::{self, Thresholds, chain};
 use crate::pickled::{Loads, Pickler};
 use crate::samples::{After, Input};
-use crate::{PlangateError, dumps};
 use plangate_harness::trials::place;
 
 /// Runs the whole evaluation; returns a dict: `decisions` (the records `plangate eval`
@@ -61,53 +58,32 @@ pub(crate) fn eval<'py>(
     max_line_bytes: u64,
     retry_deferred: usize,
 ) -> PyResult<Py<PyAny>> {
-    let decide = Thresholds {
-        arg_accept,
-        arg_reject,
-        result_accept,
-        result_suspect,
-        min_samples,
-    }
-    .options()?;
-    let limits = LimitsGiven {
-        fuel,
-        memory_mb,
-        timeout_ms,
-        output_bytes,
-    }
-    .limits()
-    .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
     let loaded = args::catalog(py, catalog)?;
-    let base = match base_dir {
-        Some(d) => args::path_of(d, "base_dir")?,
-        None => loaded.dir,
-    };
-    let manifest = epoch.map(|e| manifest_of(py, e)).transpose()?;
-    let quarantine = match quarantine {
-        Some(q) => {
-            let path = args::path_of(q, "quarantine")?;
-            Some(
-                plangate_harness::read_quarantine(&path)
-                    .map_err(|e| PlangateError::new_err(chain(&e)))?,
-            )
-        }
-        None => None,
-    };
-    let mut eval_opts = EvalOptions {
-        probe_runs,
-        decide,
+    let settled = args::RunArgs {
+        base_dir,
+        epoch,
         quarantine,
-        ..EvalOptions::default()
-    };
-    if let Some(j) = jobs {
-        eval_opts.jobs = args::jobs(Some(j))?;
+        seed,
+        probe_runs,
+        jobs,
+        thresholds: Thresholds {
+            arg_accept,
+            arg_reject,
+            result_accept,
+            result_suspect,
+            min_samples,
+        },
+        limits: LimitsGiven {
+            fuel,
+            memory_mb,
+            timeout_ms,
+            output_bytes,
+        },
     }
+    .settle(py, &loaded)?;
     let input = Input::of(samples, max_line_bytes)?;
-    let world_opts = WorldOptions {
-        random_seed: seed,
-        limits,
-        ..WorldOptions::default()
-    };
+    let (base, manifest) = (settled.base, settled.manifest);
+    let (world_opts, eval_opts) = (settled.world, settled.eval);
     let run = EvalRun::new(
         Arc::new(loaded.catalog.clone()),
         &base,
@@ -122,24 +98,6 @@ pub(crate) fn eval<'py>(
     let ran = run_watched(py, &run, &world, input, max_line_bytes)?;
     args::warn_notes(py, "plangate.eval", &ran.notes)?;
     result(py, &world, &ran)
-}
-
-/// An epoch manifest from a dict, JSON text or a file (what `--write-epoch` wrote).
-fn manifest_of(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<EpochManifest> {
-    let (name, bytes) = if value.cast::<pyo3::types::PyDict>().is_ok() {
-        ("<dict>".to_string(), dumps::line(py, value)?)
-    } else {
-        let path: PathBuf = args::path_of(value, "epoch")?;
-        let bytes = std::fs::read(&path).map_err(|e| {
-            PlangateError::new_err(format!(
-                "failed to read epoch manifest {}: {e}",
-                path.display()
-            ))
-        })?;
-        (path.display().to_string(), bytes)
-    };
-    serde_json::from_slice(&bytes)
-        .map_err(|e| PlangateError::new_err(format!("failed to parse epoch manifest {name}: {e}")))
 }
 
 /// A finished run: the first epoch (the lines that were not tasks in their place),

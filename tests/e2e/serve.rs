@@ -329,6 +329,23 @@ pub(crate) fn serve_python(what: &str) -> Option<std::ffi::OsString> {
     }
 }
 
+/// Runs the client `script` (under tests/serve/) with `python` and `args`, and returns
+/// the JSON report it prints; the client must exit 0.
+pub(crate) fn run_client<S: AsRef<std::ffi::OsStr>>(
+    python: &std::ffi::OsStr,
+    script: &str,
+    args: &[S],
+) -> Value {
+    let ran = Command::new(python)
+        .arg(repo().join("tests/serve").join(script))
+        .args(args)
+        .output()
+        .expect("run the client");
+    let stderr = String::from_utf8_lossy(&ran.stderr);
+    assert!(ran.status.success(), "{stderr}");
+    serde_json::from_slice(&ran.stdout).unwrap()
+}
+
 /// The requests a recorded upstream saw: each one's headers (names in lower case) and
 /// body.
 type Seen = Arc<Mutex<Vec<(BTreeMap<String, String>, Value)>>>;
@@ -733,15 +750,12 @@ fn the_openai_sdk_drives_a_task_through_the_proxy() {
     let dir = tempfile::tempdir().unwrap();
     let tools_file = dir.path().join("tools.json");
     std::fs::write(&tools_file, tools.to_string()).unwrap();
-    let out = Command::new(python)
-        .arg(repo().join("tests/serve/openai_client.py"))
-        .arg(format!("http://{}/v1", server.addr))
-        .arg(&tools_file)
-        .output()
-        .expect("run the SDK client");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let url = format!("http://{}/v1", server.addr);
+    let report = run_client(
+        &python,
+        "openai_client.py",
+        &[std::ffi::OsStr::new(&url), tools_file.as_os_str()],
+    );
     let steps = report["steps"].as_array().unwrap();
     assert_eq!(steps[0]["decision"], "accept", "{report}");
     assert_eq!(steps[0]["tool_calls"], 1);

@@ -6,14 +6,12 @@
 //! stops by itself, and every run stops at the SDK's `max_turns`.
 
 use std::collections::BTreeMap;
-use std::process::Command;
 use std::sync::Mutex;
 
 use serde_json::{Value, json};
 
 use crate::exit;
 use crate::serve::{CATALOG, Recorded, Serving, bfcl, completion, last_text};
-use crate::tools::repo;
 
 /// The recorded model: `correct` (BFCL's acceptable answers, which agree), `fabricated`
 /// (its invented heights, which do not), `invented_tool` (the acceptable answers
@@ -66,15 +64,11 @@ fn run_agent(python: &std::ffi::OsStr, policy: &[&str], steps: &[&str]) -> (Valu
     ];
     args.extend_from_slice(policy);
     let server = Serving::start(&args, &[]);
-    let ran = Command::new(python)
-        .arg(repo().join("tests/serve/agents_client.py"))
-        .arg(format!("http://{}/v1", server.addr))
-        .args(steps)
-        .output()
-        .expect("run the Agents SDK");
-    let stderr = String::from_utf8_lossy(&ran.stderr);
-    assert!(ran.status.success(), "{stderr}");
-    let report: Value = serde_json::from_slice(&ran.stdout).unwrap();
+    let base = format!("http://{}/v1", server.addr);
+    let client_args: Vec<&str> = std::iter::once(base.as_str())
+        .chain(steps.iter().copied())
+        .collect();
+    let report = crate::serve::run_client(python, "agents_client.py", &client_args);
     let (code, said) = server.stop();
     assert_eq!(code, exit::OK, "{said}");
     let decisions = std::fs::read_to_string(&out)

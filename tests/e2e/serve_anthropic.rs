@@ -6,7 +6,6 @@
 //! nobody here wrote reads them. Every server stops by itself.
 
 use std::collections::BTreeMap;
-use std::process::Command;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -14,7 +13,6 @@ use serde_json::{Value, json};
 
 use crate::exit;
 use crate::serve::{CATALOG, Recorded, Serving, bfcl, http, last_text};
-use crate::tools::repo;
 
 /// A BFCL task's choices as Anthropic messages: a text block, then one `tool_use`
 /// block per call, `stop_reason: "tool_use"`.
@@ -340,15 +338,12 @@ fn the_anthropic_sdk_drives_a_task_through_the_proxy() {
     let dir = tempfile::tempdir().unwrap();
     let tools_file = dir.path().join("tools.json");
     std::fs::write(&tools_file, tools().to_string()).unwrap();
-    let out = Command::new(python)
-        .arg(repo().join("tests/serve/anthropic_client.py"))
-        .arg(format!("http://{}", server.addr))
-        .arg(&tools_file)
-        .output()
-        .expect("run the SDK client");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let url = format!("http://{}", server.addr);
+    let report = crate::serve::run_client(
+        &python,
+        "anthropic_client.py",
+        &[std::ffi::OsStr::new(&url), tools_file.as_os_str()],
+    );
     let steps = report["steps"].as_array().unwrap();
     let step = |name: &str| steps.iter().find(|s| s["step"] == name).unwrap();
     assert_eq!(step("agreeing")["decision"], "accept", "{report}");

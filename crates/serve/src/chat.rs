@@ -30,15 +30,12 @@ pub(crate) async fn chat(State(app): State<Arc<App>>, headers: HeaderMap, body: 
         Ok(b) => b,
         Err(r) => return r,
     };
-    let mut request = match serde_json::from_slice::<Value>(&body) {
-        Ok(Value::Object(o)) if o.get("messages").is_some_and(Value::is_array) => o,
-        _ => {
-            return error(
-                StatusCode::BAD_REQUEST,
-                "invalid_request_error",
-                "the body must be a JSON object with a `messages` array",
-            );
-        }
+    let Some(mut request) = crate::step::request_object(&body) else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "invalid_request_error",
+            crate::step::NOT_A_REQUEST,
+        );
     };
     let stream = request.remove("stream") == Some(Value::Bool(true));
     request.remove("stream_options");

@@ -43,16 +43,13 @@ pub(crate) async fn messages(
         Ok(b) => b,
         Err(r) => return r,
     };
-    let mut request = match serde_json::from_slice::<Value>(&body) {
-        Ok(Value::Object(o)) if o.get("messages").is_some_and(Value::is_array) => o,
-        _ => {
-            return error(
-                StatusCode::BAD_REQUEST,
-                "invalid_request_error",
-                "the body must be a JSON object with a `messages` array",
-                None,
-            );
-        }
+    let Some(mut request) = crate::step::request_object(&body) else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "invalid_request_error",
+            crate::step::NOT_A_REQUEST,
+            None,
+        );
     };
     let stream = request.remove("stream") == Some(Value::Bool(true));
     let notes = sampling_notes(&request);

@@ -13,6 +13,17 @@ use crate::app::App;
 use crate::judge::Judged;
 use crate::upstream::{OnDefer, OnReject, UpstreamConfig, UpstreamError};
 
+/// Why a proxy's body is refused, in each front door's own error shape.
+pub(crate) const NOT_A_REQUEST: &str = "the body must be a JSON object with a `messages` array";
+
+/// A proxy's request body as both APIs take it: a JSON object with a `messages` array.
+pub(crate) fn request_object(body: &[u8]) -> Option<Map<String, Value>> {
+    match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Object(o)) if o.get("messages").is_some_and(Value::is_array) => Some(o),
+        _ => None,
+    }
+}
+
 /// Steps proxied so far, for the task IDs of those the upstream gave no id.
 static STEPS: AtomicU64 = AtomicU64::new(0);
 
