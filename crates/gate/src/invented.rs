@@ -10,7 +10,7 @@ use std::sync::Arc;
 use crate::catalog::Catalog;
 use crate::errors::NOT_FOUND;
 use crate::hints::Hints;
-use crate::jcs::path_member;
+use crate::jcs::push_member;
 use crate::json::Value;
 use crate::task::{Arguments, Observed, Sample, Task};
 
@@ -174,7 +174,7 @@ fn of_sample(i: usize, sample: &Sample, catalog: &Catalog, out: &mut Vec<Invente
             }
             let hints = catalog.get(&call.tool).map(|t| &t.hints);
             for (parameter, value) in references(args, hints, message) {
-                if supplied(sample, range.start, &value) {
+                if supplied(sample, range.start, value) {
                     continue;
                 }
                 out.push(InventedReference {
@@ -183,7 +183,7 @@ fn of_sample(i: usize, sample: &Sample, catalog: &Catalog, out: &mut Vec<Invente
                     call: j,
                     tool: call.tool.clone(),
                     parameter,
-                    value,
+                    value: value.to_string(),
                     error: message.clone(),
                 });
             }
@@ -191,68 +191,115 @@ fn of_sample(i: usize, sample: &Sample, catalog: &Catalog, out: &mut Vec<Invente
     }
 }
 
-/// A string argument: its path, its key's name, the value, and whether it looks like a
-/// reference (an id-like name, or an `id` or `must_exist` hint).
-struct Leaf {
-    path: String,
-    name: String,
-    value: String,
+/// One step of a string argument's path: a member's key or an item's index. The path's
+/// text is built only for the arguments a miss is about, from the steps walked to them.
+#[derive(Clone, Copy)]
+enum Step<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+/// A string argument as the walk meets it: the steps to it, its key's name, the value,
+/// and whether it looks like a reference (an id-like name, or an `id` or `must_exist`
+/// hint). Borrowed from the arguments: most are looked at and let go.
+struct Leaf<'s, 'a> {
+    steps: &'s [Step<'a>],
+    name: &'a str,
+    value: &'a str,
     id_like: bool,
 }
 
 /// The arguments a miss is about: those the error names (by name or value), or else
-/// every id-like string argument.
-fn references(args: &Value, hints: Option<&Hints>, message: &str) -> Vec<(String, String)> {
-    let mut leaves = Vec::new();
-    walk(args, hints, String::new(), "", &mut leaves);
-    let named: Vec<&Leaf> = (leaves.iter())
-        .filter(|l| {
-            !l.value.is_empty() && (message.contains(&l.value) || message.contains(&l.name))
-        })
-        .collect();
-    let chosen: Vec<&Leaf> = if named.is_empty() {
-        leaves.iter().filter(|l| l.id_like).collect()
-    } else {
-        named
-    };
-    (chosen.into_iter())
-        .filter(|l| !l.value.is_empty())
-        .map(|l| (l.path.clone(), l.value.clone()))
-        .collect()
+/// every id-like string argument. Two walks over the arguments, the first to learn
+/// whether the error names any, so that no leaf's path or value is copied that is not
+/// listed.
+fn references<'a>(args: &'a Value, hints: Option<&Hints>, message: &str) -> Vec<(String, &'a str)> {
+    let names =
+        |l: &Leaf| !l.value.is_empty() && (occurs(message, l.value) || occurs(message, l.name));
+    // Whether each leaf, in walk order, is named: the first walk asks once per leaf.
+    let mut leaves: Vec<(bool, bool)> = Vec::new();
+    walk(args, hints, &mut Vec::new(), "", &mut |l| {
+        leaves.push((names(l), l.id_like));
+    });
+    let named = leaves.iter().any(|l| l.0);
+    let mut out = Vec::new();
+    let mut at = 0;
+    walk(args, hints, &mut Vec::new(), "", &mut |l| {
+        let (is_named, id_like) = leaves[at];
+        at += 1;
+        let chosen = if named { is_named } else { id_like };
+        if chosen && !l.value.is_empty() {
+            out.push((path_text(l.steps), l.value));
+        }
+    });
+    out
 }
 
-fn walk(v: &Value, hints: Option<&Hints>, path: String, name: &str, out: &mut Vec<Leaf>) {
+fn walk<'a>(
+    v: &'a Value,
+    hints: Option<&Hints>,
+    steps: &mut Vec<Step<'a>>,
+    name: &'a str,
+    leaf: &mut dyn FnMut(&Leaf<'_, 'a>),
+) {
     match v {
-        Value::String(s) => out.push(Leaf {
+        Value::String(s) => leaf(&Leaf {
+            steps,
+            name,
+            value: s,
             id_like: id_like(name)
                 || hints.is_some_and(|h| h.must_exist() || h.resolver().is_some()),
-            path,
-            name: name.to_string(),
-            value: s.clone(),
         }),
         Value::Object(o) => {
             for (k, sub) in o.iter() {
-                let at = if path.is_empty() {
-                    path_member(k).trim_start_matches('.').to_string()
-                } else {
-                    format!("{path}{}", path_member(k))
-                };
-                walk(sub, hints.map(|h| h.property(k)), at, k, out);
+                steps.push(Step::Key(k));
+                walk(sub, hints.map(|h| h.property(k)), steps, k, leaf);
+                steps.pop();
             }
         }
         Value::Array(items) => {
             for (k, sub) in items.iter().enumerate() {
-                walk(
-                    sub,
-                    hints.map(Hints::items),
-                    format!("{path}[{k}]"),
-                    name,
-                    out,
-                );
+                steps.push(Step::Index(k));
+                walk(sub, hints.map(Hints::items), steps, name, leaf);
+                steps.pop();
             }
         }
         _ => {}
     }
+}
+
+/// A leaf's path as records print it (`user_id`, `payment[0].id`): members as
+/// [`push_member`] writes them, without the leading dot of the first.
+fn path_text(steps: &[Step]) -> String {
+    let mut path = String::new();
+    for step in steps {
+        match *step {
+            Step::Key(k) => {
+                let first = path.is_empty();
+                push_member(&mut path, k);
+                if first && path.starts_with('.') {
+                    path.remove(0);
+                }
+            }
+            Step::Index(i) => {
+                path.push('[');
+                crate::jcs::write_usize(i, &mut path);
+                path.push(']');
+            }
+        }
+    }
+    path
+}
+
+/// Whether `needle` occurs in `hay`, as [`str::contains`] says: the messages and
+/// names are short, and a first-byte scan answers them without building a searcher.
+fn occurs(hay: &str, needle: &str) -> bool {
+    let (h, n) = (hay.as_bytes(), needle.as_bytes());
+    let Some((&first, rest)) = n.split_first() else {
+        return true;
+    };
+    (h.len() >= n.len())
+        && (0..=h.len() - n.len()).any(|i| h[i] == first && h[i + 1..i + n.len()] == *rest)
 }
 
 /// A parameter named `id`, or ending in `id`, `_id` or `Id`.
@@ -269,7 +316,9 @@ fn supplied(sample: &Sample, start: usize, value: &str) -> bool {
         .any(|s| s.text.contains(value));
     said || sample.calls[..start].iter().any(|c| {
         let args = match &c.arguments {
-            Arguments::Json(v) => crate::jcs::to_string(v).contains(value) || holds(v, value),
+            // The strings themselves answer most searches; the JSON text only the rest
+            // (a value that spans a key and its punctuation, a number as printed).
+            Arguments::Json(v) => holds(v, value) || crate::jcs::to_string(v).contains(value),
             Arguments::Malformed(text) => text.contains(value),
         };
         args || match &c.observed {
@@ -380,6 +429,26 @@ mod tests {
     }
 
     /// The parameter the error names is the one listed; else id-like names and hints.
+    #[test]
+    fn occurs_answers_as_contains_does() {
+        for (hay, needle) in [
+            ("no such user u_9", "u_9"),
+            ("u_9", "u_9"),
+            ("u_", "u_9"),
+            ("", ""),
+            ("abc", ""),
+            ("ab", "abc"),
+            ("method cc_7 not found", "cc_8"),
+            ("é ok", "é"),
+        ] {
+            assert_eq!(
+                occurs(hay, needle),
+                hay.contains(needle),
+                "{hay:?} {needle:?}"
+            );
+        }
+    }
+
     #[test]
     fn the_parameter_is_the_named_one_or_an_id() {
         let line = format!(
