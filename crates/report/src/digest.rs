@@ -163,7 +163,7 @@ pub(crate) mod tests {
             warnings: Vec::new(),
             label: [None, Some(Label::Correct), Some(Label::Hallucinated)][i % 3],
             outcomes: Vec::new(),
-            invented_references: Vec::new(),
+            invented_references: Default::default(),
         }
     }
 

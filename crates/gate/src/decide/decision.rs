@@ -257,8 +257,9 @@ pub struct Decision {
     /// when no sample has one.
     pub outcomes: Vec<Option<f64>>,
     /// Calls answered *not found* for a value nothing before them supplied
-    /// ([`crate::invented`]); they never change the verdict.
-    pub invented_references: Vec<crate::invented::InventedReference>,
+    /// ([`crate::invented`]); they never change the verdict. Shared with the prepared
+    /// task, whose list it is, rather than copied.
+    pub invented_references: std::sync::Arc<[crate::invented::InventedReference]>,
 }
 
 impl Decision {

@@ -35,7 +35,7 @@ pub(super) struct Measured<'p> {
     pub(super) warnings: Vec<String>,
     pub(super) label: Option<Label>,
     pub(super) outcomes: Vec<Option<f64>>,
-    pub(super) invented_references: Vec<InventedReference>,
+    pub(super) invented_references: std::sync::Arc<[InventedReference]>,
     /// Whether the epoch was fixed for every source the task read (seed condition 4).
     pub(super) epoch_fixed: bool,
     /// The health of the tools the task calls.

@@ -24,7 +24,7 @@ pub struct Prepared {
     /// Each sample's outcome, in input order; empty when no sample has one.
     pub(super) outcomes: Vec<Option<f64>>,
     /// The task's invented references, found while its calls are at hand.
-    pub(super) invented_references: Vec<crate::invented::InventedReference>,
+    pub(super) invented_references: std::sync::Arc<[crate::invented::InventedReference]>,
 }
 
 impl Prepared {

@@ -75,7 +75,7 @@ impl Prepared {
             warnings: self.warnings.clone(),
             malformed: self.malformed.clone(),
             outcomes: self.outcomes.clone(),
-            invented: self.invented_references.clone(),
+            invented: self.invented_references.to_vec(),
             args,
             samples,
         };
@@ -141,7 +141,7 @@ impl Prepared {
             malformed: line.malformed,
             warnings: line.warnings,
             outcomes: line.outcomes,
-            invented_references: line.invented,
+            invented_references: line.invented.into(),
         })
     }
 }
