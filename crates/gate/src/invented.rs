@@ -14,7 +14,8 @@ use crate::jcs::push_member;
 use crate::json::Value;
 use crate::task::{Arguments, Observed, Sample, Task};
 
-/// One call that looked up a value nobody supplied and got *not found*.
+/// One call that looked up a value nobody supplied and got *not found*. Its texts are
+/// shared, so the copies a shared sample makes cost no allocation.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct InventedReference {
     /// The sample (trial), from 0.
@@ -24,13 +25,13 @@ pub struct InventedReference {
     /// The call within the sample, counted across its turns as written, from 0.
     pub call: usize,
     /// The tool called.
-    pub tool: String,
+    pub tool: Arc<str>,
     /// The argument's path in the call's arguments (`user_id`, `payment[0].id`).
-    pub parameter: String,
+    pub parameter: Arc<str>,
     /// The value the model gave it.
-    pub value: String,
+    pub value: Arc<str>,
     /// The error's message.
-    pub error: String,
+    pub error: Arc<str>,
 }
 
 /// Every invented reference of `task`, sample by sample, in call order.
@@ -181,10 +182,10 @@ fn of_sample(i: usize, sample: &Sample, catalog: &Catalog, out: &mut Vec<Invente
                     sample: i,
                     turn,
                     call: j,
-                    tool: call.tool.clone(),
-                    parameter,
-                    value: value.to_string(),
-                    error: message.clone(),
+                    tool: call.tool.as_str().into(),
+                    parameter: parameter.into(),
+                    value: value.into(),
+                    error: message.as_str().into(),
                 });
             }
         }
@@ -365,7 +366,15 @@ mod tests {
         let t = parse_task_line(line.as_bytes()).unwrap();
         invented_references(&t, &catalog())
             .into_iter()
-            .map(|r| (r.sample, r.turn, r.call, r.parameter, r.value))
+            .map(|r| {
+                (
+                    r.sample,
+                    r.turn,
+                    r.call,
+                    r.parameter.to_string(),
+                    r.value.to_string(),
+                )
+            })
             .collect()
     }
 
@@ -415,16 +424,10 @@ mod tests {
         assert_eq!(with_error(call("U_42", "I am u_42"), NOT_FOUND).len(), 1);
         let r = &with_error(call("mei_brown_123", "I am Mei Brown"), NOT_FOUND)[0];
         assert_eq!(
-            (
-                r.turn,
-                r.call,
-                r.tool.as_str(),
-                r.parameter.as_str(),
-                r.value.as_str()
-            ),
+            (r.turn, r.call, &*r.tool, &*r.parameter, &*r.value),
             (0, 0, "get_user", "user_id", "mei_brown_123")
         );
-        assert_eq!(r.error, "Error: user not found");
+        assert_eq!(&*r.error, "Error: user not found");
         assert_eq!(with_error(call("mei_brown_123", "hi"), "tool_error"), []);
     }
 

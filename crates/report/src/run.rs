@@ -879,7 +879,7 @@ mod tests {
                 call: 1,
                 tool: "get_user".into(),
                 parameter: "user_id".into(),
-                value: format!("mei_<{k}>"),
+                value: format!("mei_<{k}>").into(),
                 error: "Error: user not found".into(),
             })
             .collect();
