@@ -10,7 +10,7 @@ use std::sync::Arc;
 use plangate_gate::catalog::Catalog;
 use plangate_gate::decide::Options;
 use plangate_gate::score::{LineScorer, ScoreConfig, Scored, bad_line_record};
-use plangate_harness::{LimitsGiven, WarmGate, World, WorldOptions};
+use plangate_harness::{LimitsGiven, WarmGate, WorldOptions};
 use pyo3::prelude::*;
 
 use crate::args::{self, Thresholds, chain};
@@ -100,14 +100,7 @@ impl Gate {
             });
         }
         let gate = py
-            .detach(|| {
-                let world = World::build(&catalog, &settled.base, world_opts)?;
-                Ok::<_, plangate_harness::HarnessError>(WarmGate::start(
-                    Arc::new(world),
-                    catalog.clone(),
-                    settled.eval,
-                ))
-            })
+            .detach(|| WarmGate::pin(&catalog, &settled.base, world_opts, settled.eval))
             .map_err(|e| {
                 PlangateError::new_err(format!(
                     "failed to pin an epoch for {}: {}",

@@ -1,7 +1,8 @@
 //! The warm gate behind `plangate serve`, on the seed world: `/v1/eval` answers what
 //! `plangate eval --epoch M` writes for each task alone; a call that runs out of fuel
 //! is that call's outcome; fresh epochs, `--write-epoch` and the replayed epoch's 409;
-//! a witness found by one request holds for the later ones; and the proxy executes a
+//! a witness found by one request holds for the later ones; a live mount that changes
+//! during a request unfixes that request only; and the proxy executes a
 //! step's calls, so agreement on an invented ID is rejected before the client sees it.
 //! Every server stops at the end of its test.
 
@@ -276,6 +277,64 @@ fn a_witness_found_by_one_request_holds_for_the_later_ones() {
     writer(fresh.path(), &["append-segment"]);
     let forgotten = server.post("/v1/eval", &search("c", "refund")).json();
     assert_eq!(forgotten["decision"], "accept", "{forgotten}");
+    let _ = server.stop();
+}
+
+/// `epoch_not_fixed` in a served answer means "changed while this request ran": a
+/// request during which `search_index`'s live index gains segments defers with it, and a
+/// request after the writer stopped does not carry it, though the index it reads is no
+/// longer the one the epoch was pinned with.
+#[test]
+fn a_live_mount_that_changes_during_a_request_unfixes_that_request_only() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    build_tools();
+    let dir = tempfile::tempdir().unwrap();
+    let live = live_copy();
+    let catalog = catalog_copy(dir.path(), |tools| {
+        let m = &mut tools.get_mut("search_index").expect("search_index")["mounts"][0];
+        m["host"] = Value::String(live.path().join("index").display().to_string());
+    });
+    let server = Serving::start(&["--catalog", catalog.to_str().unwrap()], &[]);
+    let queries = [
+        "refund", "shipping", "approval", "orders", "labels", "business",
+    ];
+    let task = |id: &str| {
+        let calls: Vec<Value> = queries
+            .iter()
+            .map(|q| json!({"tool": "search_index", "arguments": {"query": q}}))
+            .collect();
+        json!({"task_id": id, "samples": vec![json!({"calls": calls}); 24]}).to_string()
+    };
+    // The writer appends until the answer is in, so at least one whole append falls
+    // between the request's two digests however the machine schedules them.
+    let answered = AtomicBool::new(false);
+    let during = std::thread::scope(|s| {
+        let asked = s.spawn(|| {
+            let r = server.post("/v1/eval", &task("during"));
+            answered.store(true, Ordering::SeqCst);
+            r
+        });
+        let mut appended = 0;
+        while !answered.load(Ordering::SeqCst) {
+            writer(live.path(), &["append-segment"]);
+            appended += 1;
+        }
+        let r = asked.join().unwrap();
+        assert!(appended >= 2, "{appended} appends in all");
+        r
+    });
+    assert_eq!(during.status, 200, "{}", during.body);
+    let during = during.json();
+    assert_eq!(during["decision"], "defer", "{during}");
+    let reasons = during["reasons"].to_string();
+    assert!(reasons.contains("epoch_not_fixed"), "{during}");
+    let after = server.post("/v1/eval", &task("after"));
+    assert_eq!(after.status, 200, "{}", after.body);
+    let after = after.json();
+    assert!(
+        !after["reasons"].to_string().contains("epoch_not_fixed"),
+        "{after}"
+    );
     let _ = server.stop();
 }
 

@@ -14,6 +14,7 @@ use plangate_gate::jcs;
 use plangate_gate::task::{Arguments, Observed, Sample, Task};
 use plangate_sandbox::{CallRecord, Outcome};
 
+use crate::HarnessError;
 use crate::health::{Evidence, HealthReport, PairKind, ToolFindings, WitnessBook, witness_key};
 use crate::journal::{CallAt, Journal};
 use crate::observe::observed_by;
@@ -21,7 +22,7 @@ use crate::probe::{ProbeRun, probe_arguments};
 use crate::refs::substitute;
 use crate::repeats::{Repeats, Take};
 use crate::resolver::{SandboxResolver, TaskResolver};
-use crate::world::World;
+use crate::world::{World, WorldOptions};
 use serde::Serialize;
 
 /// How a run probes, executes and decides.
@@ -175,6 +176,19 @@ impl std::fmt::Debug for WarmGate {
 }
 
 impl WarmGate {
+    /// Pins a fresh epoch over `catalog` (or replays `world.manifest`) and starts a gate
+    /// over it: what a server or `plangate.Gate` holds warm. Blocks while the tools load
+    /// and are probed.
+    pub fn pin(
+        catalog: &Arc<Catalog>,
+        base_dir: &std::path::Path,
+        world: WorldOptions,
+        opts: EvalOptions,
+    ) -> Result<WarmGate, HarnessError> {
+        let world = World::build(catalog, base_dir, world)?;
+        Ok(WarmGate::start(Arc::new(world), catalog.clone(), opts))
+    }
+
     /// A gate over `world`: applies an earlier quarantine and probes every
     /// declared-deterministic tool that has `probe` arguments (none with
     /// `probe_runs` below 2).

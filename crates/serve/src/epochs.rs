@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use plangate_gate::catalog::Catalog;
-use plangate_harness::{EvalOptions, EvalStats, WarmGate, World, WorldOptions};
+use plangate_harness::{EvalOptions, EvalStats, WarmGate, WorldOptions};
 use plangate_sandbox::EpochManifest;
 
 use crate::error::ServeError;
@@ -200,12 +200,7 @@ fn pin(catalog: &Arc<Catalog>, config: &WarmConfig, n: u64) -> Result<WarmGate, 
         random_seed: config.world.random_seed.wrapping_add(n),
         ..config.world.clone()
     };
-    let world = World::build(catalog, &config.base_dir, opts).map_err(ServeError::Epoch)?;
-    Ok(WarmGate::start(
-        Arc::new(world),
-        catalog.clone(),
-        config.eval.clone(),
-    ))
+    WarmGate::pin(catalog, &config.base_dir, opts, config.eval.clone()).map_err(ServeError::Epoch)
 }
 
 /// Where a retired epoch's manifest is kept: `FILE.<first 12 characters of its id>`.
@@ -215,32 +210,8 @@ fn retired_path(path: &Path, epoch_id: &str) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// Writes a manifest as `plangate eval --write-epoch` does (pretty JSON and a newline),
-/// readable by its owner only (it records what the epoch's network answered), through a
-/// file beside it renamed over the old one.
+/// Writes a manifest as `plangate eval --write-epoch` does: whole or not at all, readable
+/// by its owner only (it records what the epoch's network answered).
 fn write_manifest(path: &Path, manifest: &EpochManifest) -> Result<(), ServeError> {
-    use std::io::Write as _;
-    use std::os::unix::fs::OpenOptionsExt as _;
-    let failed = |source| ServeError::WriteEpoch {
-        path: path.to_path_buf(),
-        source,
-    };
-    let text = serde_json::to_string_pretty(manifest)
-        .map_err(std::io::Error::other)
-        .map_err(failed)?
-        + "\n";
-    let mut temp = path.as_os_str().to_owned();
-    temp.push(".tmp");
-    let temp = PathBuf::from(temp);
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&temp)
-        .map_err(failed)?;
-    file.write_all(text.as_bytes())
-        .and_then(|()| file.sync_data())
-        .map_err(failed)?;
-    std::fs::rename(&temp, path).map_err(failed)
+    plangate_report::files::write_manifest(path, manifest).map_err(ServeError::WriteEpoch)
 }

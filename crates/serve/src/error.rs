@@ -37,13 +37,8 @@ pub enum ServeError {
     #[error("cannot pin the epoch: {0}")]
     Epoch(plangate_harness::HarnessError),
     /// `--write-epoch` could not be written.
-    #[error("--write-epoch {path}: {source}")]
-    WriteEpoch {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
+    #[error("--write-epoch: {0}")]
+    WriteEpoch(#[source] plangate_report::files::OutputError),
     /// Serving stopped on an I/O error.
     #[error("serving failed: {0}")]
     Serve(std::io::Error),
