@@ -200,6 +200,17 @@ mod tests {
         assert_eq!(t.export.as_deref(), Some("fetch"));
         assert_eq!(t.network.mode, NetworkMode::Pinned);
         assert_eq!(t.network.allow.len(), 3);
+        assert_eq!(
+            (t.network.secret_headers.len(), t.network.max_body_bytes),
+            (0, None)
+        );
+        let c = entry(r#"{"mode":"pinned","secret_headers":["X-Team"],"max_body_bytes":1024}"#)
+            .unwrap();
+        let n = &c.get("f").unwrap().network;
+        assert_eq!(
+            (n.secret_headers.clone(), n.max_body_bytes),
+            (vec!["x-team".to_string()], Some(1024))
+        );
         let none = Catalog::from_value(
             &crate::json::parse(r#"{"tools":[{"name":"g","deterministic":true}]}"#).unwrap(),
         )
@@ -215,6 +226,19 @@ mod tests {
             (r#"{"allow":["a b:80"]}"#, "tools[0].network.allow[0]"),
             (r#"{"hosts":[]}"#, "tools[0].network.hosts"),
             (r#""live""#, "tools[0].network"),
+            (
+                r#"{"secret_headers":["a b"]}"#,
+                "tools[0].network.secret_headers[0]",
+            ),
+            (
+                r#"{"secret_headers":"x"}"#,
+                "tools[0].network.secret_headers",
+            ),
+            (r#"{"max_body_bytes":0}"#, "tools[0].network.max_body_bytes"),
+            (
+                r#"{"max_body_bytes":-1}"#,
+                "tools[0].network.max_body_bytes",
+            ),
         ] {
             let e = entry(bad).unwrap_err().to_string();
             assert!(e.contains(says), "{bad}: {e}");
