@@ -1,7 +1,8 @@
 //! What a pinned network may keep and whom it answers, end to end: credentials keyed by
 //! digest and never written, header bytes kept apart, a manifest's recording sealed and
 //! checked when it loads, a body too big to record refused without holding it, and a
-//! run interrupted and resumed answered as an uninterrupted one. The guests are the
+//! run interrupted and resumed answered as an uninterrupted one, and a server's
+//! recording bounded per epoch. The guests are the
 //! hostile component's `request` export and the fetch component, against a server on
 //! loopback that stops by itself.
 
@@ -448,4 +449,53 @@ fn an_interrupted_run_resumes_with_its_network_recording() {
         "{}",
         resumed.stderr
     );
+}
+
+/// A server's epoch keeps at most `--max-recorded-bytes` of exchanges: past it a request
+/// not recorded is the call's error and is not sent, one recorded is still answered from
+/// the recording, and a fresh epoch records again.
+#[test]
+fn a_served_epoch_records_at_most_its_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(counter, Duration::ZERO);
+    let catalog = request_catalog(dir.path(), &server.addr, json!({}));
+    // Each exchange keeps about 200 bytes (its key, headers and body): two fit.
+    let serving = crate::serve::Serving::start(
+        &["--catalog", s(&catalog), "--max-recorded-bytes", "500"],
+        &[],
+    );
+    // The calls answered (exit 0) and failed (exit 1) so far.
+    let ask = |i: usize| -> (u64, u64) {
+        let url = format!("http://{}/item/{i}", server.addr);
+        let args = json!({"url": url, "headers": [], "read": 4096});
+        let sample = json!({"calls": [{"tool": "req", "arguments": args}]});
+        let line = json!({"task_id": format!("t{i}"), "samples": [sample]});
+        let r = serving.post("/v1/eval", &line.to_string());
+        assert_eq!(r.status, 200, "{}", r.body);
+        let metrics = crate::serve::http(&serving.addr, "GET", "/metrics", &[], b"").body;
+        let count = |outcome: &str| {
+            let series =
+                format!(r#"plangate_calls_executed_total{{tool="req",outcome="{outcome}"}} "#);
+            (metrics.lines())
+                .find_map(|l| l.strip_prefix(series.as_str()))
+                .map_or(0, |n| n.parse().unwrap())
+        };
+        (count("exit:0"), count("exit:1"))
+    };
+    let answered: Vec<(u64, u64)> = (0..6).map(ask).collect();
+    assert_eq!(
+        answered,
+        [(1, 0), (2, 0), (2, 1), (2, 2), (2, 3), (2, 4)],
+        "the third and later first requests fail"
+    );
+    // The third went out and its answer did not fit; none went out after it.
+    assert_eq!(server.hits(), 3);
+    // Recorded, so answered again without a request.
+    assert_eq!(ask(0), (3, 4));
+    assert_eq!(server.hits(), 3);
+    let renewed = serving.post("/v1/epoch", "");
+    assert_eq!(renewed.status, 200, "{}", renewed.body);
+    assert_eq!(ask(5), (4, 4), "a fresh epoch records again");
+    assert_eq!(server.hits(), 4);
+    let _ = serving.stop();
 }

@@ -53,6 +53,10 @@ pub(crate) struct ServeArgs {
     /// and resolved IDs it keeps, at most; the oldest are forgotten first.
     #[arg(long, value_name = "N", default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(1..))]
     remember_calls: u64,
+    /// Bytes of network exchanges a pinned network keeps in one epoch, at most: past it
+    /// a request not yet recorded is that call's error until a fresh epoch.
+    #[arg(long, value_name = "BYTES", default_value_t = 256 << 20)]
+    max_recorded_bytes: u64,
     #[command(flatten)]
     thresholds: ThresholdArgs,
 }
@@ -196,7 +200,8 @@ fn warm(args: &ServeArgs) -> Result<WarmConfig> {
     if args.epoch_ttl_s.is_some() && args.run.epoch.is_some() {
         bail!("--epoch-ttl-s cannot be used with --epoch: a replayed epoch is never re-pinned");
     }
-    let (world, mut eval) = args.run.options(&args.thresholds)?;
+    let (mut world, mut eval) = args.run.options(&args.thresholds)?;
+    world.max_recorded_bytes = Some(args.max_recorded_bytes);
     eval.remember_calls = Some(usize::try_from(args.remember_calls).unwrap_or(usize::MAX));
     Ok(WarmConfig {
         base_dir: catalog_dir(&args.catalog),

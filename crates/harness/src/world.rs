@@ -30,6 +30,9 @@ pub struct WorldOptions {
     /// Pin every source the catalog declares live (mounts snapshotted, clocks and
     /// randomness from the epoch): the defer path's retry epoch.
     pub pin_all: bool,
+    /// The most bytes the epoch's pinned network keeps in all; none in a batch, whose
+    /// manifest keeps every exchange. A server bounds it (`--max-recorded-bytes`).
+    pub max_recorded_bytes: Option<u64>,
 }
 
 struct Loaded {
@@ -169,6 +172,9 @@ impl World {
             None => declared.pin(opts.random_seed, opts.instant_unix_ns)?,
         };
         tracing::info!(epoch_id = epoch.id(), "epoch pinned");
+        if let Some(bytes) = opts.max_recorded_bytes {
+            epoch.bound_network(bytes);
+        }
         let sandbox = Sandbox::new(opts.sandbox, epoch)?;
         let mut tools = BTreeMap::new();
         for (t, module) in catalog.tools().iter().zip(&declared.modules) {

@@ -380,6 +380,13 @@ impl Epoch {
         Ok(())
     }
 
+    /// Keeps at most `bytes` of network exchanges in this epoch (set once): a request
+    /// not yet recorded past that is the call's error, not sent. What a long-lived
+    /// epoch (a server's) records is bounded so; a batch's epoch is not bounded.
+    pub fn bound_network(&self, bytes: u64) {
+        self.network.bound(bytes);
+    }
+
     /// Sends every exchange recorded from now on to `log`, as it is recorded.
     pub fn log_network(&self, log: Arc<dyn NetworkLog>) {
         self.network.log_to(log);

@@ -14,7 +14,7 @@ use http_body_util::{BodyExt, Full};
 use serde::{Deserialize, Serialize};
 use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks};
 
-use crate::recording::{Exchange, Recording, kept_response_headers, redacted_url};
+use crate::recording::{Exchange, Recording, RecordingFull, kept_response_headers, redacted_url};
 
 /// What a tool may do on the network.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -188,6 +188,7 @@ fn pinned(
                      from its manifest, with no network)"
                 )));
             }
+            None if let Some(full) = recording.full() => return Err(full_error(&what, full)),
             None => {
                 let request = http::Request::from_parts(parts, body(request_body));
                 let (res, io) = wasmtime_wasi_http::default_send_request(request, options).await?;
@@ -209,16 +210,31 @@ fn pinned(
                     bounded_body(res_body.boxed_unsync(), max, &what, "response").await
                 };
                 drop(connection);
-                recording.first(Exchange {
-                    status: head.status.as_u16(),
-                    response_headers: kept_response_headers(&head.headers, &policy.secret_headers),
-                    response_body: B64.encode(&bytes?),
-                    ..asked
-                })
+                recording
+                    .first(Exchange {
+                        status: head.status.as_u16(),
+                        response_headers: kept_response_headers(
+                            &head.headers,
+                            &policy.secret_headers,
+                        ),
+                        response_body: B64.encode(&bytes?),
+                        ..asked
+                    })
+                    .map_err(|full| full_error(&what, full))?
             }
         };
         answer(&recorded)
     })
+}
+
+/// A first request the recording has no room for: the call's error, never sent (or,
+/// when the answer itself would overflow it, never kept).
+fn full_error(what: &str, full: RecordingFull) -> HttpError {
+    internal(format!(
+        "network: {what}: this epoch's recording is full (its bound is {} bytes); a \
+         fresh epoch records again",
+        full.bound
+    ))
 }
 
 /// The recorded answer as a response.

@@ -82,6 +82,14 @@ impl HeaderBytes {
         }
     }
 
+    /// The length of the value as written.
+    fn written_len(&self) -> usize {
+        match self {
+            HeaderBytes::Text(s) => s.len(),
+            HeaderBytes::Bytes { base64 } => base64.len(),
+        }
+    }
+
     /// The bytes, or why there are none.
     pub fn bytes(&self) -> Result<Vec<u8>, String> {
         match self {
@@ -133,6 +141,15 @@ impl Exchange {
             self.credential_sha256.as_deref().unwrap_or("").as_bytes(),
         );
         key
+    }
+
+    /// What keeping the exchange costs, in bytes: its key, its response headers and its
+    /// response body as written.
+    pub(crate) fn kept_bytes(&self) -> u64 {
+        let headers: usize = (self.response_headers.iter())
+            .map(|(k, v)| k.len() + v.written_len())
+            .sum();
+        (self.key().len() + headers + self.response_body.len()) as u64
     }
 
     /// The key with the credentials left out: what tells "not recorded" from "not
@@ -362,10 +379,36 @@ pub trait NetworkLog: Send + Sync {
 /// The exchanges of one epoch, shared by every call in it.
 #[derive(Default)]
 pub(crate) struct Recording {
-    exchanges: Mutex<BTreeMap<Vec<u8>, Exchange>>,
+    exchanges: Mutex<Kept>,
     /// Replayed from a manifest: a request not recorded is refused, never sent.
     pub(crate) replay_only: bool,
     log: OnceLock<Arc<dyn NetworkLog>>,
+    /// The most bytes ([`Exchange::kept_bytes`]) the recording keeps in all; none when
+    /// unset, as in a batch, whose manifest keeps every exchange.
+    bound: OnceLock<u64>,
+}
+
+/// The exchanges by key, and the bytes they hold.
+#[derive(Default)]
+struct Kept {
+    map: BTreeMap<Vec<u8>, Exchange>,
+    bytes: u64,
+    /// An answer did not fit: no request not yet recorded is sent from then on.
+    refused: bool,
+}
+
+impl Kept {
+    fn keep(&mut self, key: Vec<u8>, e: Exchange) {
+        self.bytes += e.kept_bytes();
+        self.map.insert(key, e);
+    }
+}
+
+/// A recording at its bound: the exchange was not kept, so the call fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RecordingFull {
+    /// The bound, in bytes.
+    pub(crate) bound: u64,
 }
 
 impl std::fmt::Debug for Recording {
@@ -379,19 +422,43 @@ impl std::fmt::Debug for Recording {
 impl Recording {
     /// A recording to replay and nothing else.
     pub(crate) fn replay(exchanges: &[Exchange]) -> Recording {
+        let mut kept = Kept::default();
+        for e in exchanges {
+            kept.keep(e.key(), e.clone());
+        }
         Recording {
-            exchanges: Mutex::new(exchanges.iter().map(|e| (e.key(), e.clone())).collect()),
+            exchanges: Mutex::new(kept),
             replay_only: true,
-            log: OnceLock::new(),
+            ..Recording::default()
         }
     }
 
     /// Adds what an interrupted run recorded, to answer from as it did.
     pub(crate) fn resume(&self, exchanges: Vec<Exchange>) {
-        let mut map = self.exchanges.lock().unwrap_or_else(|e| e.into_inner());
+        let mut kept = self.lock();
         for e in exchanges {
-            map.entry(e.key()).or_insert(e);
+            let key = e.key();
+            if !kept.map.contains_key(&key) {
+                kept.keep(key, e);
+            }
         }
+    }
+
+    /// Keeps at most `bytes` from now on (once): a first request past it is refused.
+    pub(crate) fn bound(&self, bytes: u64) {
+        let _ = self.bound.set(bytes);
+    }
+
+    /// [`RecordingFull`] when the recording holds its bound, or an answer did not fit in
+    /// it: a request not recorded is then refused before it is sent.
+    pub(crate) fn full(&self) -> Option<RecordingFull> {
+        let bound = *self.bound.get()?;
+        let kept = self.lock();
+        (kept.refused || kept.bytes >= bound).then_some(RecordingFull { bound })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Kept> {
+        self.exchanges.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Sends every exchange recorded from now on to `log` (once).
@@ -401,36 +468,40 @@ impl Recording {
 
     /// Every exchange so far, in key order: what a manifest written now keeps.
     pub(crate) fn exchanges(&self) -> Vec<Exchange> {
-        let map = self.exchanges.lock().unwrap_or_else(|e| e.into_inner());
-        map.values().cloned().collect()
+        self.lock().map.values().cloned().collect()
     }
 
     pub(crate) fn get(&self, e: &Exchange) -> Option<Exchange> {
-        let map = self.exchanges.lock().unwrap_or_else(|e| e.into_inner());
-        map.get(&e.key()).cloned()
+        self.lock().map.get(&e.key()).cloned()
     }
 
     /// Whether the request is recorded under other credentials.
     pub(crate) fn under_other_credentials(&self, e: &Exchange) -> bool {
-        let map = self.exchanges.lock().unwrap_or_else(|e| e.into_inner());
         let key = e.key_without_credentials();
-        map.values().any(|r| r.key_without_credentials() == key)
+        (self.lock().map.values()).any(|r| r.key_without_credentials() == key)
     }
 
     /// Keeps `e` unless an identical request was recorded meanwhile (two calls racing
-    /// to be first): either way, the one kept is the answer every call gets.
-    pub(crate) fn first(&self, e: Exchange) -> Exchange {
-        let mut map = self.exchanges.lock().unwrap_or_else(|e| e.into_inner());
+    /// to be first): either way, the one kept is the answer every call gets. [`RecordingFull`]
+    /// when keeping `e` would take the recording past its bound.
+    pub(crate) fn first(&self, e: Exchange) -> Result<Exchange, RecordingFull> {
+        let mut kept = self.lock();
         let key = e.key();
-        if let Some(kept) = map.get(&key) {
-            return kept.clone();
+        if let Some(k) = kept.map.get(&key) {
+            return Ok(k.clone());
+        }
+        if let Some(&bound) = self.bound.get()
+            && kept.bytes + e.kept_bytes() > bound
+        {
+            kept.refused = true;
+            return Err(RecordingFull { bound });
         }
         // Logged under the lock: the log holds exchanges in the order they were kept.
         if let Some(log) = self.log.get() {
             log.recorded(&e);
         }
-        map.insert(key, e.clone());
-        e
+        kept.keep(key, e.clone());
+        Ok(e)
     }
 }
 
@@ -494,6 +565,42 @@ mod tests {
             &secret,
         );
         assert_ne!(e.key(), e2.key());
+    }
+
+    #[test]
+    fn a_bounded_recording_keeps_what_fits_and_then_sends_nothing_new() {
+        let answered = |i: usize| Exchange {
+            response_body: "QUJD".repeat(10),
+            ..asked(&format!("http://api.test:80/item/{i}"), &[], &[])
+        };
+        let rec = Recording::default();
+        let one = answered(0).kept_bytes();
+        rec.bound(2 * one + one / 2);
+        assert!(rec.first(answered(0)).is_ok());
+        assert!(rec.first(answered(1)).is_ok());
+        assert_eq!(
+            rec.full(),
+            None,
+            "room is left, though not for a whole exchange"
+        );
+        let bound = 2 * one + one / 2;
+        assert_eq!(rec.first(answered(2)), Err(RecordingFull { bound }));
+        assert_eq!(
+            rec.full(),
+            Some(RecordingFull { bound }),
+            "refused once, full"
+        );
+        assert_eq!(
+            rec.first(answered(0)),
+            Ok(answered(0)),
+            "a kept one still answers"
+        );
+        assert_eq!(rec.exchanges().len(), 2);
+        let unbounded = Recording::default();
+        for i in 0..100 {
+            assert!(unbounded.first(answered(i)).is_ok());
+        }
+        assert_eq!(unbounded.full(), None);
     }
 
     #[test]
