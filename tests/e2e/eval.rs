@@ -86,7 +86,7 @@ fn eval_summary(samples: &str, extra: &[&OsStr]) -> (Run, Value) {
     (run, written)
 }
 
-fn read_json(p: &Path) -> Value {
+pub(crate) fn read_json(p: &Path) -> Value {
     serde_json::from_slice(&std::fs::read(p).expect("file written"))
         .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }

@@ -57,6 +57,8 @@ mod realworld;
 // Benchmark results files as published: tau-bench's trajectories (tests/realworld/tau-bench)
 // and the same trials as a tau2-bench results object.
 mod results_files;
+// Published tau2-bench results from a fork, cut: invented references by model.
+mod tau2_logs;
 // Runs stopped by SIGKILL or SIGINT and resumed with --resume decide as an uninterrupted
 // run does.
 mod resume;

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::eval::{Run, catalog_copy, plangate, seed_catalog};
+use crate::eval::{Run, catalog_copy, plangate, read_json, seed_catalog};
 use crate::exit;
 use crate::page::{content, content_but_naive};
 
@@ -531,4 +531,71 @@ fn score_shards_merged_write_the_whole_scores_decisions() {
     ]);
     assert_eq!(run.code, exit::USAGE);
     assert!(run.stderr.contains("--seed-compat"), "{}", run.stderr);
+}
+
+/// A tau2-bench results file names its agent's model: `score`, `eval` and `merge` count
+/// its invented references alike, by tool and by that model. Two of its five trials ask
+/// `get_user` for an id nobody gave (`u_48213`, `u_0999`); a third asks for one the user
+/// typed (`u_77777`), which is never listed. The two inventing tasks fall in different
+/// shards of two (`lookup-a` in 2/2, `lookup-b` in 1/2), so merge adds up both shards.
+#[test]
+fn score_eval_and_merge_count_invented_references_by_model_alike() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let d = dir.path();
+    let samples = crate::eval::cases().join("tau2-by-model.json");
+    let catalog = seed_catalog();
+    let invented = |summary: &Path| read_json(summary)["invented_references"].clone();
+    let want = json!({
+        "references": 2, "tasks": 2, "samples": 2,
+        "by_tool": {"get_user": 2}, "by_model": {"example/agent-7b": 2},
+    });
+
+    let scored = d.join("score-summary.json");
+    let run = plangate(&[
+        "score".as_ref(),
+        "--catalog".as_ref(),
+        catalog.as_os_str(),
+        "--samples".as_ref(),
+        samples.as_os_str(),
+        "--summary-json".as_ref(),
+        scored.as_os_str(),
+    ]);
+    assert_eq!(run.code, exit::OK, "{}", run.stderr);
+    assert_eq!(invented(&scored), want);
+
+    let epoch = pin(d, &catalog);
+    let evaluated = d.join("eval-summary.json");
+    let run = eval(
+        &catalog,
+        &samples,
+        &[
+            "--epoch".as_ref(),
+            epoch.as_os_str(),
+            "--summary-json".as_ref(),
+            evaluated.as_os_str(),
+        ],
+    );
+    assert!(
+        matches!(run.code, exit::OK | exit::REJECT),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(invented(&evaluated), want, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("by model: example/agent-7b 2"),
+        "{}",
+        run.stderr
+    );
+
+    let shards: Vec<PathBuf> = (1..=2)
+        .map(|k| shard(d, &catalog, &samples, &epoch, k, 2))
+        .collect();
+    let merged = d.join("merge-summary.json");
+    let run = merge(&shards, &["--summary-json".as_ref(), merged.as_os_str()]);
+    assert!(
+        matches!(run.code, exit::OK | exit::REJECT),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(invented(&merged), want, "{}", run.stderr);
 }

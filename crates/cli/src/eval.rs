@@ -178,7 +178,7 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
         retried => retried?,
     };
     let retry_done = started.elapsed();
-    let mut outputs = Outputs::open(&plan, &source.name)?;
+    let mut outputs = Outputs::open(&plan, &source.name, source.model())?;
     match outputs.write_all(&finished, &retried, &mut tally, plan.calibrates()) {
         Err(e) if e.is::<Interrupted>() => return interrupted(journal.as_ref(), &tally),
         written => written.map_err(|e| after_the_work(e, journal.as_ref()))?,
@@ -205,7 +205,7 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
         epoch_again: (&now != world.epoch().manifest()).then_some(&now),
     };
     let evidence = match executed_batch.samples {
-        Some(digest) => evidence(&args, &ran, digest, &tally)
+        Some(digest) => evidence(&args, &ran, (digest, source.model()), &tally)
             .map_err(|e| after_the_work(e, journal.as_ref()))?,
         None => None,
     };
@@ -252,7 +252,7 @@ fn after_the_work(e: anyhow::Error, journal: Option<&Journal>) -> anyhow::Error 
 fn evidence<'a>(
     args: &EvalArgs,
     ran: &RunOutcome<'a>,
-    samples: SamplesDigest,
+    (samples, model): (SamplesDigest, Option<&str>),
     tally: &Tally,
 ) -> Result<Option<Evidence<'a>>> {
     let Some(shard) = args.shard else {
@@ -266,6 +266,7 @@ fn evidence<'a>(
             catalog_sha256: file_digest(&args.io.catalog)?,
             samples_sha256: samples.hex(),
             source: source_name(&args.io.samples),
+            model: model.map(Into::into),
             limits: format!("{:?}", args.run.limits.limits()?),
             probe_runs: Some(args.run.probe_runs as u64),
         },

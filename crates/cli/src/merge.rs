@@ -59,7 +59,7 @@ pub(crate) fn run(args: MergeArgs) -> Result<u8> {
         blank: first.blank,
         ..Tally::default()
     };
-    let mut outputs = Outputs::open(&plan, &first.source)?;
+    let mut outputs = Outputs::open(&plan, &first.source, first.model.as_deref())?;
     match outputs.write_all(&finished, &BTreeMap::new(), &mut tally, plan.calibrates()) {
         Err(e) if e.is::<crate::interrupt::Interrupted>() => {
             eprintln!("plangate: interrupted: nothing was written; run the merge again");

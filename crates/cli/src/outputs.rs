@@ -52,6 +52,8 @@ pub(crate) struct RunOutcome<'a> {
 pub(crate) struct Outputs<'a> {
     out: Output,
     source: &'a str,
+    /// The model that wrote the samples, when the input names it.
+    model: Option<&'a str>,
     junit: Option<Junit>,
     /// Verdict counts per label, indexed by `Verdict as usize`.
     labels: BTreeMap<String, [usize; 3]>,
@@ -60,10 +62,11 @@ pub(crate) struct Outputs<'a> {
 }
 
 impl<'a> Outputs<'a> {
-    pub(crate) fn open(plan: &OutputPlan, source: &'a str) -> Result<Self> {
+    pub(crate) fn open(plan: &OutputPlan, source: &'a str, model: Option<&'a str>) -> Result<Self> {
         Ok(Outputs {
             out: open_out(plan.decisions.as_deref())?,
             source,
+            model,
             junit: plan.junit.is_some().then(Junit::new),
             labels: BTreeMap::new(),
             digest: plan.page.is_some().then(RunDigest::default),
@@ -115,9 +118,7 @@ impl<'a> Outputs<'a> {
         tally: &mut Tally,
     ) -> Result<()> {
         let dec = record.decision;
-        tally.count(dec.verdict);
-        tally.by_outcome.count(&dec.outcomes, dec.verdict);
-        tally.invented.add(&dec.invented_references, None);
+        tally.decided(dec, self.model);
         if let Some(naive) = naive {
             tally.baseline.count(dec.verdict, naive, dec.label);
         }
@@ -165,6 +166,7 @@ pub(crate) fn write_reports(
         labels,
         digest,
         source,
+        model: _,
     } = outputs;
     if let (Some(j), Some(r)) = (junit.as_mut(), ran.retry) {
         j.retry(r);

@@ -219,11 +219,7 @@ impl RecordWriter<'_> {
                     self.ids.check(&self.source.name, number, &d.task_id);
                     tally.notes.add(&notes);
                     tally.prose.add(&prose);
-                    tally.count(d.verdict);
-                    tally.by_outcome.count(&d.outcomes, d.verdict);
-                    tally
-                        .invented
-                        .add(&d.invented_references, self.source.model());
+                    tally.decided(&d, self.source.model());
                     if let Some(c) = &compared {
                         tally.baseline.count(d.verdict, c.naive, c.label);
                         count_calibration(tally, self.grid, c);
@@ -514,7 +510,9 @@ pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
     tally.lines = read.lines;
     tally.blank = read.blank;
     let evidence = match (writer.evidence.take(), digest) {
-        (Some(kept), Some(digest)) => evidence(&args, &catalog, kept, digest, &tally)?,
+        (Some(kept), Some(digest)) => {
+            evidence(&args, &catalog, kept, (digest, source.model()), &tally)?
+        }
         _ => None,
     };
     let calibration = tally.calibration.report();
@@ -624,7 +622,7 @@ fn evidence(
     args: &ScoreArgs,
     catalog: &Catalog,
     evidence: std::io::BufWriter<std::fs::File>,
-    digest: SamplesDigest,
+    (digest, model): (SamplesDigest, Option<&str>),
     tally: &Tally,
 ) -> Result<Option<Evidence<'static>>> {
     use std::io::Seek as _;
@@ -644,6 +642,7 @@ fn evidence(
             catalog_sha256: plangate_harness::shard::file_digest(&args.io.catalog)?,
             samples_sha256: digest.hex(),
             source: source_name(&args.io.samples),
+            model: model.map(Into::into),
             limits: "none: score executes nothing".into(),
             probe_runs: None,
         },

@@ -2,7 +2,7 @@
 //! shared by `score` and `eval`: one summary wording and one exit-code rule for both.
 
 use plangate_gate::calibration::Calibration;
-use plangate_gate::decide::{PROSE_CHARS, PROSE_WORDS, ProseParameter, Verdict};
+use plangate_gate::decide::{Decision, PROSE_CHARS, PROSE_WORDS, ProseParameter, Verdict};
 use plangate_gate::invented::InventedCount;
 use plangate_gate::outcome::{TrialOutcomes, VerdictsByOutcome};
 use plangate_gate::task::{Label, RunNotes};
@@ -170,6 +170,15 @@ impl BaselineTally {
 }
 
 impl Tally {
+    /// Counts one decided task, alike for `score`, `eval` and `merge`: its verdict, the
+    /// verdict by its samples' outcomes, and its invented references, by `model` when
+    /// the input names the model that wrote its samples.
+    pub(crate) fn decided(&mut self, d: &Decision, model: Option<&str>) {
+        self.count(d.verdict);
+        self.by_outcome.count(&d.outcomes, d.verdict);
+        self.invented.add(&d.invented_references, model);
+    }
+
     pub(crate) fn count(&mut self, v: Verdict) {
         match v {
             Verdict::Accept => self.accept += 1,

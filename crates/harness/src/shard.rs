@@ -153,6 +153,9 @@ pub struct Inputs {
     pub samples_sha256: String,
     /// How the samples were named on the command line, for messages.
     pub source: String,
+    /// The model that wrote the samples, when the input names it (a tau2-bench results
+    /// file): merge counts invented references by it, as a whole run would.
+    pub model: Option<String>,
     /// The limits per call (`eval`), or none (`score` executes nothing).
     pub limits: String,
     /// Calls per probe argument (`eval --probe-runs`): a probe run more often can
@@ -232,6 +235,9 @@ pub struct EvidenceHeader {
     pub samples_sha256: String,
     /// How the samples were named on the command line, for messages.
     pub source: String,
+    /// The model that wrote the samples, when the input names it.
+    #[serde(default)]
+    pub model: Option<String>,
     /// The thresholds, as exact decimals.
     pub thresholds: BTreeMap<String, String>,
     /// The limits every call ran under (fuel, memory, time, output), as the run set
@@ -280,6 +286,7 @@ impl EvidenceHeader {
             catalog_sha256: inputs.catalog_sha256,
             samples_sha256: inputs.samples_sha256,
             source: inputs.source,
+            model: inputs.model,
             thresholds: thresholds_of(thresholds),
             limits: inputs.limits,
             probe_runs: inputs.probe_runs,
