@@ -315,6 +315,43 @@ fn a_public_address_needs_a_token() {
     assert!(stderr.contains("--token-env"), "{stderr}");
 }
 
+/// An output that names one of the server's inputs is refused before it serves, as
+/// `eval` refuses it: `--out` on the catalog, `--write-epoch` on a module.
+#[test]
+fn an_output_naming_an_input_is_refused() {
+    crate::tools::build_tools();
+    let seed = "examples/seed-world/catalog.json";
+    let module = "sandbox-tools/target/wasm32-wasip1/release/read_file.wasm";
+    for (catalog, flag, path) in [(CATALOG, "--out", CATALOG), (seed, "--write-epoch", module)] {
+        let before = std::fs::read(repo().join(path)).unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_plangate"))
+            .current_dir(repo())
+            .args(["serve", "--catalog", catalog, "--listen", "127.0.0.1:0"])
+            .args([flag, path])
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // A server that took the output would serve on: stop it rather than wait.
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while child.try_wait().unwrap().is_none() && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(exit::USAGE), "{flag}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(&format!("{flag} {path} would overwrite an input")),
+            "{stderr}"
+        );
+        assert_eq!(
+            std::fs::read(repo().join(path)).unwrap(),
+            before,
+            "{path} untouched"
+        );
+    }
+}
+
 /// The Python with tests/serve/requirements.txt installed, named by
 /// `PLANGATE_SERVE_PYTHON`; without it, `None`, and the test says it was skipped.
 pub(crate) fn serve_python(what: &str) -> Option<std::ffi::OsString> {

@@ -8,10 +8,11 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
+use plangate_report::plan::OutputPlan;
 use plangate_serve::{Config, OnDefer, OnReject, Server, UpstreamConfig, WarmConfig};
 
 use crate::args::{ExecArgs, ThresholdArgs};
-use crate::files::{catalog_dir, load_catalog, read_manifest};
+use crate::files::{Reads, catalog_dir, load_catalog, read_manifest};
 
 #[derive(Debug, Args)]
 pub(crate) struct ServeArgs {
@@ -213,9 +214,30 @@ fn warm(args: &ServeArgs) -> Result<WarmConfig> {
     })
 }
 
+/// Refuses, before serving, an output (`--out`, `--write-epoch`) that names one of the
+/// server's inputs (the catalog, its modules and mounts, `--epoch`, `--quarantine`),
+/// the other output, or a place that cannot be written: as `eval` does, through the one
+/// output plan.
+fn check_outputs(args: &ServeArgs, catalog: &plangate_gate::catalog::Catalog) -> Result<()> {
+    let plan = OutputPlan {
+        decisions: args.out.clone(),
+        epoch: args.run.write_epoch.clone(),
+        ..OutputPlan::default()
+    };
+    let mut inputs = Reads::default().catalog("--catalog", &args.catalog, catalog);
+    if let Some(p) = &args.run.epoch {
+        inputs = inputs.file("--epoch", p);
+    }
+    if let Some(p) = &args.run.quarantine {
+        inputs = inputs.file("--quarantine", p);
+    }
+    crate::files::check_outputs(&plan.files(), &inputs)
+}
+
 pub(crate) fn run(args: ServeArgs) -> Result<u8> {
     args.thresholds.check()?;
     let catalog = load_catalog(&args.catalog)?;
+    check_outputs(&args, &catalog)?;
     let jobs = args.run.jobs.unwrap_or_else(plangate_harness::default_jobs);
     let config = Config {
         catalog: Arc::new(catalog),
