@@ -210,6 +210,15 @@ fn fuel_outcomes_and_fresh_epochs() {
     assert!(String::from_utf8_lossy(&refused.stderr).contains("--epoch-ttl-s"));
 }
 
+/// A copy of the seed catalog in `dir` whose `search_index` reads the index of the live
+/// copy `live`.
+fn index_at(dir: &Path, live: &Path) -> std::path::PathBuf {
+    catalog_copy(dir, |tools| {
+        let m = &mut tools.get_mut("search_index").expect("search_index")["mounts"][0];
+        m["host"] = Value::String(live.join("index").display().to_string());
+    })
+}
+
 /// One query to `search_index` (declared deterministic, its index live) is accepted;
 /// the index then gains a segment, and the same query answers otherwise: a
 /// determinism witness. The tool is quarantined for every later request (the repeated
@@ -219,10 +228,7 @@ fn a_witness_found_by_one_request_holds_for_the_later_ones() {
     build_tools();
     let dir = tempfile::tempdir().unwrap();
     let live = live_copy();
-    let catalog = catalog_copy(dir.path(), |tools| {
-        let m = &mut tools.get_mut("search_index").expect("search_index")["mounts"][0];
-        m["host"] = Value::String(live.path().join("index").display().to_string());
-    });
+    let catalog = index_at(dir.path(), live.path());
     let server = Serving::start(&["--catalog", catalog.to_str().unwrap()], &[]);
     let search = |id: &str, query: &str| {
         let call = json!({"calls": [{"tool": "search_index", "arguments": {"query": query}}]});
@@ -257,10 +263,7 @@ fn a_witness_found_by_one_request_holds_for_the_later_ones() {
     // With room for one call's first answer, a second query pushes the first out: the
     // drift is then not caught, as docs/design.md ("Serving") says of the bound.
     let fresh = live_copy();
-    let catalog = catalog_copy(dir.path(), |tools| {
-        let m = &mut tools.get_mut("search_index").expect("search_index")["mounts"][0];
-        m["host"] = Value::String(fresh.path().join("index").display().to_string());
-    });
+    let catalog = index_at(dir.path(), fresh.path());
     let server = Serving::start(
         &[
             "--catalog",
@@ -290,10 +293,7 @@ fn a_live_mount_that_changes_during_a_request_unfixes_that_request_only() {
     build_tools();
     let dir = tempfile::tempdir().unwrap();
     let live = live_copy();
-    let catalog = catalog_copy(dir.path(), |tools| {
-        let m = &mut tools.get_mut("search_index").expect("search_index")["mounts"][0];
-        m["host"] = Value::String(live.path().join("index").display().to_string());
-    });
+    let catalog = index_at(dir.path(), live.path());
     let server = Serving::start(&["--catalog", catalog.to_str().unwrap()], &[]);
     let queries = [
         "refund", "shipping", "approval", "orders", "labels", "business",
