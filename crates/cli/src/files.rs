@@ -9,8 +9,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use plangate_gate::catalog::Catalog;
-use plangate_report::files::{create, folder, temp_beside};
-pub(crate) use plangate_report::files::{replaced, write_file, write_json, write_manifest};
+use plangate_report::files::{create, temp_beside};
+pub(crate) use plangate_report::files::{
+    real_path, replaced, write_file, write_json, write_manifest,
+};
 use plangate_sandbox::EpochManifest;
 
 /// Catalog warnings printed before the rest are only counted: a BFCL catalog can map
@@ -38,15 +40,6 @@ pub(crate) fn load_catalog(path: &Path) -> Result<Catalog> {
 /// The folder a catalog's relative paths are read against.
 pub(crate) fn catalog_dir(catalog: &Path) -> PathBuf {
     plangate_harness::catalog_dir(catalog)
-}
-
-/// The file `p` names, whatever the spelling: symlinks followed, and for a file not
-/// there yet its folder's real path and its name. None when the folder is not there.
-pub(crate) fn real_path(p: &Path) -> Option<PathBuf> {
-    if let Ok(real) = std::fs::canonicalize(p) {
-        return Some(real);
-    }
-    Some(std::fs::canonicalize(folder(p)).ok()?.join(p.file_name()?))
 }
 
 /// An output being written: standard output, or a temporary file beside the target that

@@ -16,7 +16,6 @@ mod merge;
 mod outputs;
 mod page;
 mod probe;
-mod resume;
 mod score;
 mod serve;
 mod shard;

@@ -18,12 +18,18 @@ use plangate_report::digest::RunDigest;
 use plangate_report::plan::{Evidence, Made, OutputPlan};
 
 use crate::args::{Baseline, IoArgs, PageArgs, ThresholdArgs};
-use crate::files::{Output, Reads, check_outputs, load_catalog, open_out, replaced};
+use crate::files::{Output, Reads, check_outputs, load_catalog, open_out};
 use crate::interrupt::{Interrupted, stopping};
 use crate::lines::{
     Source, TaskIds, for_each_line, open_samples, skip_line, source_name, too_long,
 };
-use crate::resume::{Checkpoint, Prefix, ScoreJournal};
+use plangate_report::checkpoints::{Opened, Prefix};
+use plangate_report::resume::{fingerprint, journal_path, partial_path, resumable_out};
+
+/// Where `score` got to, with what it counted.
+type Checkpoint = plangate_report::checkpoints::Checkpoint<Tally>;
+/// `score`'s journal of checkpoints.
+type ScoreJournal = plangate_report::checkpoints::ScoreJournal<Tally>;
 use crate::tally::Tally;
 use plangate_harness::shard::{
     EvidenceHeader, Inputs, Learned, SamplesDigest, Shard, evidence_path,
@@ -557,7 +563,7 @@ impl RecordWriter<'_> {
         }
         self.out.finish()?;
         match self.journal.take() {
-            Some(journal) => journal.remove(),
+            Some(journal) => Ok(journal.remove()?),
             None => Ok(()),
         }
     }
@@ -572,8 +578,8 @@ fn output_plan(args: &ScoreArgs) -> OutputPlan {
         decisions: out.map(std::path::Path::to_path_buf),
         summary: args.summary_json.clone(),
         page: args.page.html.clone(),
-        journal: out.map(crate::resume::journal_path),
-        partial: out.map(crate::resume::partial_path),
+        journal: out.map(journal_path),
+        partial: out.map(partial_path),
         evidence: out.filter(|_| args.shard.is_some()).map(evidence_path),
         ..OutputPlan::default()
     }
@@ -665,10 +671,7 @@ fn open_resumable(args: &ScoreArgs) -> Result<(Output, Option<ScoreJournal>, Che
     if args.shard.is_some() {
         return Ok((open_out(out)?, None, Checkpoint::default()));
     }
-    let Some(target) = out.filter(|o| matches!(replaced(o), Ok(Some(_)))) else {
-        if args.resume {
-            bail!("--resume needs --out FILE, a regular file: the journal is kept beside it");
-        }
+    let Some(target) = resumable_out(args.resume, out)? else {
         return Ok((open_out(out)?, None, Checkpoint::default()));
     };
     // A summary's calibration counts every labelled task, so a run that writes one
@@ -684,34 +687,24 @@ fn open_resumable(args: &ScoreArgs) -> Result<(Output, Option<ScoreJournal>, Che
     );
     let header = plangate_harness::JournalHeader::new(
         "score",
-        crate::resume::fingerprint("score", &args.io.catalog, &flags)?,
+        fingerprint("score", &args.io.catalog, &flags)?,
         None,
     );
-    match crate::resume::journal_to_resume(args.resume, Some(target))? {
-        Some(path) => {
-            let (journal, earlier, done) = ScoreJournal::resume(&path)?;
-            crate::resume::check_header(&path, &earlier, &header)?;
-            let out = Output::resumable(
-                target,
-                &crate::resume::partial_path(target),
-                Some((done.bytes, done.bytes_hash)),
-            )?;
-            Ok((out, Some(journal), done))
-        }
-        None => {
-            let journal = match ScoreJournal::create(&crate::resume::journal_path(target), &header)
-            {
-                Ok(j) => j,
-                Err(e) if crate::resume::busy(&e) => return Err(e),
-                Err(e) => {
-                    eprintln!("plangate: warning: {e:#}: this run cannot be resumed");
-                    return Ok((open_out(out)?, None, Checkpoint::default()));
-                }
-            };
-            let out = Output::resumable(target, &crate::resume::partial_path(target), None)?;
-            Ok((out, Some(journal), Checkpoint::default()))
-        }
+    let Opened {
+        journal,
+        done,
+        resumed,
+        notices,
+    } = ScoreJournal::open(args.resume, target, &header)?;
+    for n in notices {
+        eprintln!("plangate: {n}");
     }
+    let Some(journal) = journal else {
+        return Ok((open_out(out)?, None, Checkpoint::default()));
+    };
+    let keep = resumed.then_some((done.bytes, done.bytes_hash));
+    let out = Output::resumable(target, &partial_path(target), keep)?;
+    Ok((out, Some(journal), done))
 }
 
 /// An interrupt stopped the run: what is decided is written (and journalled), and the

@@ -1,0 +1,314 @@
+//! `score`'s journal: how much of the decisions file is whole, through which input line,
+//! and what the run had counted there, so `--resume` decides only the rest. Where the
+//! journal lives and whether a run may continue it is [`crate::resume`]'s.
+
+use std::io::Write;
+use std::marker::PhantomData;
+use std::path::{Path, PathBuf};
+
+use plangate_harness::{Chain, Earlier, JournalHeader, Line};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use crate::digest::RunDigest;
+use crate::resume::{Notice, ResumeError, check_header, journal_to_resume};
+
+/// Where `score` got to: every input line through `through` is decided and written,
+/// in the first `bytes` bytes of the partial decisions. `T` is what the command counts
+/// (its tally), kept so a resumed run counts the lines it does not decide again.
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+pub struct Checkpoint<T> {
+    /// The last input line decided and written.
+    pub through: usize,
+    /// The decisions' bytes through it.
+    pub bytes: u64,
+    /// XXH3 of those bytes: a resumed run keeps them only if they still hash to it.
+    pub bytes_hash: u64,
+    /// A running hash of every input line through `through` ([`Prefix`]), so a
+    /// samples file that changed anywhere before it is not resumed.
+    pub prefix: Prefix,
+    /// What the run counted through `through`.
+    pub tally: T,
+    /// With `--html`, the page's digest of the lines since the checkpoint before (of
+    /// the lists, only the tasks the page kept): [`ScoreJournal::resume`] adds them up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page: Option<RunDigest>,
+}
+
+/// A running hash over the lines read so far, each with its number (a line too long
+/// to read counts as its length): each step hashes the one before with the next line.
+/// One number, so a checkpoint can keep it; it guards against a changed file, not
+/// against an adversary. XXH3: every input line goes through it, so it must be fast,
+/// and std's SipHash is several times slower.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Prefix(u64);
+
+impl Prefix {
+    /// Adds line `number`.
+    pub fn add(&mut self, number: usize, line: Line<'_>) {
+        let length;
+        let (tag, bytes) = match line {
+            Ok(bytes) => (0u8, bytes),
+            Err(n) => {
+                length = n.to_le_bytes();
+                (u8::MAX, &length[..])
+            }
+        };
+        let mut head = [0u8; 9];
+        head[..8].copy_from_slice(&(number as u64).to_le_bytes());
+        head[8] = tag;
+        let seed = twox_hash::XxHash3_64::oneshot_with_seed(self.0, &head);
+        self.0 = twox_hash::XxHash3_64::oneshot_with_seed(seed, bytes);
+    }
+}
+
+/// `score`'s journal: a header, then a checkpoint per chunk written.
+pub struct ScoreJournal<T> {
+    path: PathBuf,
+    file: std::fs::File,
+    /// Seals each line, as `eval`'s journal does.
+    chain: Chain,
+    tally: PhantomData<T>,
+}
+
+/// A `score` journal as a run opens it ([`ScoreJournal::open`]).
+pub struct Opened<T> {
+    /// The journal, when the run can be resumed.
+    pub journal: Option<ScoreJournal<T>>,
+    /// Where the interrupted run got to (nothing, for a new journal).
+    pub done: Checkpoint<T>,
+    /// Whether this run continues an interrupted one.
+    pub resumed: bool,
+    /// What to say about it, in order.
+    pub notices: Vec<Notice>,
+}
+
+impl<T: Serialize + DeserializeOwned + Default + Clone> ScoreJournal<T> {
+    /// The journal beside `out` (a regular file): the interrupted run's, continued
+    /// (`--resume`), after its header is checked against `header`; else a new one. A
+    /// journal that cannot be made costs the run its `--resume`, unless another run
+    /// holds it.
+    pub fn open(
+        resume: bool,
+        out: &Path,
+        header: &JournalHeader,
+    ) -> Result<Opened<T>, ResumeError> {
+        let (earlier, notice) = journal_to_resume(resume, Some(out))?;
+        let mut notices: Vec<Notice> = notice.into_iter().collect();
+        if let Some(path) = earlier {
+            let (journal, earlier, done) = Self::resume(&path)?;
+            check_header(&path, &earlier, header)?;
+            return Ok(Opened {
+                journal: Some(journal),
+                done,
+                resumed: true,
+                notices,
+            });
+        }
+        let journal = match Self::create(&crate::resume::journal_path(out), header) {
+            Ok(j) => Some(j),
+            Err(e) if e.busy() => return Err(e),
+            Err(e) => {
+                // Printed as the journal's error with its causes.
+                let mut why = e.to_string();
+                let mut cause = std::error::Error::source(&e);
+                while let Some(c) = cause {
+                    why.push_str(&format!(": {c}"));
+                    cause = c.source();
+                }
+                notices.push(Notice::Unresumable(why));
+                None
+            }
+        };
+        Ok(Opened {
+            journal,
+            done: Checkpoint::default(),
+            resumed: false,
+            notices,
+        })
+    }
+
+    /// Starts a journal at `path`.
+    pub fn create(path: &Path, header: &JournalHeader) -> Result<Self, ResumeError> {
+        let mut file = plangate_harness::open_locked(path)?;
+        file.set_len(0).map_err(|source| ResumeError::Create {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let mut chain = Chain::default();
+        file.write_all(&chain.seal(&serde_json::to_vec(header)?))
+            .map_err(|source| ResumeError::Write {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        Ok(ScoreJournal {
+            path: path.to_path_buf(),
+            file,
+            chain,
+            tally: PhantomData,
+        })
+    }
+
+    /// Reads an interrupted run's journal: its header and its last whole checkpoint
+    /// (none when it stopped before its first chunk), whose `page` is the page's
+    /// digest of every line through it ([`pages_kept`]), then continues it.
+    pub fn resume(path: &Path) -> Result<(Self, JournalHeader, Checkpoint<T>), ResumeError> {
+        let earlier = Earlier::<Checkpoint<T>>::read(path)?;
+        // Locked before anything is written, and cut after its last whole line.
+        let file = earlier.reopen(path)?;
+        let mut last = earlier.entries().last().cloned().unwrap_or_default();
+        last.page = pages_kept(earlier.entries());
+        Ok((
+            ScoreJournal {
+                path: path.to_path_buf(),
+                file,
+                chain: earlier.chain(),
+                tally: PhantomData,
+            },
+            earlier.header().clone(),
+            last,
+        ))
+    }
+
+    /// Records a checkpoint (after the decisions it counts were flushed).
+    pub fn checkpoint(&mut self, c: &Checkpoint<T>) -> Result<(), ResumeError> {
+        let line = self.chain.seal(&serde_json::to_vec(c)?);
+        self.file
+            .write_all(&line)
+            .map_err(|source| ResumeError::Write {
+                path: self.path.clone(),
+                source,
+            })
+    }
+
+    /// The run finished: the journal is no longer needed.
+    pub fn remove(self) -> Result<(), ResumeError> {
+        drop(self.file);
+        std::fs::remove_file(&self.path).map_err(|source| ResumeError::Remove {
+            path: self.path,
+            source,
+        })
+    }
+
+    /// The journal file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// The page's digest of every line the checkpoints cover: the sum of each one's part
+/// since the last that kept nothing (a finished run's, which a next run starts over
+/// from); None when one of them kept no part (its run had no `--html`).
+fn pages_kept<T>(checkpoints: &[Checkpoint<T>]) -> Option<RunDigest> {
+    let mut sum = Some(RunDigest::default());
+    for c in checkpoints {
+        if c.through == 0 {
+            sum = Some(RunDigest::default());
+            continue;
+        }
+        sum = match (sum, &c.page) {
+            (Some(mut sum), Some(part)) => {
+                let _ = sum.absorb(part.clone());
+                Some(sum)
+            }
+            _ => None,
+        };
+    }
+    sum
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    type Counted = Checkpoint<u32>;
+
+    #[test]
+    fn pages_kept_add_up_since_the_last_reset_and_need_every_part() {
+        let part = |through: usize, page: bool| Counted {
+            through,
+            page: page.then(RunDigest::default),
+            ..Counted::default()
+        };
+        assert_eq!(pages_kept::<u32>(&[]), Some(RunDigest::default()));
+        assert_eq!(
+            pages_kept(&[part(5, true), part(9, true)]),
+            Some(RunDigest::default())
+        );
+        assert_eq!(pages_kept(&[part(5, false), part(9, true)]), None);
+        // A finished run's reset, then a run with --html: its parts alone count.
+        assert_eq!(
+            pages_kept(&[part(5, false), part(0, false), part(3, true)]),
+            Some(RunDigest::default())
+        );
+    }
+
+    fn after(lines: &[(usize, Line<'_>)]) -> u64 {
+        let mut p = Prefix::default();
+        for (number, line) in lines {
+            p.add(*number, *line);
+        }
+        p.0
+    }
+
+    #[test]
+    fn a_prefix_is_the_same_in_every_build_and_tells_lines_apart() {
+        // Kept in journals and compared by later runs: the value is pinned, so a hash
+        // that changes with the build (std's SipHash promises nothing across releases)
+        // fails here rather than refusing to resume a run of the same version. The value
+        // is XXH3 as Python's `xxhash` package computes it.
+        assert_eq!(after(&[(1, Ok(b"{}"))]), 0xf0ad_1f8d_4e6c_f1aa);
+        // A line past XXH3's 240 bytes takes the long path, whose SIMD is picked at run
+        // time; the value is xxhash-rust's, a second implementation of the same XXH3.
+        let long = format!("{{\"k\":\"{}\"}}", "a".repeat(1000));
+        assert_eq!(after(&[(1, Ok(long.as_bytes()))]), 0x267d_4a32_03b6_d0db);
+        let base = after(&[(1, Ok(b"a")), (2, Ok(b"b"))]);
+        for other in [
+            after(&[(1, Ok(b"a")), (2, Ok(b"c"))]),
+            after(&[(1, Ok(b"a")), (3, Ok(b"b"))]),
+            after(&[(1, Ok(b"b")), (2, Ok(b"a"))]),
+            after(&[(1, Ok(b"a")), (2, Err(1))]),
+            after(&[(1, Ok(b"a"))]),
+        ] {
+            assert_ne!(base, other);
+        }
+    }
+
+    #[test]
+    fn a_resumed_journal_gives_back_its_last_checkpoint_and_goes_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("d.jsonl");
+        let header = JournalHeader::new("score", "f".into(), None);
+        let mut first = ScoreJournal::<u32>::open(false, &out, &header).unwrap();
+        assert!(!first.resumed && first.notices.is_empty());
+        let j = first.journal.as_mut().unwrap();
+        j.checkpoint(&Counted {
+            through: 7,
+            bytes: 70,
+            tally: 3,
+            ..Counted::default()
+        })
+        .unwrap();
+        // Held by this run: a second one on the same --out is refused.
+        let busy = ScoreJournal::<u32>::open(false, &out, &header)
+            .err()
+            .unwrap();
+        assert!(busy.busy(), "{busy}");
+        drop(first);
+
+        let again = ScoreJournal::<u32>::open(true, &out, &header).unwrap();
+        assert!(again.resumed);
+        assert_eq!(
+            (again.done.through, again.done.bytes, again.done.tally),
+            (7, 70, 3)
+        );
+        again.journal.unwrap().remove().unwrap();
+        assert!(!crate::resume::journal_path(&out).exists());
+
+        // A journal of other flags is refused.
+        drop(ScoreJournal::<u32>::open(false, &out, &header).unwrap());
+        let other = JournalHeader::new("score", "g".into(), None);
+        let e = ScoreJournal::<u32>::open(true, &out, &other).err().unwrap();
+        assert!(e.to_string().starts_with("cannot resume from "), "{e}");
+    }
+}
