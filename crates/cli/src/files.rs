@@ -115,9 +115,9 @@ impl Output {
     }
 
     /// An output to `target` written through `partial`, a file kept when the run stops
-    /// so that `--resume` continues it (`resume::partial_path`): its first `keep.0`
-    /// bytes are an earlier run's (cut there), kept only if they end a line and hash to
-    /// `keep.1`; or it starts empty.
+    /// so that `--resume` continues it (`plangate_report::resume::partial_path`): its
+    /// first `keep.0` bytes are an earlier run's (cut there), kept only if they end a
+    /// line and hash to `keep.1`; or it starts empty.
     pub(crate) fn resumable(
         target: &Path,
         partial: &Path,

@@ -551,20 +551,11 @@ pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
 }
 
 impl RecordWriter<'_> {
-    /// Puts the decisions in place, and the journal goes. Before the decisions leave
-    /// `OUT.partial` for --out, the journal's last checkpoint becomes one that kept
-    /// nothing, so a kill before the journal is removed leaves a journal the next
-    /// `--resume` starts over from (it needs no partial file) instead of one whose kept
-    /// decisions were renamed away. The journal stays locked until the rename is done,
-    /// so no second run on this --out can start in between.
+    /// Puts the decisions in place, and the journal goes ([`ScoreJournal::close`]).
     fn put_in_place(&mut self) -> Result<()> {
-        if let Some(journal) = self.journal.as_mut() {
-            journal.checkpoint(&Checkpoint::default())?;
-        }
-        self.out.finish()?;
         match self.journal.take() {
-            Some(journal) => Ok(journal.remove()?),
-            None => Ok(()),
+            Some(journal) => journal.close(|| self.out.finish()),
+            None => self.out.finish(),
         }
     }
 }

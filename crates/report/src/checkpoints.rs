@@ -181,6 +181,21 @@ impl<T: Serialize + DeserializeOwned + Default + Clone> ScoreJournal<T> {
             })
     }
 
+    /// The run is whole: `place` puts the decisions in place, and the journal goes.
+    /// Before the decisions leave the partial file, the last checkpoint becomes one that
+    /// kept nothing, so a kill before the journal is removed leaves a journal the next
+    /// `--resume` starts over from (it needs no partial file) instead of one whose kept
+    /// decisions were renamed away. The journal stays locked until `place` is done, so
+    /// no second run on this `--out` can start in between.
+    pub fn close<E: From<ResumeError>>(
+        mut self,
+        place: impl FnOnce() -> Result<(), E>,
+    ) -> Result<(), E> {
+        self.checkpoint(&Checkpoint::default())?;
+        place()?;
+        Ok(self.remove()?)
+    }
+
     /// The run finished: the journal is no longer needed.
     pub fn remove(self) -> Result<(), ResumeError> {
         drop(self.file);
@@ -302,8 +317,23 @@ mod tests {
             (again.done.through, again.done.bytes, again.done.tally),
             (7, 70, 3)
         );
-        again.journal.unwrap().remove().unwrap();
-        assert!(!crate::resume::journal_path(&out).exists());
+        // Stopped while its decisions are put in place: the next run starts over.
+        let stopped = again.journal.unwrap().close(|| Err(ResumeError::NoOut));
+        assert!(matches!(stopped, Err(ResumeError::NoOut)));
+        let after = ScoreJournal::<u32>::open(true, &out, &header).unwrap();
+        assert!(after.resumed);
+        assert_eq!(
+            (after.done.through, after.done.bytes, after.done.tally),
+            (0, 0, 0)
+        );
+        let mut placed = false;
+        (after.journal.unwrap())
+            .close(|| {
+                placed = true;
+                Ok::<_, ResumeError>(())
+            })
+            .unwrap();
+        assert!(placed && !crate::resume::journal_path(&out).exists());
 
         // A journal of other flags is refused.
         drop(ScoreJournal::<u32>::open(false, &out, &header).unwrap());
