@@ -391,20 +391,14 @@ fn read_chunks(
         bail!("decisions could not be written")
     };
     let mut prefix = Prefix::default();
-    let changed = || {
-        anyhow::anyhow!(
-            "cannot resume: the samples through line {} are not the lines the interrupted run decided (the file changed, or --max-line-bytes did); remove the journal to start over",
-            done.through
-        )
-    };
     for_each_line(input, max, &mut tally, |number, line, _| {
         if let Some(d) = digest.as_deref_mut() {
             d.add(line);
         }
         if number <= done.through {
             prefix.add(number, line);
-            if number == done.through && prefix != done.prefix {
-                return Err(changed());
+            if number == done.through {
+                done.same_samples(&prefix)?;
             }
             return Ok(());
         }
@@ -428,7 +422,8 @@ fn read_chunks(
         return Err(Interrupted.into());
     }
     if tally.lines < done.through {
-        return Err(changed());
+        let through = done.through;
+        return Err(plangate_report::resume::ResumeError::SamplesChanged { through }.into());
     }
     send(&mut chunk)?;
     Ok(tally)

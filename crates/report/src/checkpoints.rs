@@ -2,7 +2,8 @@
 //! and what the run had counted there, so `--resume` decides only the rest. Where the
 //! journal lives and whether a run may continue it is [`crate::resume`]'s.
 
-use std::io::Write;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 
@@ -33,6 +34,117 @@ pub struct Checkpoint<T> {
     /// the lists, only the tasks the page kept): [`ScoreJournal::resume`] adds them up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub page: Option<RunDigest>,
+}
+
+impl<T> Checkpoint<T> {
+    /// Refuses samples that changed before the line the interrupted run got to:
+    /// `prefix` is this run's running hash through line `through`.
+    pub fn same_samples(&self, prefix: &Prefix) -> Result<(), ResumeError> {
+        if *prefix == self.prefix {
+            return Ok(());
+        }
+        Err(ResumeError::SamplesChanged {
+            through: self.through,
+        })
+    }
+}
+
+/// The partial decisions file, opened for a run to write on ([`reopen_partial`]).
+pub struct Partial {
+    /// Positioned after the kept decisions.
+    pub file: File,
+    /// The bytes kept.
+    pub written: u64,
+    /// XXH3 of the bytes kept, to go on hashing what the run writes next.
+    pub hash: Box<twox_hash::XxHash3_64>,
+}
+
+/// The partial decisions file a run writes through (`OUT.partial`): the first `keep.0`
+/// bytes an interrupted run kept, cut there, and checked to end a line and hash to
+/// `keep.1`; or a new, empty one. A run that kept nothing needs no partial file: one
+/// killed between making its journal and making the partial file, or after its
+/// decisions left the partial file ([`ScoreJournal::close`]), resumes from its first
+/// line.
+pub fn reopen_partial(partial: &Path, keep: Option<(u64, u64)>) -> Result<Partial, ResumeError> {
+    let keep = keep.filter(|&(bytes, _)| bytes > 0);
+    let mut hash = Box::new(twox_hash::XxHash3_64::new());
+    let cannot_write = |source| ResumeError::PartialWrite {
+        path: partial.to_path_buf(),
+        source,
+    };
+    let Some((bytes, want)) = keep else {
+        let file = File::create(partial).map_err(cannot_write)?;
+        return Ok(Partial {
+            file,
+            written: 0,
+            hash,
+        });
+    };
+    match std::fs::metadata(partial).ok().filter(|m| m.is_file()) {
+        None => {
+            return Err(ResumeError::PartialMissing {
+                path: partial.to_path_buf(),
+            });
+        }
+        Some(m) if m.len() < bytes => {
+            return Err(ResumeError::PartialCut {
+                path: partial.to_path_buf(),
+                have: m.len(),
+                keep: bytes,
+            });
+        }
+        Some(_) => {}
+    }
+    kept_part(partial, bytes, want, &mut hash)?;
+    let mut file = (std::fs::OpenOptions::new().write(true).open(partial)).map_err(cannot_write)?;
+    file.set_len(bytes)
+        .and_then(|()| file.seek(SeekFrom::End(0)).map(drop))
+        .map_err(cannot_write)?;
+    Ok(Partial {
+        file,
+        written: bytes,
+        hash,
+    })
+}
+
+/// Checks an interrupted run's kept decisions, the first `bytes` of `partial`: they end
+/// on a line boundary and hash to `want` (a torn file, or a journal edited to count other
+/// bytes, would resume into a cut line). `hash` reads them, so it goes on from there.
+fn kept_part(
+    partial: &Path,
+    bytes: u64,
+    want: u64,
+    hash: &mut twox_hash::XxHash3_64,
+) -> Result<(), ResumeError> {
+    let cannot = |why: String| ResumeError::PartialDiffers {
+        path: partial.to_path_buf(),
+        why,
+    };
+    let cannot_read = |source| ResumeError::PartialRead {
+        path: partial.to_path_buf(),
+        source,
+    };
+    let file = File::open(partial).map_err(cannot_read)?;
+    let mut part = std::io::BufReader::with_capacity(1 << 16, file).take(bytes);
+    let mut buf = vec![0u8; 1 << 16];
+    let mut last = None;
+    loop {
+        let n = part.read(&mut buf).map_err(cannot_read)?;
+        if n == 0 {
+            break;
+        }
+        std::hash::Hasher::write(hash, &buf[..n]);
+        last = Some(buf[n - 1]);
+    }
+    if last != Some(b'\n') {
+        return Err(cannot(format!("byte {bytes} does not end a line")));
+    }
+    if std::hash::Hasher::finish(hash) != want {
+        return Err(cannot(format!(
+            "its first {bytes} bytes are not the bytes that run wrote"
+        )));
+    }
+    Ok(())
 }
 
 /// A running hash over the lines read so far, each with its number (a line too long
@@ -340,5 +452,59 @@ mod tests {
         let other = JournalHeader::new("score", "g".into(), None);
         let e = ScoreJournal::<u32>::open(true, &out, &other).err().unwrap();
         assert!(e.to_string().starts_with("cannot resume from "), "{e}");
+    }
+
+    #[test]
+    fn kept_decisions_are_kept_only_whole_and_as_written() {
+        use std::hash::Hasher as _;
+        let dir = tempfile::tempdir().unwrap();
+        let partial = dir.path().join("d.jsonl.partial");
+        let kept = b"{\"a\":1}\n{\"b\":2}\n";
+        let hash = twox_hash::XxHash3_64::oneshot(kept);
+        let keep = Some((kept.len() as u64, hash));
+        let said = |r: Result<Partial, ResumeError>| r.err().unwrap().to_string();
+        assert!(said(reopen_partial(&partial, keep)).contains("is missing"));
+        std::fs::write(&partial, &kept[..5]).unwrap();
+        assert!(said(reopen_partial(&partial, keep)).contains("holds 5 bytes, fewer than the 16"));
+        std::fs::write(&partial, kept).unwrap();
+        let cut = Some((5, twox_hash::XxHash3_64::oneshot(&kept[..5])));
+        assert!(said(reopen_partial(&partial, cut)).contains("byte 5 does not end a line"));
+        let other = Some((kept.len() as u64, hash ^ 1));
+        assert!(said(reopen_partial(&partial, other)).contains("are not the bytes that run wrote"));
+
+        // Bytes past the kept ones (written after the last checkpoint) are cut off, and
+        // the hash goes on from the kept ones.
+        std::fs::write(&partial, [&kept[..], b"{\"c\""].concat()).unwrap();
+        let mut p = reopen_partial(&partial, keep).unwrap();
+        assert_eq!(p.written, kept.len() as u64);
+        assert_eq!(p.hash.finish(), hash);
+        p.file.write_all(b"{}\n").unwrap();
+        let whole = std::fs::read(&partial).unwrap();
+        assert_eq!(whole, [&kept[..], b"{}\n"].concat());
+
+        // Nothing kept: a new, empty file.
+        let p = reopen_partial(&partial, Some((0, 0))).unwrap();
+        assert_eq!(
+            (p.written, std::fs::metadata(&partial).unwrap().len()),
+            (0, 0)
+        );
+    }
+
+    #[test]
+    fn samples_that_changed_before_the_checkpoint_are_refused() {
+        let mut prefix = Prefix::default();
+        prefix.add(1, Ok(b"{}"));
+        let done = Counted {
+            through: 1,
+            prefix,
+            ..Counted::default()
+        };
+        done.same_samples(&prefix).unwrap();
+        let e = done.same_samples(&Prefix::default()).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("cannot resume: the samples through line 1 "),
+            "{e}"
+        );
     }
 }

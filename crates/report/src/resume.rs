@@ -87,6 +87,56 @@ pub enum ResumeError {
         #[source]
         source: std::io::Error,
     },
+    /// `score`'s samples changed before the line the interrupted run got to.
+    #[error(
+        "cannot resume: the samples through line {through} are not the lines the interrupted run decided (the file changed, or --max-line-bytes did); remove the journal to start over"
+    )]
+    SamplesChanged {
+        /// The last line the interrupted run decided.
+        through: usize,
+    },
+    /// The decisions an interrupted `score` kept are gone.
+    #[error("cannot resume: {} (the decisions the interrupted run kept) is missing; remove the journal to start over", .path.display())]
+    PartialMissing {
+        /// The partial decisions.
+        path: PathBuf,
+    },
+    /// The decisions an interrupted `score` kept are fewer than its journal counts.
+    #[error("cannot resume: {} holds {have} bytes, fewer than the {keep} its journal counts (it was cut); remove the journal to start over", .path.display())]
+    PartialCut {
+        /// The partial decisions.
+        path: PathBuf,
+        /// Bytes there.
+        have: u64,
+        /// Bytes the journal counts.
+        keep: u64,
+    },
+    /// The decisions an interrupted `score` kept are not the ones its journal counts.
+    #[error("cannot resume: {} does not hold the decisions its journal counts ({why}); remove the journal to start over", .path.display())]
+    PartialDiffers {
+        /// The partial decisions.
+        path: PathBuf,
+        /// How they differ.
+        why: String,
+    },
+    /// The partial decisions could not be read.
+    #[error("cannot read {}", .path.display())]
+    PartialRead {
+        /// The partial decisions.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The partial decisions could not be made or written.
+    #[error("cannot write {}", .path.display())]
+    PartialWrite {
+        /// The partial decisions.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
     /// An output failed once every call had run: the journal keeps the calls.
     #[error("{error}; every call of the run is kept in {}: mend the output and run the same command with --resume to write the outputs without executing the calls again", .journal.display())]
     AfterTheWork {
