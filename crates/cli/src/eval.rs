@@ -15,13 +15,11 @@ use indicatif::{ProgressBar, ProgressStyle};
 use plangate_gate::baseline::naive;
 use plangate_gate::decide::prose_like;
 use plangate_gate::task::{Task, parse_task_line};
-use plangate_harness::{
-    Eval, EvalRun, Journal, JournalHeader, PreparedBatch, Retries, RetryReport, World,
-};
+use plangate_harness::{Eval, EvalRun, Journal, PreparedBatch, Retries, RetryReport, World};
 use plangate_report::plan::{Evidence, OutputPlan};
 use plangate_report::resume::{
     Notice, after_the_work as kept_calls, close_eval_journal, earlier_eval, epoch_to_replay,
-    fingerprint, interrupted_eval, join_epoch, journal_path, open_eval_journal,
+    header, interrupted_eval, join_epoch, journal_path, open_eval_journal,
 };
 
 use crate::args::{Baseline, ExecArgs, IoArgs, ReportArgs, ThresholdArgs, compares_baseline};
@@ -128,11 +126,8 @@ fn set_up<'a>(
         .pin(manifest)
         .with_context(|| format!("failed to pin an epoch for {}", args.io.catalog.display()))?;
     plan.write_epoch(world.epoch().manifest())?;
-    let header = JournalHeader::new(
-        "eval",
-        fingerprint("eval", &args.io.catalog, &flags)?,
-        Some(world.epoch().manifest().clone()),
-    );
+    let epoch = Some(world.epoch().manifest().clone());
+    let header = header("eval", &args.io.catalog, &flags, epoch)?;
     let (journal, notice) =
         open_eval_journal(args.resume, args.io.out.as_deref(), &header, earlier)?;
     say(notice);

@@ -24,7 +24,7 @@ use crate::lines::{
     Source, TaskIds, for_each_line, open_samples, skip_line, source_name, too_long,
 };
 use plangate_report::checkpoints::{Opened, Prefix};
-use plangate_report::resume::{fingerprint, journal_path, partial_path, resumable_out};
+use plangate_report::resume::{header, journal_path, partial_path, resumable_out};
 
 /// Where `score` got to, with what it counted.
 type Checkpoint = plangate_report::checkpoints::Checkpoint<Tally>;
@@ -671,11 +671,7 @@ fn open_resumable(args: &ScoreArgs) -> Result<(Output, Option<ScoreJournal>, Che
         args.io.max_line_bytes,
         args.summary_json.is_some()
     );
-    let header = plangate_harness::JournalHeader::new(
-        "score",
-        fingerprint("score", &args.io.catalog, &flags)?,
-        None,
-    );
+    let header = header("score", &args.io.catalog, &flags, None)?;
     let Opened {
         journal,
         done,

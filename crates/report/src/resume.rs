@@ -263,6 +263,18 @@ pub fn fingerprint(command: &str, catalog: &Path, flags: &str) -> Result<String,
     Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
 }
 
+/// The header of a journal of `command`, with its [`fingerprint`] and the epoch its
+/// calls run in (`eval`).
+pub fn header(
+    command: &str,
+    catalog: &Path,
+    flags: &str,
+    epoch: Option<EpochManifest>,
+) -> Result<JournalHeader, ResumeError> {
+    let fingerprint = fingerprint(command, catalog, flags)?;
+    Ok(JournalHeader::new(command, fingerprint, epoch))
+}
+
 /// Whether this run continues an interrupted one: with `--resume`, and a journal beside
 /// `--out`. Without `--resume`, a journal left there is announced and replaced.
 pub fn journal_to_resume(
