@@ -18,8 +18,8 @@ use plangate_gate::task::{Task, parse_task_line};
 use plangate_harness::{Eval, EvalRun, Journal, PreparedBatch, Retries, RetryReport, World};
 use plangate_report::plan::{Evidence, OutputPlan};
 use plangate_report::resume::{
-    Notice, after_the_work as kept_calls, close_eval_journal, earlier_eval, epoch_to_replay,
-    header, interrupted_eval, join_epoch, journal_path, open_eval_journal,
+    after_the_work as kept_calls, close_eval_journal, earlier_eval, epoch_to_replay, header,
+    interrupted_eval, join_epoch, journal_path, open_eval_journal,
 };
 
 use crate::args::{Baseline, ExecArgs, IoArgs, ReportArgs, ThresholdArgs, compares_baseline};
@@ -99,7 +99,7 @@ fn set_up<'a>(
     base_dir: &'a Path,
 ) -> Result<(EvalRun<'a>, Arc<World>, Option<Journal>)> {
     let (earlier, notice) = earlier_eval(args.resume, args.io.out.as_deref())?;
-    say(notice);
+    crate::say(notice);
     let given = args.run.epoch.as_deref().map(read_manifest).transpose()?;
     let manifest = epoch_to_replay(given, earlier.as_ref())?;
     let (world_opts, eval_opts) = args.run.options(&args.thresholds)?;
@@ -130,18 +130,11 @@ fn set_up<'a>(
     let header = header("eval", &args.io.catalog, &flags, epoch)?;
     let (journal, notice) =
         open_eval_journal(args.resume, args.io.out.as_deref(), &header, earlier)?;
-    say(notice);
+    crate::say(notice);
     if let Some(j) = &journal {
         join_epoch(j, &world)?;
     }
     Ok((run, world, journal))
-}
-
-/// Prints what the run says about its journal.
-fn say(notice: Option<Notice>) {
-    if let Some(n) = notice {
-        eprintln!("plangate: {n}");
-    }
 }
 
 pub(crate) fn run(args: EvalArgs) -> Result<u8> {
@@ -215,7 +208,7 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
     write_reports(&plan, &ran, outputs, &tally, &timings, evidence)
         .map_err(|e| after_the_work(e, journal.as_ref()))?;
     if let Some(j) = journal {
-        say(close_eval_journal(j)?);
+        crate::say(close_eval_journal(j)?);
     }
     tally.report(&source.name);
     eprintln!("plangate: {}", human(&finished, executed - probed));
@@ -238,7 +231,7 @@ fn after_the_work(e: anyhow::Error, journal: Option<&Journal>) -> anyhow::Error 
 /// An interrupt stopped the run before every call ran: no decision is written, as a
 /// task is decided only once every tool's health is known.
 fn interrupted(journal: Option<&Journal>, tally: &Tally) -> Result<u8> {
-    say(Some(interrupted_eval(journal, tally.lines)?));
+    crate::say(Some(interrupted_eval(journal, tally.lines)?));
     Ok(crate::exit::INTERRUPTED)
 }
 

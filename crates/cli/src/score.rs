@@ -24,7 +24,9 @@ use crate::lines::{
     Source, TaskIds, for_each_line, open_samples, skip_line, source_name, too_long,
 };
 use plangate_report::checkpoints::{Opened, Prefix};
-use plangate_report::resume::{header, journal_path, partial_path, resumable_out};
+use plangate_report::resume::{
+    header, journal_path, journal_to_resume, partial_path, resumable_out,
+};
 
 /// Where `score` got to, with what it counted.
 type Checkpoint = plangate_report::checkpoints::Checkpoint<Tally>;
@@ -672,15 +674,11 @@ fn open_resumable(args: &ScoreArgs) -> Result<(Output, Option<ScoreJournal>, Che
         args.summary_json.is_some()
     );
     let header = header("score", &args.io.catalog, &flags, None)?;
-    let Opened {
-        journal,
-        done,
-        resumed,
-        notices,
-    } = ScoreJournal::open(args.resume, target, &header)?;
-    for n in notices {
-        eprintln!("plangate: {n}");
-    }
+    let (earlier, notice) = journal_to_resume(args.resume, Some(target))?;
+    crate::say(notice);
+    let opened: Opened<Tally> = ScoreJournal::open(earlier, target, &header)?;
+    crate::say(opened.notice);
+    let (journal, done, resumed) = (opened.journal, opened.done, opened.resumed);
     let Some(journal) = journal else {
         return Ok((open_out(out)?, None, Checkpoint::default()));
     };

@@ -12,7 +12,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use crate::digest::RunDigest;
-use crate::resume::{Notice, ResumeError, check_header, journal_to_resume};
+use crate::resume::{Notice, ResumeError, check_header, journal_path};
 
 /// Where `score` got to: every input line through `through` is decided and written,
 /// in the first `bytes` bytes of the partial decisions. `T` is what the command counts
@@ -191,22 +191,20 @@ pub struct Opened<T> {
     pub done: Checkpoint<T>,
     /// Whether this run continues an interrupted one.
     pub resumed: bool,
-    /// What to say about it, in order.
-    pub notices: Vec<Notice>,
+    /// What to say about it.
+    pub notice: Option<Notice>,
 }
 
 impl<T: Serialize + DeserializeOwned + Default + Clone> ScoreJournal<T> {
-    /// The journal beside `out` (a regular file): the interrupted run's, continued
-    /// (`--resume`), after its header is checked against `header`; else a new one. A
-    /// journal that cannot be made costs the run its `--resume`, unless another run
-    /// holds it.
+    /// The journal beside `out` (a regular file): `earlier`, the interrupted run's
+    /// ([`crate::resume::journal_to_resume`]), continued after its header is checked
+    /// against `header`; else a new one. A journal that cannot be made costs the run its
+    /// `--resume` (the notice says so), unless another run holds it.
     pub fn open(
-        resume: bool,
+        earlier: Option<PathBuf>,
         out: &Path,
         header: &JournalHeader,
     ) -> Result<Opened<T>, ResumeError> {
-        let (earlier, notice) = journal_to_resume(resume, Some(out))?;
-        let mut notices: Vec<Notice> = notice.into_iter().collect();
         if let Some(path) = earlier {
             let (journal, earlier, done) = Self::resume(&path)?;
             check_header(&path, &earlier, header)?;
@@ -214,29 +212,19 @@ impl<T: Serialize + DeserializeOwned + Default + Clone> ScoreJournal<T> {
                 journal: Some(journal),
                 done,
                 resumed: true,
-                notices,
+                notice: None,
             });
         }
-        let journal = match Self::create(&crate::resume::journal_path(out), header) {
-            Ok(j) => Some(j),
+        let (journal, notice) = match Self::create(&journal_path(out), header) {
+            Ok(j) => (Some(j), None),
             Err(e) if e.busy() => return Err(e),
-            Err(e) => {
-                // Printed as the journal's error with its causes.
-                let mut why = e.to_string();
-                let mut cause = std::error::Error::source(&e);
-                while let Some(c) = cause {
-                    why.push_str(&format!(": {c}"));
-                    cause = c.source();
-                }
-                notices.push(Notice::Unresumable(why));
-                None
-            }
+            Err(e) => (None, Some(Notice::Unresumable(with_causes(&e)))),
         };
         Ok(Opened {
             journal,
             done: Checkpoint::default(),
             resumed: false,
-            notices,
+            notice,
         })
     }
 
@@ -323,6 +311,17 @@ impl<T: Serialize + DeserializeOwned + Default + Clone> ScoreJournal<T> {
     }
 }
 
+/// An error and its causes, as one line.
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut line = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        line.push_str(&format!(": {c}"));
+        cause = c.source();
+    }
+    line
+}
+
 /// The page's digest of every line the checkpoints cover: the sum of each one's part
 /// since the last that kept nothing (a finished run's, which a next run starts over
 /// from); None when one of them kept no part (its run had no `--html`).
@@ -406,8 +405,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("d.jsonl");
         let header = JournalHeader::new("score", "f".into(), None);
-        let mut first = ScoreJournal::<u32>::open(false, &out, &header).unwrap();
-        assert!(!first.resumed && first.notices.is_empty());
+        let mut first = ScoreJournal::<u32>::open(None, &out, &header).unwrap();
+        assert!(!first.resumed && first.notice.is_none());
         let j = first.journal.as_mut().unwrap();
         j.checkpoint(&Counted {
             through: 7,
@@ -417,13 +416,13 @@ mod tests {
         })
         .unwrap();
         // Held by this run: a second one on the same --out is refused.
-        let busy = ScoreJournal::<u32>::open(false, &out, &header)
+        let busy = ScoreJournal::<u32>::open(None, &out, &header)
             .err()
             .unwrap();
         assert!(busy.busy(), "{busy}");
         drop(first);
 
-        let again = ScoreJournal::<u32>::open(true, &out, &header).unwrap();
+        let again = ScoreJournal::<u32>::open(Some(journal_path(&out)), &out, &header).unwrap();
         assert!(again.resumed);
         assert_eq!(
             (again.done.through, again.done.bytes, again.done.tally),
@@ -432,7 +431,7 @@ mod tests {
         // Stopped while its decisions are put in place: the next run starts over.
         let stopped = again.journal.unwrap().close(|| Err(ResumeError::NoOut));
         assert!(matches!(stopped, Err(ResumeError::NoOut)));
-        let after = ScoreJournal::<u32>::open(true, &out, &header).unwrap();
+        let after = ScoreJournal::<u32>::open(Some(journal_path(&out)), &out, &header).unwrap();
         assert!(after.resumed);
         assert_eq!(
             (after.done.through, after.done.bytes, after.done.tally),
@@ -445,12 +444,14 @@ mod tests {
                 Ok::<_, ResumeError>(())
             })
             .unwrap();
-        assert!(placed && !crate::resume::journal_path(&out).exists());
+        assert!(placed && !journal_path(&out).exists());
 
         // A journal of other flags is refused.
-        drop(ScoreJournal::<u32>::open(false, &out, &header).unwrap());
+        drop(ScoreJournal::<u32>::open(None, &out, &header).unwrap());
         let other = JournalHeader::new("score", "g".into(), None);
-        let e = ScoreJournal::<u32>::open(true, &out, &other).err().unwrap();
+        let e = ScoreJournal::<u32>::open(Some(journal_path(&out)), &out, &other)
+            .err()
+            .unwrap();
         assert!(e.to_string().starts_with("cannot resume from "), "{e}");
     }
 
