@@ -435,7 +435,7 @@ pub fn after_the_work(error: String, journal: &Journal) -> ResumeError {
 mod tests {
     use super::*;
 
-    fn header(command: &str, fingerprint: &str) -> JournalHeader {
+    fn made_by(command: &str, fingerprint: &str) -> JournalHeader {
         JournalHeader::new(command, fingerprint.into(), None)
     }
 
@@ -510,13 +510,13 @@ mod tests {
     #[test]
     fn a_journal_of_another_run_is_refused_saying_why() {
         let p = Path::new("d.jsonl.journal");
-        check_header(p, &header("score", "f"), &header("score", "f")).unwrap();
-        let e = check_header(p, &header("score", "f"), &header("score", "g")).unwrap_err();
+        check_header(p, &made_by("score", "f"), &made_by("score", "f")).unwrap();
+        let e = check_header(p, &made_by("score", "f"), &made_by("score", "g")).unwrap_err();
         assert_eq!(
             e.to_string(),
             "cannot resume from d.jsonl.journal: the catalog or a flag that changes results differs from the run that wrote it; run the command it was written by, or remove the journal to start over"
         );
-        let e = check_header(p, &header("eval", "f"), &header("score", "f")).unwrap_err();
+        let e = check_header(p, &made_by("eval", "f"), &made_by("score", "f")).unwrap_err();
         assert!(
             e.to_string()
                 .contains("`plangate eval`, not `plangate score`"),
@@ -528,7 +528,7 @@ mod tests {
     fn a_second_run_on_one_out_is_refused_while_the_first_holds_its_journal() {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("d.jsonl");
-        let h = header("eval", "f");
+        let h = made_by("eval", "f");
         let (first, notice) = open_eval_journal(false, Some(&out), &h, None).unwrap();
         assert!(first.is_some() && notice.is_none());
         let e = open_eval_journal(false, Some(&out), &h, None).unwrap_err();
@@ -539,25 +539,24 @@ mod tests {
     }
 
     #[test]
-    fn an_eval_journal_keeps_its_epoch_and_refuses_another() {
+    fn an_eval_run_resumes_only_an_eval_journal_with_an_epoch() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("d.jsonl.journal");
-        std::fs::write(&path, "").unwrap();
-        let (j, _) = open_eval_journal(
-            false,
-            Some(&dir.path().join("d.jsonl")),
-            &header("score", "f"),
-            None,
-        )
-        .unwrap();
-        drop(j);
-        let earlier: EarlierEval = (path.clone(), Earlier::read(&path).unwrap());
-        let e = epoch_to_replay(None, Some(&earlier)).unwrap_err();
+        let out = dir.path().join("d.jsonl");
+        let earlier_of = |by: &JournalHeader| -> EarlierEval {
+            let (j, _) = open_eval_journal(false, Some(&out), by, None).unwrap();
+            drop(j);
+            let path = journal_path(&out);
+            let earlier = Earlier::read(&path).unwrap();
+            (path, earlier)
+        };
+        let e = epoch_to_replay(None, Some(&earlier_of(&made_by("score", "f")))).unwrap_err();
         assert!(
             e.to_string()
                 .contains("it was written by `plangate score`, not `plangate eval`"),
             "{e}"
         );
+        let e = epoch_to_replay(None, Some(&earlier_of(&made_by("eval", "f")))).unwrap_err();
+        assert!(e.to_string().ends_with(": it records no epoch"), "{e}");
         assert!(epoch_to_replay(None, None).unwrap().is_none());
     }
 }
