@@ -553,6 +553,43 @@ fn a_second_run_on_the_same_out_is_refused() {
     assert_eq!(done.code(), Some(exit::OK));
 }
 
+/// A run refused by another run's lock still says first that it found a journal it would
+/// have replaced: the two lines come from two steps, and the refusal must not swallow the
+/// first.
+#[test]
+fn a_refused_run_still_says_it_found_a_journal() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (catalog, samples) = score_batch(dir.path(), 100);
+    let out = dir.path().join("out.jsonl");
+    let journal = dir.path().join("out.jsonl.journal");
+    let mut first = score_on_stdin(&catalog, &out, &[]);
+    wait_for(&journal, &mut first);
+    let second = plangate(&[
+        "score",
+        "--catalog",
+        s(&catalog),
+        "--samples",
+        s(&samples),
+        "--out",
+        s(&out),
+    ]);
+    assert_eq!(second.code, exit::USAGE, "{}", second.stderr);
+    let found = second
+        .stderr
+        .find("holds an interrupted run; this run starts over");
+    let refused = second
+        .stderr
+        .find("another plangate run is writing the same --out");
+    assert!(
+        matches!((found, refused), (Some(f), Some(r)) if f < r),
+        "{}",
+        second.stderr
+    );
+    drop(first.stdin.take());
+    let done = first.wait().expect("the first run ends");
+    assert_eq!(done.code(), Some(exit::OK));
+}
+
 /// A journal whose checkpoint is past line 512, made by a run reading standard input:
 /// 600 lines fed, then SIGINT once the second chunk is checkpointed.
 fn interrupted_at_512(catalog: &Path, text: &str, out: &Path) {

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, IsTerminal};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -15,10 +15,12 @@ use indicatif::{ProgressBar, ProgressStyle};
 use plangate_gate::baseline::naive;
 use plangate_gate::decide::prose_like;
 use plangate_gate::task::{Task, parse_task_line};
-use plangate_harness::{
-    Earlier, Eval, EvalRun, Journal, JournalHeader, PreparedBatch, Retries, RetryReport, World,
-};
+use plangate_harness::{Eval, EvalRun, Journal, PreparedBatch, Retries, RetryReport, World};
 use plangate_report::plan::{Evidence, OutputPlan};
+use plangate_report::resume::{
+    after_the_work as kept_calls, close_eval_journal, earlier_eval, epoch_to_replay, header,
+    interrupted_eval, join_epoch, journal_path, open_eval_journal,
+};
 
 use crate::args::{Baseline, ExecArgs, IoArgs, ReportArgs, ThresholdArgs, compares_baseline};
 use crate::files::{Reads, catalog_dir, load_catalog, read_manifest};
@@ -27,7 +29,6 @@ use crate::lines::{
     Source, TaskIds, for_each_line, line_hash, open_samples, source_name, tasks_at, too_long,
 };
 use crate::outputs::{Outputs, RunOutcome, Timings, write_reports};
-use crate::resume::{check_header, fingerprint, journal_path, journal_to_resume};
 use crate::tally::Tally;
 use plangate_harness::shard::{
     EvidenceHeader, Inputs, Learned, SamplesDigest, Shard, evidence_path, file_digest,
@@ -97,10 +98,10 @@ fn set_up<'a>(
     catalog: &Arc<plangate_gate::catalog::Catalog>,
     base_dir: &'a Path,
 ) -> Result<(EvalRun<'a>, Arc<World>, Option<Journal>)> {
-    let earlier = journal_to_resume(args.resume, args.io.out.as_deref())?
-        .map(|path| Earlier::read(&path).map(|e| (path, e)))
-        .transpose()?;
-    let manifest = epoch_to_replay(args, earlier.as_ref())?;
+    let (earlier, notice) = earlier_eval(args.resume, args.io.out.as_deref())?;
+    crate::say(notice);
+    let given = args.run.epoch.as_deref().map(read_manifest).transpose()?;
+    let manifest = epoch_to_replay(given, earlier.as_ref())?;
     let (world_opts, eval_opts) = args.run.options(&args.thresholds)?;
     let flags = format!(
         "{:?} {:?} {} {} {:?} {:?} {}",
@@ -125,18 +126,13 @@ fn set_up<'a>(
         .pin(manifest)
         .with_context(|| format!("failed to pin an epoch for {}", args.io.catalog.display()))?;
     plan.write_epoch(world.epoch().manifest())?;
-    let header = JournalHeader::new(
-        "eval",
-        fingerprint("eval", &args.io.catalog, &flags)?,
-        Some(world.epoch().manifest().clone()),
-    );
-    let journal = open_journal(args, &header, earlier)?;
+    let epoch = Some(world.epoch().manifest().clone());
+    let header = header("eval", &args.io.catalog, &flags, epoch)?;
+    let (journal, notice) =
+        open_eval_journal(args.resume, args.io.out.as_deref(), &header, earlier)?;
+    crate::say(notice);
     if let Some(j) = &journal {
-        // A resumed run is answered as the interrupted one was, and what this run
-        // records is kept for the next resume.
-        (world.epoch().resume_network(j.take_network()))
-            .with_context(|| format!("cannot resume from {}", j.path().display()))?;
-        world.epoch().log_network(j.network_log());
+        join_epoch(j, &world)?;
     }
     Ok((run, world, journal))
 }
@@ -212,7 +208,7 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
     write_reports(&plan, &ran, outputs, &tally, &timings, evidence)
         .map_err(|e| after_the_work(e, journal.as_ref()))?;
     if let Some(j) = journal {
-        close_journal(j)?;
+        crate::say(close_eval_journal(j)?);
     }
     tally.report(&source.name);
     eprintln!("plangate: {}", human(&finished, executed - probed));
@@ -222,30 +218,21 @@ pub(crate) fn run(args: EvalArgs) -> Result<u8> {
     Ok(tally.exit_code())
 }
 
-/// The run is whole: its journal goes, after saying what it replayed.
-fn close_journal(j: Journal) -> Result<()> {
-    if j.replayed() > 0 {
-        eprintln!(
-            "plangate: resumed: {} calls replayed from {}",
-            j.replayed(),
-            j.path().display()
-        );
-    }
-    Ok(j.remove()?)
-}
-
 /// An output that failed once every call had run (outputs are tried before the work,
-/// but a disk fills and a device refuses): the journal keeps the calls, so the message
-/// says how to write the outputs without executing them again.
+/// but a disk fills and a device refuses): the journal keeps the calls, and the error
+/// says so.
 fn after_the_work(e: anyhow::Error, journal: Option<&Journal>) -> anyhow::Error {
     match journal {
-        Some(j) => anyhow::anyhow!(
-            "{e:#}; every call of the run is kept in {}: mend the output and run the same \
-             command with --resume to write the outputs without executing the calls again",
-            j.path().display()
-        ),
+        Some(j) => kept_calls(format!("{e:#}"), j).into(),
         None => e,
     }
+}
+
+/// An interrupt stopped the run before every call ran: no decision is written, as a
+/// task is decided only once every tool's health is known.
+fn interrupted(journal: Option<&Journal>, tally: &Tally) -> Result<u8> {
+    crate::say(Some(interrupted_eval(journal, tally.lines)?));
+    Ok(crate::exit::INTERRUPTED)
 }
 
 /// A shard's evidence for `plangate merge`, beside its `--out`.
@@ -340,89 +327,6 @@ fn human_retry(r: &RetryReport) -> String {
         finals.get("reject").unwrap_or(&0),
         finals.get("defer").unwrap_or(&0),
     )
-}
-
-/// The epoch manifest the run replays: an interrupted run's (from its journal, which
-/// `--epoch`, if given, must equal), else `--epoch`'s, else none (a new epoch).
-fn epoch_to_replay(
-    args: &EvalArgs,
-    earlier: Option<&(PathBuf, Earlier)>,
-) -> Result<Option<plangate_sandbox::EpochManifest>> {
-    let given = args.run.epoch.as_deref().map(read_manifest).transpose()?;
-    let Some((path, earlier)) = earlier else {
-        return Ok(given);
-    };
-    if earlier.header().command != "eval" {
-        anyhow::bail!(
-            "cannot resume from {}: it was written by `plangate {}`, not `plangate eval`; run the command it was written by, or remove the journal to start over",
-            path.display(),
-            earlier.header().command
-        );
-    }
-    let Some(journalled) = earlier.header().epoch.clone() else {
-        anyhow::bail!("cannot resume from {}: it records no epoch", path.display());
-    };
-    if given.as_ref().is_some_and(|g| *g != journalled) {
-        anyhow::bail!(
-            "cannot resume from {}: --epoch is not the epoch the interrupted run used",
-            path.display()
-        );
-    }
-    Ok(Some(journalled))
-}
-
-/// The journal of this run's calls, beside `--out` when it is a regular file: the
-/// interrupted run's, continued (`--resume`), or a new one.
-fn open_journal(
-    args: &EvalArgs,
-    header: &JournalHeader,
-    earlier: Option<(PathBuf, Earlier)>,
-) -> Result<Option<Journal>> {
-    if let Some((path, earlier)) = earlier {
-        check_header(&path, earlier.header(), header)?;
-        return Ok(Some(Journal::resume(&path, earlier)?));
-    }
-    let Some(out) = args.io.out.as_deref() else {
-        return Ok(None);
-    };
-    if !matches!(crate::files::replaced(out), Ok(Some(_))) {
-        if args.resume {
-            anyhow::bail!(
-                "--resume needs --out FILE, a regular file: the journal is kept beside it"
-            );
-        }
-        return Ok(None);
-    }
-    match Journal::create(&journal_path(out), header) {
-        Ok(j) => Ok(Some(j)),
-        Err(e @ plangate_harness::HarnessError::JournalBusy { .. }) => Err(e.into()),
-        Err(e) => {
-            eprintln!("plangate: warning: {e}: this run cannot be resumed");
-            Ok(None)
-        }
-    }
-}
-
-/// An interrupt stopped the run before every call ran: the journal keeps the calls
-/// made, and the message says how to go on. No decision is written: a task is decided
-/// only once every tool's health is known.
-fn interrupted(journal: Option<&Journal>, tally: &Tally) -> Result<u8> {
-    match journal {
-        Some(j) => {
-            j.flush()?;
-            eprintln!(
-                "plangate: interrupted after reading {} lines: {} calls are kept in {}; run the same command with --resume to go on from there",
-                tally.lines,
-                j.recorded(),
-                j.path().display()
-            );
-        }
-        None => eprintln!(
-            "plangate: interrupted after reading {} lines; nothing was decided (with --out FILE, a journal would keep the calls made for --resume)",
-            tally.lines
-        ),
-    }
-    Ok(crate::exit::INTERRUPTED)
 }
 
 /// Refuses a shard run that `merge` could not use, before any work.

@@ -3,14 +3,16 @@
 //! checked before any work so that none overwrites an input or another output. Every
 //! other output is written whole or not at all by plangate-report's `files`.
 
-use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use plangate_gate::catalog::Catalog;
-use plangate_report::files::{create, folder, temp_beside};
-pub(crate) use plangate_report::files::{replaced, write_file, write_json, write_manifest};
+use plangate_report::checkpoints::{Partial, reopen_partial};
+use plangate_report::files::{create, temp_beside};
+pub(crate) use plangate_report::files::{
+    real_path, replaced, write_file, write_json, write_manifest,
+};
 use plangate_sandbox::EpochManifest;
 
 /// Catalog warnings printed before the rest are only counted: a BFCL catalog can map
@@ -38,15 +40,6 @@ pub(crate) fn load_catalog(path: &Path) -> Result<Catalog> {
 /// The folder a catalog's relative paths are read against.
 pub(crate) fn catalog_dir(catalog: &Path) -> PathBuf {
     plangate_harness::catalog_dir(catalog)
-}
-
-/// The file `p` names, whatever the spelling: symlinks followed, and for a file not
-/// there yet its folder's real path and its name. None when the folder is not there.
-pub(crate) fn real_path(p: &Path) -> Option<PathBuf> {
-    if let Ok(real) = std::fs::canonicalize(p) {
-        return Some(real);
-    }
-    Some(std::fs::canonicalize(folder(p)).ok()?.join(p.file_name()?))
 }
 
 /// An output being written: standard output, or a temporary file beside the target that
@@ -122,9 +115,9 @@ impl Output {
     }
 
     /// An output to `target` written through `partial`, a file kept when the run stops
-    /// so that `--resume` continues it (`resume::partial_path`): its first `keep.0`
-    /// bytes are an earlier run's (cut there), kept only if they end a line and hash to
-    /// `keep.1`; or it starts empty.
+    /// so that `--resume` continues it (`plangate_report::resume::partial_path`): its
+    /// first `keep.0` bytes are an earlier run's (cut there), kept only if they end a
+    /// line and hash to `keep.1`; or it starts empty.
     pub(crate) fn resumable(
         target: &Path,
         partial: &Path,
@@ -136,39 +129,11 @@ impl Output {
                 target.display()
             )
         })?;
-        // A run that kept nothing needs no partial file: one killed between making its
-        // journal and making the partial file, or after its decisions left the partial
-        // file (see `score::run`), resumes from its first line.
-        let keep = keep.filter(|&(bytes, _)| bytes > 0);
-        let mut hash = Box::new(twox_hash::XxHash3_64::new());
-        if let Some((keep, keep_hash)) = keep {
-            let have = std::fs::metadata(partial).ok().filter(|m| m.is_file());
-            match have {
-                None => bail!(
-                    "cannot resume: {} (the decisions the interrupted run kept) is missing; remove the journal to start over",
-                    partial.display()
-                ),
-                Some(m) if m.len() < keep => bail!(
-                    "cannot resume: {} holds {} bytes, fewer than the {keep} its journal counts (it was cut); remove the journal to start over",
-                    partial.display(),
-                    m.len()
-                ),
-                Some(_) => {}
-            }
-            kept_part(partial, keep, keep_hash, &mut hash)?;
-        }
-        let mut file = match keep {
-            Some(_) => std::fs::OpenOptions::new().write(true).open(partial),
-            None => File::create(partial),
-        }
-        .with_context(|| format!("cannot write {}", partial.display()))?;
-        let written = keep.map_or(0, |(bytes, _)| bytes);
-        if keep.is_some() {
-            use std::io::Seek as _;
-            file.set_len(written)
-                .and_then(|()| file.seek(io::SeekFrom::End(0)).map(drop))
-                .with_context(|| format!("cannot write {}", partial.display()))?;
-        }
+        let Partial {
+            file,
+            written,
+            hash,
+        } = reopen_partial(partial, keep)?;
         Ok(Output {
             w: BufWriter::with_capacity(1 << 16, Box::new(file)),
             pending: Some((Pending::Kept(partial.to_path_buf()), target)),
@@ -176,47 +141,6 @@ impl Output {
             hash: Some(hash),
         })
     }
-}
-
-/// Checks an interrupted run's kept decisions, the first `bytes` of `partial`: they end
-/// on a line boundary and hash to `want` (a torn file, or a journal edited to count other
-/// bytes, would resume into a cut line). `hash` reads them, so it goes on from there.
-fn kept_part(
-    partial: &Path,
-    bytes: u64,
-    want: u64,
-    hash: &mut twox_hash::XxHash3_64,
-) -> Result<()> {
-    use std::io::Read as _;
-    let cannot = |why: String| {
-        anyhow::anyhow!(
-            "cannot resume: {} does not hold the decisions its journal counts ({why}); remove the journal to start over",
-            partial.display()
-        )
-    };
-    let file = File::open(partial).with_context(|| format!("cannot read {}", partial.display()))?;
-    let mut part = io::BufReader::with_capacity(1 << 16, file).take(bytes);
-    let mut buf = vec![0u8; 1 << 16];
-    let mut last = None;
-    loop {
-        let n = part
-            .read(&mut buf)
-            .with_context(|| format!("cannot read {}", partial.display()))?;
-        if n == 0 {
-            break;
-        }
-        std::hash::Hasher::write(hash, &buf[..n]);
-        last = Some(buf[n - 1]);
-    }
-    if last != Some(b'\n') {
-        return Err(cannot(format!("byte {bytes} does not end a line")));
-    }
-    if std::hash::Hasher::finish(hash) != want {
-        return Err(cannot(format!(
-            "its first {bytes} bytes are not the bytes that run wrote"
-        )));
-    }
-    Ok(())
 }
 
 /// Opens the decisions output (see [`Output`]), or standard output. Sendable, so

@@ -16,7 +16,6 @@ mod merge;
 mod outputs;
 mod page;
 mod probe;
-mod resume;
 mod score;
 mod serve;
 mod shard;
@@ -26,6 +25,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use plangate::exit;
+use plangate_report::resume::Notice;
 
 /// `score` allocates a small tree per JSON value and frees it a line later: a lot of
 /// small, short-lived blocks, which mimalloc serves faster than glibc's malloc.
@@ -142,5 +142,12 @@ fn main() -> ExitCode {
             eprintln!("plangate: error: {e:#}");
             ExitCode::from(exit::USAGE)
         }
+    }
+}
+
+/// Prints what a run says about its journal (`--resume`), if anything.
+fn say(notice: Option<Notice>) {
+    if let Some(n) = notice {
+        eprintln!("plangate: {n}");
     }
 }

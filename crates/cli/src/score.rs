@@ -18,12 +18,20 @@ use plangate_report::digest::RunDigest;
 use plangate_report::plan::{Evidence, Made, OutputPlan};
 
 use crate::args::{Baseline, IoArgs, PageArgs, ThresholdArgs};
-use crate::files::{Output, Reads, check_outputs, load_catalog, open_out, replaced};
+use crate::files::{Output, Reads, check_outputs, load_catalog, open_out};
 use crate::interrupt::{Interrupted, stopping};
 use crate::lines::{
     Source, TaskIds, for_each_line, open_samples, skip_line, source_name, too_long,
 };
-use crate::resume::{Checkpoint, Prefix, ScoreJournal};
+use plangate_report::checkpoints::{Opened, Prefix};
+use plangate_report::resume::{
+    header, journal_path, journal_to_resume, partial_path, resumable_out,
+};
+
+/// Where `score` got to, with what it counted.
+type Checkpoint = plangate_report::checkpoints::Checkpoint<Tally>;
+/// `score`'s journal of checkpoints.
+type ScoreJournal = plangate_report::checkpoints::ScoreJournal<Tally>;
 use crate::tally::Tally;
 use plangate_harness::shard::{
     EvidenceHeader, Inputs, Learned, SamplesDigest, Shard, evidence_path,
@@ -385,20 +393,14 @@ fn read_chunks(
         bail!("decisions could not be written")
     };
     let mut prefix = Prefix::default();
-    let changed = || {
-        anyhow::anyhow!(
-            "cannot resume: the samples through line {} are not the lines the interrupted run decided (the file changed, or --max-line-bytes did); remove the journal to start over",
-            done.through
-        )
-    };
     for_each_line(input, max, &mut tally, |number, line, _| {
         if let Some(d) = digest.as_deref_mut() {
             d.add(line);
         }
         if number <= done.through {
             prefix.add(number, line);
-            if number == done.through && prefix != done.prefix {
-                return Err(changed());
+            if number == done.through {
+                done.same_samples(&prefix)?;
             }
             return Ok(());
         }
@@ -422,7 +424,8 @@ fn read_chunks(
         return Err(Interrupted.into());
     }
     if tally.lines < done.through {
-        return Err(changed());
+        let through = done.through;
+        return Err(plangate_report::resume::ResumeError::SamplesChanged { through }.into());
     }
     send(&mut chunk)?;
     Ok(tally)
@@ -545,20 +548,11 @@ pub(crate) fn run(args: ScoreArgs) -> Result<u8> {
 }
 
 impl RecordWriter<'_> {
-    /// Puts the decisions in place, and the journal goes. Before the decisions leave
-    /// `OUT.partial` for --out, the journal's last checkpoint becomes one that kept
-    /// nothing, so a kill before the journal is removed leaves a journal the next
-    /// `--resume` starts over from (it needs no partial file) instead of one whose kept
-    /// decisions were renamed away. The journal stays locked until the rename is done,
-    /// so no second run on this --out can start in between.
+    /// Puts the decisions in place, and the journal goes ([`ScoreJournal::close`]).
     fn put_in_place(&mut self) -> Result<()> {
-        if let Some(journal) = self.journal.as_mut() {
-            journal.checkpoint(&Checkpoint::default())?;
-        }
-        self.out.finish()?;
         match self.journal.take() {
-            Some(journal) => journal.remove(),
-            None => Ok(()),
+            Some(journal) => journal.close(|| self.out.finish()),
+            None => self.out.finish(),
         }
     }
 }
@@ -572,8 +566,8 @@ fn output_plan(args: &ScoreArgs) -> OutputPlan {
         decisions: out.map(std::path::Path::to_path_buf),
         summary: args.summary_json.clone(),
         page: args.page.html.clone(),
-        journal: out.map(crate::resume::journal_path),
-        partial: out.map(crate::resume::partial_path),
+        journal: out.map(journal_path),
+        partial: out.map(partial_path),
         evidence: out.filter(|_| args.shard.is_some()).map(evidence_path),
         ..OutputPlan::default()
     }
@@ -665,10 +659,7 @@ fn open_resumable(args: &ScoreArgs) -> Result<(Output, Option<ScoreJournal>, Che
     if args.shard.is_some() {
         return Ok((open_out(out)?, None, Checkpoint::default()));
     }
-    let Some(target) = out.filter(|o| matches!(replaced(o), Ok(Some(_)))) else {
-        if args.resume {
-            bail!("--resume needs --out FILE, a regular file: the journal is kept beside it");
-        }
+    let Some(target) = resumable_out(args.resume, out)? else {
         return Ok((open_out(out)?, None, Checkpoint::default()));
     };
     // A summary's calibration counts every labelled task, so a run that writes one
@@ -682,36 +673,18 @@ fn open_resumable(args: &ScoreArgs) -> Result<(Output, Option<ScoreJournal>, Che
         args.io.max_line_bytes,
         args.summary_json.is_some()
     );
-    let header = plangate_harness::JournalHeader::new(
-        "score",
-        crate::resume::fingerprint("score", &args.io.catalog, &flags)?,
-        None,
-    );
-    match crate::resume::journal_to_resume(args.resume, Some(target))? {
-        Some(path) => {
-            let (journal, earlier, done) = ScoreJournal::resume(&path)?;
-            crate::resume::check_header(&path, &earlier, &header)?;
-            let out = Output::resumable(
-                target,
-                &crate::resume::partial_path(target),
-                Some((done.bytes, done.bytes_hash)),
-            )?;
-            Ok((out, Some(journal), done))
-        }
-        None => {
-            let journal = match ScoreJournal::create(&crate::resume::journal_path(target), &header)
-            {
-                Ok(j) => j,
-                Err(e) if crate::resume::busy(&e) => return Err(e),
-                Err(e) => {
-                    eprintln!("plangate: warning: {e:#}: this run cannot be resumed");
-                    return Ok((open_out(out)?, None, Checkpoint::default()));
-                }
-            };
-            let out = Output::resumable(target, &crate::resume::partial_path(target), None)?;
-            Ok((out, Some(journal), Checkpoint::default()))
-        }
-    }
+    let header = header("score", &args.io.catalog, &flags, None)?;
+    let (earlier, notice) = journal_to_resume(args.resume, Some(target))?;
+    crate::say(notice);
+    let opened: Opened<Tally> = ScoreJournal::open(earlier, target, &header)?;
+    crate::say(opened.notice);
+    let (journal, done, resumed) = (opened.journal, opened.done, opened.resumed);
+    let Some(journal) = journal else {
+        return Ok((open_out(out)?, None, Checkpoint::default()));
+    };
+    let keep = resumed.then_some((done.bytes, done.bytes_hash));
+    let out = Output::resumable(target, &partial_path(target), keep)?;
+    Ok((out, Some(journal), done))
 }
 
 /// An interrupt stopped the run: what is decided is written (and journalled), and the

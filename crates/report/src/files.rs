@@ -71,6 +71,15 @@ pub enum OutputError {
     },
 }
 
+/// The file `p` names, whatever the spelling: symlinks followed, and for a file not
+/// there yet its folder's real path and its name. None when the folder is not there.
+pub fn real_path(p: &Path) -> Option<PathBuf> {
+    if let Ok(real) = std::fs::canonicalize(p) {
+        return Some(real);
+    }
+    Some(std::fs::canonicalize(folder(p)).ok()?.join(p.file_name()?))
+}
+
 /// The folder a file is in (`.` for a bare name).
 pub fn folder(p: &Path) -> &Path {
     match p.parent() {

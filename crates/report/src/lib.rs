@@ -16,8 +16,11 @@
 //! - [`plan`]: a run's outputs as one plan ([`plan::OutputPlan`]), which `score`, `eval`
 //!   and `merge` make from their flags and carry out in one order.
 //! - [`files`]: each output written whole or not at all.
+//! - [`resume`]: where a run's journal lives, whether a run continues it, and how
+//!   `eval`'s is opened and closed; [`checkpoints`]: `score`'s journal.
 
 pub mod agreement;
+pub mod checkpoints;
 pub mod digest;
 pub mod files;
 pub mod html;
@@ -25,5 +28,6 @@ pub mod junit;
 pub mod notable;
 pub mod plan;
 pub mod plot;
+pub mod resume;
 pub mod run;
 pub mod svg;
