@@ -295,8 +295,9 @@ async fn metrics(State(app): State<Arc<App>>) -> Response {
 }
 
 /// No such endpoint, answered once the request's body is read: hyper closes a connection
-/// whose request body was left unread, and a client's kept-alive connection outlives a
-/// wrong path. A body over `--max-body-bytes` is not read further.
+/// whose request body has not all arrived when the answer is written, and a client's
+/// kept-alive connection should outlive a wrong path. A body over `--max-body-bytes` is
+/// not read further.
 async fn not_found(State(app): State<Arc<App>>, body: Body) -> Response {
     let mut body = http_body_util::Limited::new(body, app.max_body_bytes);
     while let Some(Ok(_)) = body.frame().await {}
