@@ -239,6 +239,54 @@ fn decide_answers_what_score_writes() {
     );
 }
 
+/// A body posted to a path the server does not have is read before the 404, so the
+/// client's kept-alive connection answers its next request (hyper closes a connection
+/// whose request body has not all arrived when the answer is written).
+#[test]
+fn a_wrong_path_keeps_the_connection() {
+    let line = std::fs::read_to_string(repo().join("examples/score/samples.jsonl")).unwrap();
+    let line = line.lines().next().unwrap().to_string();
+    let server = Serving::start(&["--catalog", CATALOG], &[]);
+    let mut s = TcpStream::connect(&server.addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let mut answers = BufReader::new(s.try_clone().unwrap());
+    for (path, want) in [("/v1/none", 404), ("/v1/decide", 200), ("/v1/none", 404)] {
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\n\r\n",
+            server.addr,
+            line.len()
+        );
+        // Head and body in two writes, as HTTP clients send them, the body late enough
+        // that a server which answers without reading it has answered first.
+        s.write_all(head.as_bytes()).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        s.write_all(line.as_bytes()).unwrap();
+        let mut status = String::new();
+        answers.read_line(&mut status).unwrap();
+        assert!(
+            status.starts_with(&format!("HTTP/1.1 {want} ")),
+            "{path}: {status:?}"
+        );
+        let mut length = 0;
+        loop {
+            let mut header = String::new();
+            answers.read_line(&mut header).unwrap();
+            if header.trim().is_empty() {
+                break;
+            }
+            if let Some((k, v)) = header.split_once(':')
+                && k.eq_ignore_ascii_case("content-length")
+            {
+                length = v.trim().parse().unwrap();
+            }
+        }
+        let mut body = vec![0; length];
+        answers.read_exact(&mut body).unwrap();
+    }
+    let (code, stderr) = server.stop();
+    assert_eq!(code, exit::OK, "{stderr}");
+}
+
 /// A body over `--max-body-bytes` is a 413 and the server goes on; without the token
 /// every endpoint but health is a 401; the metrics count what was answered.
 #[test]

@@ -3,8 +3,6 @@
 //! task. The CLI's pipeline and the Python package both call [`LineScorer::score`] and
 //! write what it returns through [`crate::record`], so their records cannot drift apart.
 
-use std::collections::BTreeMap;
-
 use crate::baseline::{naive_decided, naive_verdict};
 use crate::calibration::{Grid, Observation};
 use crate::catalog::Catalog;
@@ -152,9 +150,9 @@ impl std::fmt::Debug for ScoreConfig<'_> {
 /// Everything a line is decided against; shared read-only by the threads that score.
 #[derive(Debug)]
 pub struct LineScorer<'a> {
+    /// The tools, whose states are read from it as it records them
+    /// ([`decide::tool_states`]).
     catalog: &'a Catalog,
-    /// Each tool's state, as the catalog records it ([`decide::tool_states`]).
-    states: BTreeMap<String, decide::ToolState>,
     config: ScoreConfig<'a>,
     /// The calibration grid, when the scorer calibrates.
     grid: Option<Grid>,
@@ -165,7 +163,6 @@ impl<'a> LineScorer<'a> {
     pub fn new(catalog: &'a Catalog, config: ScoreConfig<'a>) -> Self {
         LineScorer {
             catalog,
-            states: decide::tool_states(catalog),
             grid: config.calibrate.then(|| Grid::around(&config.opts)),
             config,
         }
@@ -220,9 +217,9 @@ impl<'a> LineScorer<'a> {
         }
         let prepared = decide::prepare(&task, self.catalog, None);
         let (decision, observation) = match &self.grid {
-            Some(grid) => grid.classify(&prepared, &self.states),
+            Some(grid) => grid.classify(&prepared, self.catalog),
             None => (
-                decide::classify(&prepared, &self.states, &config.opts),
+                decide::classify(&prepared, self.catalog, &config.opts),
                 None,
             ),
         };

@@ -8,11 +8,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::Router;
+use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use http_body_util::BodyExt;
 use plangate_gate::catalog::Catalog;
 use plangate_gate::decide::Options;
 use tokio::sync::Semaphore;
@@ -292,6 +294,12 @@ async fn metrics(State(app): State<Arc<App>>) -> Response {
         .into_response()
 }
 
-async fn not_found() -> Response {
+/// No such endpoint, answered once the request's body is read: hyper closes a connection
+/// whose request body has not all arrived when the answer is written, and a client's
+/// kept-alive connection should outlive a wrong path. A body over `--max-body-bytes` is
+/// not read further.
+async fn not_found(State(app): State<Arc<App>>, body: Body) -> Response {
+    let mut body = http_body_util::Limited::new(body, app.max_body_bytes);
+    while let Some(Ok(_)) = body.frame().await {}
     error(StatusCode::NOT_FOUND, "not_found", "no such endpoint")
 }

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use super::prepared::DistinctSample;
-use crate::catalog::Catalog;
+use crate::catalog::{Catalog, ToolSpec};
 
 /// What the batch knows of a tool when tasks are classified.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -58,17 +58,24 @@ pub fn tool_states(catalog: &Catalog) -> BTreeMap<String, ToolState> {
     catalog
         .tools()
         .iter()
-        .map(|t| {
-            (
-                t.name.clone(),
-                ToolState {
-                    declared_deterministic: t.deterministic,
-                    verified: t.verified.unwrap_or(false),
-                    quarantined: false,
-                },
-            )
-        })
+        .map(|t| (t.name.clone(), recorded(t)))
         .collect()
+}
+
+/// The catalog's recorded states ([`tool_states`]) read in place, with no map to build:
+/// a scorer that decides one line and is gone (a server's) pays nothing for them.
+impl ToolStates for Catalog {
+    fn state(&self, tool: &str) -> Option<ToolState> {
+        self.get(tool).map(recorded)
+    }
+}
+
+fn recorded(t: &ToolSpec) -> ToolState {
+    ToolState {
+        declared_deterministic: t.deterministic,
+        verified: t.verified.unwrap_or(false),
+        quarantined: false,
+    }
 }
 
 /// The states of a task's tools, each looked up once: the rules ask for them step by
