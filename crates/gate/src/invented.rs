@@ -10,7 +10,7 @@ use std::sync::Arc;
 use crate::catalog::Catalog;
 use crate::errors::NOT_FOUND;
 use crate::hints::Hints;
-use crate::jcs::push_member;
+use crate::jcs::{plain_member as plain, push_member};
 use crate::json::Value;
 use crate::task::{Arguments, Observed, Sample, Task};
 
@@ -36,8 +36,20 @@ pub struct InventedReference {
 
 /// Every invented reference of `task`, sample by sample, in call order.
 pub fn invented_references(task: &Task, catalog: &Catalog) -> Vec<InventedReference> {
-    let mut out = Vec::new();
+    // Most tasks have no miss at all: one look at each call's outcome, and no more work.
+    let misses: usize = (task.samples.iter())
+        .map(|s| s.calls.iter().filter(|c| is_miss(c)).count())
+        .sum();
+    if misses == 0 {
+        return Vec::new();
+    }
+    let mut out: Vec<InventedReference> = Vec::with_capacity(misses);
     let mut done: Vec<(*const Sample, usize, usize)> = Vec::new();
+    let mut finder = Finder {
+        catalog,
+        path: String::new(),
+        hints: None,
+    };
     for (i, sample) in task.samples.iter().enumerate() {
         if !sample.calls.iter().any(is_miss) {
             continue;
@@ -45,21 +57,30 @@ pub fn invented_references(task: &Task, catalog: &Catalog) -> Vec<InventedRefere
         // A sample the reader shared with an earlier one invents what that one did.
         let ptr = Arc::as_ptr(sample);
         if let Some(&(_, from, to)) = done.iter().find(|(p, ..)| *p == ptr) {
-            let copies: Vec<InventedReference> = out[from..to]
-                .iter()
-                .map(|r: &InventedReference| InventedReference {
+            for k in from..to {
+                let copy = InventedReference {
                     sample: i,
-                    ..r.clone()
-                })
-                .collect();
-            out.extend(copies);
+                    ..out[k].clone()
+                };
+                out.push(copy);
+            }
             continue;
         }
         let from = out.len();
-        of_sample(i, sample, catalog, &mut out);
+        finder.of_sample(i, sample, &mut out);
         done.push((ptr, from, out.len()));
     }
     out
+}
+
+/// `refs` as a decision holds them. Most tasks have none, and share one empty list
+/// rather than each allocating its own.
+pub(crate) fn shared(refs: Vec<InventedReference>) -> Arc<[InventedReference]> {
+    static NONE: std::sync::OnceLock<Arc<[InventedReference]>> = std::sync::OnceLock::new();
+    if refs.is_empty() {
+        return Arc::clone(NONE.get_or_init(|| Arc::new([])));
+    }
+    refs.into()
 }
 
 /// A run's invented references counted: in all, by the tasks and samples that have
@@ -160,92 +181,149 @@ fn is_miss(c: &crate::task::Call) -> bool {
     matches!(&c.observed, Observed::Error { kind, .. } if kind == NOT_FOUND)
 }
 
-fn of_sample(i: usize, sample: &Sample, catalog: &Catalog, out: &mut Vec<InventedReference>) {
-    for (turn, range) in sample.turn_ranges().into_iter().enumerate() {
-        for j in range.clone() {
-            let call = &sample.calls[j];
-            let Observed::Error { kind, message } = &call.observed else {
-                continue;
-            };
-            let Arguments::Json(args) = &call.arguments else {
-                continue;
-            };
-            if kind != NOT_FOUND {
-                continue;
-            }
-            let hints = catalog.get(&call.tool).map(|t| &t.hints);
-            for (parameter, value) in references(args, hints, message) {
-                if supplied(sample, range.start, value) {
-                    continue;
-                }
-                out.push(InventedReference {
-                    sample: i,
-                    turn,
-                    call: j,
-                    tool: call.tool.as_str().into(),
-                    parameter: parameter.into(),
-                    value: value.into(),
-                    error: message.as_str().into(),
-                });
+/// What one task's search keeps from call to call: the catalog, a buffer for the
+/// paths it prints, and the hints of the tool looked up last (most misses of a task
+/// are calls to one tool).
+struct Finder<'c> {
+    catalog: &'c Catalog,
+    path: String,
+    hints: Option<(&'c str, Option<&'c Hints>)>,
+}
+
+impl<'c> Finder<'c> {
+    fn hints(&mut self, tool: &str) -> Option<&'c Hints> {
+        match self.hints {
+            Some((name, hints)) if name == tool => hints,
+            _ => {
+                let found = self.catalog.get(tool);
+                self.hints = found.map(|t| (t.name.as_str(), Some(&t.hints)));
+                found.map(|t| &t.hints)
             }
         }
     }
+
+    fn of_sample(&mut self, i: usize, sample: &Sample, out: &mut Vec<InventedReference>) {
+        // A sample without turns makes each call a turn of its own.
+        let turns = match sample.turns.len() {
+            0 => sample.calls.len(),
+            n => n,
+        };
+        let mut start = 0;
+        for turn in 0..turns {
+            let end = start + sample.turns.get(turn).copied().unwrap_or(1);
+            for j in start..end {
+                self.of_call(sample, (i, turn, j), start, out);
+            }
+            start = end;
+        }
+    }
+
+    /// The references of call `j` (`at` is its sample, turn and index), whose turn
+    /// starts at call `start`.
+    fn of_call(
+        &mut self,
+        sample: &Sample,
+        at: (usize, usize, usize),
+        start: usize,
+        out: &mut Vec<InventedReference>,
+    ) {
+        let call = &sample.calls[at.2];
+        let Observed::Error { kind, message } = &call.observed else {
+            return;
+        };
+        let Arguments::Json(args) = &call.arguments else {
+            return;
+        };
+        if kind != NOT_FOUND {
+            return;
+        }
+        let hints = self.hints(&call.tool);
+        let path = &mut self.path;
+        let first = out.len();
+        // Whether a leaf the error names was met: from then on only named leaves are
+        // listed, and the id-like ones listed before it are taken back.
+        let mut named = false;
+        walk(args, hints, None, "", &mut |l| {
+            if l.value.is_empty() {
+                return;
+            }
+            let is_named = occurs(message, l.value) || occurs(message, l.name);
+            if is_named && !named {
+                named = true;
+                out.truncate(first);
+            }
+            if !(is_named || (!named && l.id_like)) || supplied(sample, start, l.value) {
+                return;
+            }
+            let last = out.last();
+            let parameter = match l.at {
+                // A top-level member with a plain name is its own path.
+                Some(At {
+                    up: None,
+                    step: Step::Key(k),
+                }) if plain(k) => share(last.map(|r| &r.parameter), k),
+                _ => {
+                    path.clear();
+                    path_text(l.at, path);
+                    share(last.map(|r| &r.parameter), path)
+                }
+            };
+            out.push(InventedReference {
+                sample: at.0,
+                turn: at.1,
+                call: at.2,
+                tool: share(last.map(|r| &r.tool), &call.tool),
+                parameter,
+                value: share(last.map(|r| &r.value), l.value),
+                error: share(last.map(|r| &r.error), message),
+            });
+        });
+    }
 }
 
-/// One step of a string argument's path: a member's key or an item's index. The path's
-/// text is built only for the arguments a miss is about, from the steps walked to them.
+/// `text` as a shared text: the last reference's own when it holds the same (one tool,
+/// one parameter, an id every trial invented alike), else a new one.
+fn share(last: Option<&Arc<str>>, text: &str) -> Arc<str> {
+    match last {
+        Some(t) if **t == *text => Arc::clone(t),
+        _ => text.into(),
+    }
+}
+
+/// One step of a string argument's path: a member's key or an item's index.
 #[derive(Clone, Copy)]
 enum Step<'a> {
     Key(&'a str),
     Index(usize),
 }
 
-/// A string argument as the walk meets it: the steps to it, its key's name, the value,
+/// The steps from the arguments down to a value, each on the walk's own stack frame:
+/// the path's text is built only for the arguments a miss is about.
+struct At<'p, 'a> {
+    up: Option<&'p At<'p, 'a>>,
+    step: Step<'a>,
+}
+
+/// A string argument as the walk meets it: where it is, its key's name, the value,
 /// and whether it looks like a reference (an id-like name, or an `id` or `must_exist`
 /// hint). Borrowed from the arguments: most are looked at and let go.
 struct Leaf<'s, 'a> {
-    steps: &'s [Step<'a>],
+    at: Option<&'s At<'s, 'a>>,
     name: &'a str,
     value: &'a str,
     id_like: bool,
 }
 
-/// The arguments a miss is about: those the error names (by name or value), or else
-/// every id-like string argument. Two walks over the arguments, the first to learn
-/// whether the error names any, so that no leaf's path or value is copied that is not
-/// listed.
-fn references<'a>(args: &'a Value, hints: Option<&Hints>, message: &str) -> Vec<(String, &'a str)> {
-    let names =
-        |l: &Leaf| !l.value.is_empty() && (occurs(message, l.value) || occurs(message, l.name));
-    // Whether each leaf, in walk order, is named: the first walk asks once per leaf.
-    let mut leaves: Vec<(bool, bool)> = Vec::new();
-    walk(args, hints, &mut Vec::new(), "", &mut |l| {
-        leaves.push((names(l), l.id_like));
-    });
-    let named = leaves.iter().any(|l| l.0);
-    let mut out = Vec::new();
-    let mut at = 0;
-    walk(args, hints, &mut Vec::new(), "", &mut |l| {
-        let (is_named, id_like) = leaves[at];
-        at += 1;
-        let chosen = if named { is_named } else { id_like };
-        if chosen && !l.value.is_empty() {
-            out.push((path_text(l.steps), l.value));
-        }
-    });
-    out
-}
-
 fn walk<'a>(
     v: &'a Value,
     hints: Option<&Hints>,
-    steps: &mut Vec<Step<'a>>,
+    at: Option<&At<'_, 'a>>,
     name: &'a str,
     leaf: &mut dyn FnMut(&Leaf<'_, 'a>),
 ) {
     match v {
         Value::String(s) => leaf(&Leaf {
-            steps,
+            at,
             name,
             value: s,
             id_like: id_like(name)
@@ -253,43 +331,53 @@ fn walk<'a>(
         }),
         Value::Object(o) => {
             for (k, sub) in o.iter() {
-                steps.push(Step::Key(k));
-                walk(sub, hints.map(|h| h.property(k)), steps, k, leaf);
-                steps.pop();
+                let here = At {
+                    up: at,
+                    step: Step::Key(k),
+                };
+                // A string under an id-like name is a reference whatever its hints
+                // say: they are not looked up.
+                let hints = match sub {
+                    Value::String(_) if id_like(k) => None,
+                    _ => hints.map(|h| h.property(k)),
+                };
+                walk(sub, hints, Some(&here), k, leaf);
             }
         }
         Value::Array(items) => {
             for (k, sub) in items.iter().enumerate() {
-                steps.push(Step::Index(k));
-                walk(sub, hints.map(Hints::items), steps, name, leaf);
-                steps.pop();
+                let here = At {
+                    up: at,
+                    step: Step::Index(k),
+                };
+                walk(sub, hints.map(Hints::items), Some(&here), name, leaf);
             }
         }
         _ => {}
     }
 }
 
-/// A leaf's path as records print it (`user_id`, `payment[0].id`): members as
-/// [`push_member`] writes them, without the leading dot of the first.
-fn path_text(steps: &[Step]) -> String {
-    let mut path = String::new();
-    for step in steps {
-        match *step {
-            Step::Key(k) => {
-                let first = path.is_empty();
-                push_member(&mut path, k);
-                if first && path.starts_with('.') {
-                    path.remove(0);
-                }
-            }
-            Step::Index(i) => {
-                path.push('[');
-                crate::jcs::write_usize(i, &mut path);
-                path.push(']');
+/// A leaf's path as records print it (`user_id`, `payment[0].id`), appended to `path`:
+/// members as [`push_member`] writes them, without the leading dot of the first.
+fn path_text(at: Option<&At>, path: &mut String) {
+    let Some(at) = at else {
+        return;
+    };
+    path_text(at.up, path);
+    match at.step {
+        Step::Key(k) => {
+            let first = path.is_empty();
+            push_member(path, k);
+            if first && path.starts_with('.') {
+                path.remove(0);
             }
         }
+        Step::Index(i) => {
+            path.push('[');
+            crate::jcs::write_usize(i, path);
+            path.push(']');
+        }
     }
-    path
 }
 
 /// Whether `needle` occurs in `hay`, as [`str::contains`] says: the messages and

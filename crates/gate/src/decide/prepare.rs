@@ -101,7 +101,9 @@ pub fn prepare(
         malformed,
         warnings: task.warnings.clone(),
         outcomes: outcomes_of(task),
-        invented_references: crate::invented::invented_references(task, catalog).into(),
+        invented_references: crate::invented::shared(crate::invented::invented_references(
+            task, catalog,
+        )),
     }
 }
 
