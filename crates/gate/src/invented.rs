@@ -5,6 +5,7 @@
 //! verdict. The list never changes a verdict: the rule decides.
 
 use std::collections::BTreeMap;
+use std::ops::Range;
 use std::sync::Arc;
 
 use crate::catalog::Catalog;
@@ -14,8 +15,11 @@ use crate::jcs::{plain_member as plain, push_member};
 use crate::json::Value;
 use crate::task::{Arguments, Observed, Sample, Task};
 
+mod text;
+pub use text::Text;
+
 /// One call that looked up a value nobody supplied and got *not found*. Its texts are
-/// shared, so the copies a shared sample makes cost no allocation.
+/// the task's own, shared ([`Text`]): listing a reference allocates nothing.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct InventedReference {
     /// The sample (trial), from 0.
@@ -25,62 +29,100 @@ pub struct InventedReference {
     /// The call within the sample, counted across its turns as written, from 0.
     pub call: usize,
     /// The tool called.
-    pub tool: Arc<str>,
+    pub tool: Text,
     /// The argument's path in the call's arguments (`user_id`, `payment[0].id`).
-    pub parameter: Arc<str>,
+    pub parameter: Text,
     /// The value the model gave it.
-    pub value: Arc<str>,
+    pub value: Text,
     /// The error's message.
-    pub error: Arc<str>,
+    pub error: Text,
 }
 
 /// Every invented reference of `task`, sample by sample, in call order.
 pub fn invented_references(task: &Task, catalog: &Catalog) -> Vec<InventedReference> {
+    shared_references(task, catalog).to_vec()
+}
+
+/// [`invented_references`] as a decision holds them. A task with none (most) shares one
+/// empty list; a task with some makes the list and one text that all their texts are
+/// parts of, whatever their number.
+pub(crate) fn shared_references(task: &Task, catalog: &Catalog) -> Arc<[InventedReference]> {
+    static NONE: std::sync::OnceLock<Arc<[InventedReference]>> = std::sync::OnceLock::new();
+    let none = || Arc::clone(NONE.get_or_init(|| Arc::new([])));
     // Most tasks have no miss at all: one look at each call's outcome, and no more work.
-    let misses: usize = (task.samples.iter())
-        .map(|s| s.calls.iter().filter(|c| is_miss(c)).count())
-        .sum();
-    if misses == 0 {
-        return Vec::new();
-    }
-    let mut out: Vec<InventedReference> = Vec::with_capacity(misses);
+    let mut found: Vec<Found> = Vec::new();
     let mut done: Vec<(*const Sample, usize, usize)> = Vec::new();
     let mut finder = Finder {
         catalog,
-        path: String::new(),
+        all: String::new(),
         hints: None,
     };
     for (i, sample) in task.samples.iter().enumerate() {
         if !sample.calls.iter().any(is_miss) {
             continue;
         }
+        if found.capacity() == 0 {
+            // A miss in each sample left, as trials that invent tend to: room for a
+            // reference each, and for a tool, a message and an id or so.
+            let left = task.samples.len() - i;
+            found.reserve(left);
+            finder.all.reserve(left * 32);
+        }
         // A sample the reader shared with an earlier one invents what that one did.
         let ptr = Arc::as_ptr(sample);
         if let Some(&(_, from, to)) = done.iter().find(|(p, ..)| *p == ptr) {
             for k in from..to {
-                let copy = InventedReference {
+                found.push(Found {
                     sample: i,
-                    ..out[k].clone()
-                };
-                out.push(copy);
+                    ..found[k].clone()
+                });
             }
             continue;
         }
-        let from = out.len();
-        finder.of_sample(i, sample, &mut out);
-        done.push((ptr, from, out.len()));
+        let from = found.len();
+        finder.of_sample(i, sample, &mut found);
+        done.push((ptr, from, found.len()));
     }
-    out
+    if found.is_empty() {
+        return none();
+    }
+    let all = Arc::new(finder.all);
+    (found.iter())
+        .map(|f| {
+            let [tool, parameter, value, error] = f.spans.clone().map(|s| Text::part(&all, s));
+            InventedReference {
+                sample: f.sample,
+                turn: f.turn,
+                call: f.call,
+                tool,
+                parameter,
+                value,
+                error,
+            }
+        })
+        .collect()
 }
 
-/// `refs` as a decision holds them. Most tasks have none, and share one empty list
-/// rather than each allocating its own.
-pub(crate) fn shared(refs: Vec<InventedReference>) -> Arc<[InventedReference]> {
-    static NONE: std::sync::OnceLock<Arc<[InventedReference]>> = std::sync::OnceLock::new();
-    if refs.is_empty() {
-        return Arc::clone(NONE.get_or_init(|| Arc::new([])));
+/// A reference as the search finds it, its texts already in the task's one text.
+#[derive(Clone)]
+struct Found {
+    sample: usize,
+    turn: usize,
+    call: usize,
+    /// Where its tool, parameter, value and error are in [`Finder::all`].
+    spans: [Range<usize>; 4],
+}
+
+/// Puts `text` in `all`, unless `last` (the reference before's text in the same place:
+/// one tool, one parameter, a message every trial got alike) holds it already.
+fn put(all: &mut String, last: Option<&Range<usize>>, text: &str) -> Range<usize> {
+    match last {
+        Some(span) if all.as_bytes()[span.clone()] == *text.as_bytes() => span.clone(),
+        _ => {
+            all.push_str(text);
+            all.len() - text.len()..all.len()
+        }
     }
-    refs.into()
 }
 
 /// A run's invented references counted: in all, by the tasks and samples that have
@@ -181,12 +223,12 @@ fn is_miss(c: &crate::task::Call) -> bool {
     matches!(&c.observed, Observed::Error { kind, .. } if kind == NOT_FOUND)
 }
 
-/// What one task's search keeps from call to call: the catalog, a buffer for the
-/// paths it prints, and the hints of the tool looked up last (most misses of a task
-/// are calls to one tool).
+/// What one task's search keeps from call to call: the catalog, the one text that
+/// its references' texts are parts of, and the hints of the tool looked up last (most
+/// misses of a task are calls to one tool).
 struct Finder<'c> {
     catalog: &'c Catalog,
-    path: String,
+    all: String,
     hints: Option<(&'c str, Option<&'c Hints>)>,
 }
 
@@ -202,7 +244,7 @@ impl<'c> Finder<'c> {
         }
     }
 
-    fn of_sample(&mut self, i: usize, sample: &Sample, out: &mut Vec<InventedReference>) {
+    fn of_sample(&mut self, i: usize, sample: &Sample, out: &mut Vec<Found>) {
         // A sample without turns makes each call a turn of its own.
         let turns = match sample.turns.len() {
             0 => sample.calls.len(),
@@ -225,7 +267,7 @@ impl<'c> Finder<'c> {
         sample: &Sample,
         at: (usize, usize, usize),
         start: usize,
-        out: &mut Vec<InventedReference>,
+        out: &mut Vec<Found>,
     ) {
         let call = &sample.calls[at.2];
         let Observed::Error { kind, message } = &call.observed else {
@@ -238,8 +280,8 @@ impl<'c> Finder<'c> {
             return;
         }
         let hints = self.hints(&call.tool);
-        let path = &mut self.path;
-        let first = out.len();
+        let all = &mut self.all;
+        let (first, written) = (out.len(), all.len());
         // Whether a leaf the error names was met: from then on only named leaves are
         // listed, and the id-like ones listed before it are taken back.
         let mut named = false;
@@ -251,42 +293,40 @@ impl<'c> Finder<'c> {
             if is_named && !named {
                 named = true;
                 out.truncate(first);
+                all.truncate(written);
             }
             if !(is_named || (!named && l.id_like)) || supplied(sample, start, l.value) {
                 return;
             }
-            let last = out.last();
+            let last = out.last().map(|f| &f.spans);
+            let tool = put(all, last.map(|s| &s[0]), &call.tool);
             let parameter = match l.at {
                 // A top-level member with a plain name is its own path.
                 Some(At {
                     up: None,
                     step: Step::Key(k),
-                }) if plain(k) => share(last.map(|r| &r.parameter), k),
+                }) if plain(k) => put(all, last.map(|s| &s[1]), k),
                 _ => {
-                    path.clear();
-                    path_text(l.at, path);
-                    share(last.map(|r| &r.parameter), path)
+                    let from = all.len();
+                    path_text(l.at, from, all);
+                    match last.map(|s| s[1].clone()) {
+                        Some(span) if all.as_bytes()[span.clone()] == all.as_bytes()[from..] => {
+                            all.truncate(from);
+                            span
+                        }
+                        _ => from..all.len(),
+                    }
                 }
             };
-            out.push(InventedReference {
+            let value = put(all, last.map(|s| &s[2]), l.value);
+            let error = put(all, last.map(|s| &s[3]), message);
+            out.push(Found {
                 sample: at.0,
                 turn: at.1,
                 call: at.2,
-                tool: share(last.map(|r| &r.tool), &call.tool),
-                parameter,
-                value: share(last.map(|r| &r.value), l.value),
-                error: share(last.map(|r| &r.error), message),
+                spans: [tool, parameter, value, error],
             });
         });
-    }
-}
-
-/// `text` as a shared text: the last reference's own when it holds the same (one tool,
-/// one parameter, an id every trial invented alike), else a new one.
-fn share(last: Option<&Arc<str>>, text: &str) -> Arc<str> {
-    match last {
-        Some(t) if **t == *text => Arc::clone(t),
-        _ => text.into(),
     }
 }
 
@@ -357,19 +397,20 @@ fn walk<'a>(
     }
 }
 
-/// A leaf's path as records print it (`user_id`, `payment[0].id`), appended to `path`:
-/// members as [`push_member`] writes them, without the leading dot of the first.
-fn path_text(at: Option<&At>, path: &mut String) {
+/// A leaf's path as records print it (`user_id`, `payment[0].id`), appended to `path`
+/// from byte `from`: members as [`push_member`] writes them, without the leading dot of
+/// the first.
+fn path_text(at: Option<&At>, from: usize, path: &mut String) {
     let Some(at) = at else {
         return;
     };
-    path_text(at.up, path);
+    path_text(at.up, from, path);
     match at.step {
         Step::Key(k) => {
-            let first = path.is_empty();
+            let first = path.len() == from;
             push_member(path, k);
-            if first && path.starts_with('.') {
-                path.remove(0);
+            if first && path[from..].starts_with('.') {
+                path.remove(from);
             }
         }
         Step::Index(i) => {

@@ -43,6 +43,12 @@ pub trait Sink {
     fn agreement(&mut self, a: &Agreement) {
         a.emit(self);
     }
+    /// A decision's `invented_references` member, key and list: a sink may write the
+    /// list most decisions have (empty) and its entries from fixed text.
+    fn invented_references(&mut self, refs: &[InventedReference]) {
+        self.key("invented_references");
+        list(self, refs, |s, r| r.emit(s));
+    }
 }
 
 /// A record: what it writes, field by field, to any [`Sink`].
@@ -165,6 +171,41 @@ impl Sink for Json<'_> {
             }
         }
     }
+
+    fn invented_references(&mut self, refs: &[InventedReference]) {
+        // The member's key and the entries' keys as one text each: what `key`, `list`
+        // and the entries' `emit` write, without a call per key.
+        let out = &mut *self.out;
+        out.push_str(if self.first {
+            "\"invented_references\":["
+        } else {
+            ",\"invented_references\":["
+        });
+        for (k, r) in refs.iter().enumerate() {
+            out.push_str(if k == 0 {
+                "{\"sample\":"
+            } else {
+                ",{\"sample\":"
+            });
+            crate::jcs::write_usize(r.sample, out);
+            out.push_str(",\"turn\":");
+            crate::jcs::write_usize(r.turn, out);
+            out.push_str(",\"call\":");
+            crate::jcs::write_usize(r.call, out);
+            out.push_str(",\"tool\":");
+            write_string(&r.tool, out);
+            out.push_str(",\"parameter\":");
+            write_string(&r.parameter, out);
+            out.push_str(",\"value\":");
+            write_string(&r.value, out);
+            out.push_str(",\"error\":");
+            write_string(&r.error, out);
+            out.push('}');
+        }
+        out.push(']');
+        self.first = false;
+        self.after_key = false;
+    }
 }
 
 /// A float as serde_json writes one: its shortest form by the same formatter, `null`
@@ -245,8 +286,7 @@ impl Decision {
         list(s, &self.schema_violations, |s, v| v.emit(s));
         s.key("warnings");
         strings(s, &self.warnings);
-        s.key("invented_references");
-        list(s, &self.invented_references, |s, r| r.emit(s));
+        s.invented_references(&self.invented_references);
         s.key("label");
         opt(s, self.label, |s, l| s.str(l.as_str()));
         // Absent, not empty, when no sample has an outcome: most inputs have none.
@@ -482,6 +522,60 @@ mod tests {
         let mut o = String::new();
         Json::new(&mut o).agreement(a);
         o
+    }
+
+    /// The JSON sink's own text for the invented references is what the entries'
+    /// records write through the sink's calls, and what serde_json writes of them.
+    #[test]
+    fn invented_references_print_as_their_records_do() {
+        let r = |sample, value: &str| InventedReference {
+            sample,
+            turn: sample + 10,
+            call: 3,
+            tool: "get_user".into(),
+            parameter: "pay[0][\"odd key\"]".into(),
+            value: value.into(),
+            error: "no \"user\"\n\u{7f} é".into(),
+        };
+        for refs in [vec![], vec![r(0, "u_9")], vec![r(1, ""), r(12, "\u{1}\\")]] {
+            let by_sink = |first: bool| {
+                let mut o = String::new();
+                let mut s = Json::new(&mut o);
+                s.object();
+                if !first {
+                    s.key("n");
+                    s.usize(1);
+                }
+                s.invented_references(&refs);
+                s.key("label");
+                s.null();
+                s.end_object();
+                o
+            };
+            let by_calls = |first: bool| {
+                let mut o = String::new();
+                let mut s = Json::new(&mut o);
+                s.object();
+                if !first {
+                    s.key("n");
+                    s.usize(1);
+                }
+                s.key("invented_references");
+                list(&mut s, &refs, |s, r| r.emit(s));
+                s.key("label");
+                s.null();
+                s.end_object();
+                o
+            };
+            for first in [true, false] {
+                assert_eq!(by_sink(first), by_calls(first));
+            }
+            let serde = serde_json::to_string(&refs).unwrap();
+            assert_eq!(
+                by_sink(true),
+                format!(r#"{{"invented_references":{serde},"label":null}}"#)
+            );
+        }
     }
 
     #[test]

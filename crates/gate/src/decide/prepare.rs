@@ -101,9 +101,7 @@ pub fn prepare(
         malformed,
         warnings: task.warnings.clone(),
         outcomes: outcomes_of(task),
-        invented_references: crate::invented::shared(crate::invented::invented_references(
-            task, catalog,
-        )),
+        invented_references: crate::invented::shared_references(task, catalog),
     }
 }
 
