@@ -43,12 +43,16 @@ pub fn invented_references(task: &Task, catalog: &Catalog) -> Vec<InventedRefere
     shared_references(task, catalog).to_vec()
 }
 
+/// The list of a task with no invented reference (most): one, shared.
+pub(crate) fn none() -> Arc<[InventedReference]> {
+    static NONE: std::sync::OnceLock<Arc<[InventedReference]>> = std::sync::OnceLock::new();
+    Arc::clone(NONE.get_or_init(|| Arc::new([])))
+}
+
 /// [`invented_references`] as a decision holds them. A task with none (most) shares one
 /// empty list; a task with some makes the list and one text that all their texts are
 /// parts of, whatever their number.
 pub(crate) fn shared_references(task: &Task, catalog: &Catalog) -> Arc<[InventedReference]> {
-    static NONE: std::sync::OnceLock<Arc<[InventedReference]>> = std::sync::OnceLock::new();
-    let none = || Arc::clone(NONE.get_or_init(|| Arc::new([])));
     // Most tasks have no miss at all: one look at each call's outcome, and no more work.
     let mut found: Vec<Found> = Vec::new();
     let mut done: Vec<(*const Sample, usize, usize)> = Vec::new();
@@ -219,7 +223,8 @@ fn bump(map: &mut BTreeMap<String, u64>, name: &str, by: u64) {
     *map.entry(key.to_string()).or_default() += by;
 }
 
-fn is_miss(c: &crate::task::Call) -> bool {
+/// Whether call `c` was answered *not found*: a sample without one invents nothing.
+pub(crate) fn is_miss(c: &crate::task::Call) -> bool {
     matches!(&c.observed, Observed::Error { kind, .. } if kind == NOT_FOUND)
 }
 
@@ -428,8 +433,10 @@ fn occurs(hay: &str, needle: &str) -> bool {
     let Some((&first, rest)) = n.split_first() else {
         return true;
     };
-    (h.len() >= n.len())
-        && (0..=h.len() - n.len()).any(|i| h[i] == first && h[i + 1..i + n.len()] == *rest)
+    let Some(last) = h.len().checked_sub(n.len()) else {
+        return false;
+    };
+    memchr::memchr_iter(first, &h[..=last]).any(|i| h[i + 1..i + n.len()] == *rest)
 }
 
 /// A parameter named `id`, or ending in `id`, `_id` or `Id`.

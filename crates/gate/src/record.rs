@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 use crate::decide::{
     Agreement, Decision, DivergentPath, MalformedSample, PlanStep, SchemaViolation, StepAgreement,
 };
-use crate::invented::InventedReference;
+use crate::invented::{InventedReference, Text};
 use crate::jcs::write_string;
 use crate::seed::SeedOutcome;
 use crate::task::TaskError;
@@ -181,6 +181,9 @@ impl Sink for Json<'_> {
         } else {
             ",\"invented_references\":["
         });
+        // Where each text of the entry before was written: a task's references share
+        // their texts, and one this entry shares is copied, not escaped again.
+        let mut written: [Option<(&Text, std::ops::Range<usize>)>; 4] = Default::default();
         for (k, r) in refs.iter().enumerate() {
             out.push_str(if k == 0 {
                 "{\"sample\":"
@@ -192,14 +195,24 @@ impl Sink for Json<'_> {
             crate::jcs::write_usize(r.turn, out);
             out.push_str(",\"call\":");
             crate::jcs::write_usize(r.call, out);
-            out.push_str(",\"tool\":");
-            write_string(&r.tool, out);
-            out.push_str(",\"parameter\":");
-            write_string(&r.parameter, out);
-            out.push_str(",\"value\":");
-            write_string(&r.value, out);
-            out.push_str(",\"error\":");
-            write_string(&r.error, out);
+            let texts = [&r.tool, &r.parameter, &r.value, &r.error];
+            let keys = [
+                ",\"tool\":",
+                ",\"parameter\":",
+                ",\"value\":",
+                ",\"error\":",
+            ];
+            for ((text, key), before) in texts.into_iter().zip(keys).zip(&mut written) {
+                out.push_str(key);
+                match before {
+                    Some((t, at)) if t.same_part(text) => out.extend_from_within(at.clone()),
+                    _ => {
+                        let from = out.len();
+                        write_string(text, out);
+                        *before = Some((text, from..out.len()));
+                    }
+                }
+            }
             out.push('}');
         }
         out.push(']');
@@ -528,12 +541,15 @@ mod tests {
     /// records write through the sink's calls, and what serde_json writes of them.
     #[test]
     fn invented_references_print_as_their_records_do() {
+        // Entries share their tool and parameter, as a task's do: the second copies
+        // what the first wrote.
+        let (tool, parameter): (Text, Text) = ("get_user".into(), "pay[0][\"odd key\"]".into());
         let r = |sample, value: &str| InventedReference {
             sample,
             turn: sample + 10,
             call: 3,
-            tool: "get_user".into(),
-            parameter: "pay[0][\"odd key\"]".into(),
+            tool: tool.clone(),
+            parameter: parameter.clone(),
             value: value.into(),
             error: "no \"user\"\n\u{7f} é".into(),
         };

@@ -31,6 +31,11 @@ impl Text {
         }
     }
 
+    /// Whether `other` is this very part (not only the same text).
+    pub(crate) fn same_part(&self, other: &Text) -> bool {
+        Arc::ptr_eq(&self.all, &other.all) && (self.from, self.to) == (other.from, other.to)
+    }
+
     /// The text.
     pub fn as_str(&self) -> &str {
         (self.all)
