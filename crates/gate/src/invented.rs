@@ -436,7 +436,7 @@ fn occurs(hay: &str, needle: &str) -> bool {
     let Some(last) = h.len().checked_sub(n.len()) else {
         return false;
     };
-    memchr::memchr_iter(first, &h[..=last]).any(|i| h[i + 1..i + n.len()] == *rest)
+    (h[..=last].iter().enumerate()).any(|(i, &b)| b == first && h[i + 1..i + n.len()] == *rest)
 }
 
 /// A parameter named `id`, or ending in `id`, `_id` or `Id`.

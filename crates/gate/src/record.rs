@@ -185,39 +185,46 @@ impl Sink for Json<'_> {
         // their texts, and one this entry shares is copied, not escaped again.
         let mut written: [Option<(&Text, std::ops::Range<usize>)>; 4] = Default::default();
         for (k, r) in refs.iter().enumerate() {
-            out.push_str(if k == 0 {
-                "{\"sample\":"
-            } else {
-                ",{\"sample\":"
-            });
+            if k > 0 {
+                out.push(',');
+            }
+            out.push_str("{\"sample\":");
             crate::jcs::write_usize(r.sample, out);
             out.push_str(",\"turn\":");
             crate::jcs::write_usize(r.turn, out);
             out.push_str(",\"call\":");
             crate::jcs::write_usize(r.call, out);
-            let texts = [&r.tool, &r.parameter, &r.value, &r.error];
-            let keys = [
-                ",\"tool\":",
-                ",\"parameter\":",
-                ",\"value\":",
-                ",\"error\":",
-            ];
-            for ((text, key), before) in texts.into_iter().zip(keys).zip(&mut written) {
-                out.push_str(key);
-                match before {
-                    Some((t, at)) if t.same_part(text) => out.extend_from_within(at.clone()),
-                    _ => {
-                        let from = out.len();
-                        write_string(text, out);
-                        *before = Some((text, from..out.len()));
-                    }
-                }
-            }
+            // One call per key, each key a constant the compiler copies in place.
+            let [tool, parameter, value, error] = &mut written;
+            shared_text(out, ",\"tool\":", &r.tool, tool);
+            shared_text(out, ",\"parameter\":", &r.parameter, parameter);
+            shared_text(out, ",\"value\":", &r.value, value);
+            shared_text(out, ",\"error\":", &r.error, error);
             out.push('}');
         }
         out.push(']');
         self.first = false;
         self.after_key = false;
+    }
+}
+
+/// Writes `key` and `text`, copying the text from where `before` says the same part was
+/// written last, else escaping it and noting where.
+#[inline(always)]
+fn shared_text<'t>(
+    out: &mut String,
+    key: &'static str,
+    text: &'t Text,
+    before: &mut Option<(&'t Text, std::ops::Range<usize>)>,
+) {
+    out.push_str(key);
+    match before {
+        Some((t, at)) if t.same_part(text) => out.extend_from_within(at.clone()),
+        _ => {
+            let from = out.len();
+            write_string(text, out);
+            *before = Some((text, from..out.len()));
+        }
     }
 }
 
