@@ -290,11 +290,16 @@ impl<'c> Finder<'c> {
         // Whether a leaf the error names was met: from then on only named leaves are
         // listed, and the id-like ones listed before it are taken back.
         let mut named = false;
+        // Arguments of one string member (most lookups) have no other leaf the error
+        // could name instead: an id-like one is listed whether it is named or not.
+        let alone = matches!(&**args, Value::Object(o)
+            if o.len() == 1 && matches!(o.iter().next(), Some((_, Value::String(_)))));
         walk(args, hints, None, "", &mut |l| {
             if l.value.is_empty() {
                 return;
             }
-            let is_named = occurs(message, l.value) || occurs(message, l.name);
+            let is_named =
+                !(alone && l.id_like) && (occurs(message, l.value) || occurs(message, l.name));
             if is_named && !named {
                 named = true;
                 out.truncate(first);
