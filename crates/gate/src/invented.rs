@@ -5,17 +5,21 @@
 //! verdict. The list never changes a verdict: the rule decides.
 
 use std::collections::BTreeMap;
+use std::ops::Range;
 use std::sync::Arc;
 
 use crate::catalog::Catalog;
 use crate::errors::NOT_FOUND;
 use crate::hints::Hints;
-use crate::jcs::push_member;
+use crate::jcs::{plain_member as plain, push_member};
 use crate::json::Value;
 use crate::task::{Arguments, Observed, Sample, Task};
 
+mod text;
+pub use text::Text;
+
 /// One call that looked up a value nobody supplied and got *not found*. Its texts are
-/// shared, so the copies a shared sample makes cost no allocation.
+/// the task's own, shared ([`Text`]): listing a reference allocates nothing.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct InventedReference {
     /// The sample (trial), from 0.
@@ -25,41 +29,104 @@ pub struct InventedReference {
     /// The call within the sample, counted across its turns as written, from 0.
     pub call: usize,
     /// The tool called.
-    pub tool: Arc<str>,
+    pub tool: Text,
     /// The argument's path in the call's arguments (`user_id`, `payment[0].id`).
-    pub parameter: Arc<str>,
+    pub parameter: Text,
     /// The value the model gave it.
-    pub value: Arc<str>,
+    pub value: Text,
     /// The error's message.
-    pub error: Arc<str>,
+    pub error: Text,
 }
 
 /// Every invented reference of `task`, sample by sample, in call order.
 pub fn invented_references(task: &Task, catalog: &Catalog) -> Vec<InventedReference> {
-    let mut out = Vec::new();
+    shared_references(task, catalog).to_vec()
+}
+
+/// The list of a task with no invented reference (most): one, shared.
+pub(crate) fn none() -> Arc<[InventedReference]> {
+    static NONE: std::sync::OnceLock<Arc<[InventedReference]>> = std::sync::OnceLock::new();
+    Arc::clone(NONE.get_or_init(|| Arc::new([])))
+}
+
+/// [`invented_references`] as a decision holds them. A task with none (most) shares one
+/// empty list; a task with some makes the list and one text that all their texts are
+/// parts of, whatever their number.
+pub(crate) fn shared_references(task: &Task, catalog: &Catalog) -> Arc<[InventedReference]> {
+    // Most tasks have no miss at all: one look at each call's outcome, and no more work.
+    let mut found: Vec<Found> = Vec::new();
     let mut done: Vec<(*const Sample, usize, usize)> = Vec::new();
+    let mut finder = Finder {
+        catalog,
+        all: String::new(),
+        hints: None,
+    };
     for (i, sample) in task.samples.iter().enumerate() {
         if !sample.calls.iter().any(is_miss) {
             continue;
         }
+        if found.capacity() == 0 {
+            // A miss in each sample left, as trials that invent tend to: room for a
+            // reference each, and for a tool, a message and an id or so.
+            let left = task.samples.len() - i;
+            found.reserve(left);
+            finder.all.reserve(left * 32);
+        }
         // A sample the reader shared with an earlier one invents what that one did.
         let ptr = Arc::as_ptr(sample);
         if let Some(&(_, from, to)) = done.iter().find(|(p, ..)| *p == ptr) {
-            let copies: Vec<InventedReference> = out[from..to]
-                .iter()
-                .map(|r: &InventedReference| InventedReference {
+            for k in from..to {
+                found.push(Found {
                     sample: i,
-                    ..r.clone()
-                })
-                .collect();
-            out.extend(copies);
+                    ..found[k].clone()
+                });
+            }
             continue;
         }
-        let from = out.len();
-        of_sample(i, sample, catalog, &mut out);
-        done.push((ptr, from, out.len()));
+        let from = found.len();
+        finder.of_sample(i, sample, &mut found);
+        done.push((ptr, from, found.len()));
     }
-    out
+    if found.is_empty() {
+        return none();
+    }
+    let all = Arc::new(finder.all);
+    (found.iter())
+        .map(|f| {
+            let [tool, parameter, value, error] = f.spans.clone().map(|s| Text::part(&all, s));
+            InventedReference {
+                sample: f.sample,
+                turn: f.turn,
+                call: f.call,
+                tool,
+                parameter,
+                value,
+                error,
+            }
+        })
+        .collect()
+}
+
+/// A reference as the search finds it, its texts already in the task's one text.
+#[derive(Clone)]
+struct Found {
+    sample: usize,
+    turn: usize,
+    call: usize,
+    /// Where its tool, parameter, value and error are in [`Finder::all`].
+    spans: [Range<usize>; 4],
+}
+
+/// Puts `text` in `all`, unless `last` (the reference before's text in the same place:
+/// one tool, one parameter, a message every trial got alike) holds it already.
+fn put(all: &mut String, last: Option<&Range<usize>>, text: &str) -> Range<usize> {
+    match last {
+        Some(span) if all.as_bytes()[span.clone()] == *text.as_bytes() => span.clone(),
+        _ => {
+            all.push_str(text);
+            all.len() - text.len()..all.len()
+        }
+    }
 }
 
 /// A run's invented references counted: in all, by the tasks and samples that have
@@ -156,96 +223,157 @@ fn bump(map: &mut BTreeMap<String, u64>, name: &str, by: u64) {
     *map.entry(key.to_string()).or_default() += by;
 }
 
-fn is_miss(c: &crate::task::Call) -> bool {
+/// Whether call `c` was answered *not found*: a sample without one invents nothing.
+pub(crate) fn is_miss(c: &crate::task::Call) -> bool {
     matches!(&c.observed, Observed::Error { kind, .. } if kind == NOT_FOUND)
 }
 
-fn of_sample(i: usize, sample: &Sample, catalog: &Catalog, out: &mut Vec<InventedReference>) {
-    for (turn, range) in sample.turn_ranges().into_iter().enumerate() {
-        for j in range.clone() {
-            let call = &sample.calls[j];
-            let Observed::Error { kind, message } = &call.observed else {
-                continue;
-            };
-            let Arguments::Json(args) = &call.arguments else {
-                continue;
-            };
-            if kind != NOT_FOUND {
-                continue;
-            }
-            let hints = catalog.get(&call.tool).map(|t| &t.hints);
-            for (parameter, value) in references(args, hints, message) {
-                if supplied(sample, range.start, value) {
-                    continue;
-                }
-                out.push(InventedReference {
-                    sample: i,
-                    turn,
-                    call: j,
-                    tool: call.tool.as_str().into(),
-                    parameter: parameter.into(),
-                    value: value.into(),
-                    error: message.as_str().into(),
-                });
+/// What one task's search keeps from call to call: the catalog, the one text that
+/// its references' texts are parts of, and the hints of the tool looked up last (most
+/// misses of a task are calls to one tool).
+struct Finder<'c> {
+    catalog: &'c Catalog,
+    all: String,
+    hints: Option<(&'c str, Option<&'c Hints>)>,
+}
+
+impl<'c> Finder<'c> {
+    fn hints(&mut self, tool: &str) -> Option<&'c Hints> {
+        match self.hints {
+            Some((name, hints)) if name == tool => hints,
+            _ => {
+                let found = self.catalog.get(tool);
+                self.hints = found.map(|t| (t.name.as_str(), Some(&t.hints)));
+                found.map(|t| &t.hints)
             }
         }
     }
+
+    fn of_sample(&mut self, i: usize, sample: &Sample, out: &mut Vec<Found>) {
+        // A sample without turns makes each call a turn of its own.
+        let turns = match sample.turns.len() {
+            0 => sample.calls.len(),
+            n => n,
+        };
+        let mut start = 0;
+        for turn in 0..turns {
+            let end = start + sample.turns.get(turn).copied().unwrap_or(1);
+            for j in start..end {
+                self.of_call(sample, (i, turn, j), start, out);
+            }
+            start = end;
+        }
+    }
+
+    /// The references of call `j` (`at` is its sample, turn and index), whose turn
+    /// starts at call `start`.
+    fn of_call(
+        &mut self,
+        sample: &Sample,
+        at: (usize, usize, usize),
+        start: usize,
+        out: &mut Vec<Found>,
+    ) {
+        let call = &sample.calls[at.2];
+        let Observed::Error { kind, message } = &call.observed else {
+            return;
+        };
+        let Arguments::Json(args) = &call.arguments else {
+            return;
+        };
+        if kind != NOT_FOUND {
+            return;
+        }
+        let hints = self.hints(&call.tool);
+        let all = &mut self.all;
+        let (first, written) = (out.len(), all.len());
+        // Whether a leaf the error names was met: from then on only named leaves are
+        // listed, and the id-like ones listed before it are taken back.
+        let mut named = false;
+        // Arguments of one string member (most lookups) have no other leaf the error
+        // could name instead: an id-like one is listed whether it is named or not.
+        let alone = matches!(&**args, Value::Object(o)
+            if o.len() == 1 && matches!(o.iter().next(), Some((_, Value::String(_)))));
+        walk(args, hints, None, "", &mut |l| {
+            if l.value.is_empty() {
+                return;
+            }
+            let is_named =
+                !(alone && l.id_like) && (occurs(message, l.value) || occurs(message, l.name));
+            if is_named && !named {
+                named = true;
+                out.truncate(first);
+                all.truncate(written);
+            }
+            if !(is_named || (!named && l.id_like)) || supplied(sample, start, l.value) {
+                return;
+            }
+            let last = out.last().map(|f| &f.spans);
+            let tool = put(all, last.map(|s| &s[0]), &call.tool);
+            let parameter = match l.at {
+                // A top-level member with a plain name is its own path.
+                Some(At {
+                    up: None,
+                    step: Step::Key(k),
+                }) if plain(k) => put(all, last.map(|s| &s[1]), k),
+                _ => {
+                    let from = all.len();
+                    path_text(l.at, from, all);
+                    match last.map(|s| s[1].clone()) {
+                        Some(span) if all.as_bytes()[span.clone()] == all.as_bytes()[from..] => {
+                            all.truncate(from);
+                            span
+                        }
+                        _ => from..all.len(),
+                    }
+                }
+            };
+            let value = put(all, last.map(|s| &s[2]), l.value);
+            let error = put(all, last.map(|s| &s[3]), message);
+            out.push(Found {
+                sample: at.0,
+                turn: at.1,
+                call: at.2,
+                spans: [tool, parameter, value, error],
+            });
+        });
+    }
 }
 
-/// One step of a string argument's path: a member's key or an item's index. The path's
-/// text is built only for the arguments a miss is about, from the steps walked to them.
+/// One step of a string argument's path: a member's key or an item's index.
 #[derive(Clone, Copy)]
 enum Step<'a> {
     Key(&'a str),
     Index(usize),
 }
 
-/// A string argument as the walk meets it: the steps to it, its key's name, the value,
+/// The steps from the arguments down to a value, each on the walk's own stack frame:
+/// the path's text is built only for the arguments a miss is about.
+struct At<'p, 'a> {
+    up: Option<&'p At<'p, 'a>>,
+    step: Step<'a>,
+}
+
+/// A string argument as the walk meets it: where it is, its key's name, the value,
 /// and whether it looks like a reference (an id-like name, or an `id` or `must_exist`
 /// hint). Borrowed from the arguments: most are looked at and let go.
 struct Leaf<'s, 'a> {
-    steps: &'s [Step<'a>],
+    at: Option<&'s At<'s, 'a>>,
     name: &'a str,
     value: &'a str,
     id_like: bool,
 }
 
-/// The arguments a miss is about: those the error names (by name or value), or else
-/// every id-like string argument. Two walks over the arguments, the first to learn
-/// whether the error names any, so that no leaf's path or value is copied that is not
-/// listed.
-fn references<'a>(args: &'a Value, hints: Option<&Hints>, message: &str) -> Vec<(String, &'a str)> {
-    let names =
-        |l: &Leaf| !l.value.is_empty() && (occurs(message, l.value) || occurs(message, l.name));
-    // Whether each leaf, in walk order, is named: the first walk asks once per leaf.
-    let mut leaves: Vec<(bool, bool)> = Vec::new();
-    walk(args, hints, &mut Vec::new(), "", &mut |l| {
-        leaves.push((names(l), l.id_like));
-    });
-    let named = leaves.iter().any(|l| l.0);
-    let mut out = Vec::new();
-    let mut at = 0;
-    walk(args, hints, &mut Vec::new(), "", &mut |l| {
-        let (is_named, id_like) = leaves[at];
-        at += 1;
-        let chosen = if named { is_named } else { id_like };
-        if chosen && !l.value.is_empty() {
-            out.push((path_text(l.steps), l.value));
-        }
-    });
-    out
-}
-
 fn walk<'a>(
     v: &'a Value,
     hints: Option<&Hints>,
-    steps: &mut Vec<Step<'a>>,
+    at: Option<&At<'_, 'a>>,
     name: &'a str,
     leaf: &mut dyn FnMut(&Leaf<'_, 'a>),
 ) {
     match v {
         Value::String(s) => leaf(&Leaf {
-            steps,
+            at,
             name,
             value: s,
             id_like: id_like(name)
@@ -253,43 +381,54 @@ fn walk<'a>(
         }),
         Value::Object(o) => {
             for (k, sub) in o.iter() {
-                steps.push(Step::Key(k));
-                walk(sub, hints.map(|h| h.property(k)), steps, k, leaf);
-                steps.pop();
+                let here = At {
+                    up: at,
+                    step: Step::Key(k),
+                };
+                // A string under an id-like name is a reference whatever its hints
+                // say: they are not looked up.
+                let hints = match sub {
+                    Value::String(_) if id_like(k) => None,
+                    _ => hints.map(|h| h.property(k)),
+                };
+                walk(sub, hints, Some(&here), k, leaf);
             }
         }
         Value::Array(items) => {
             for (k, sub) in items.iter().enumerate() {
-                steps.push(Step::Index(k));
-                walk(sub, hints.map(Hints::items), steps, name, leaf);
-                steps.pop();
+                let here = At {
+                    up: at,
+                    step: Step::Index(k),
+                };
+                walk(sub, hints.map(Hints::items), Some(&here), name, leaf);
             }
         }
         _ => {}
     }
 }
 
-/// A leaf's path as records print it (`user_id`, `payment[0].id`): members as
-/// [`push_member`] writes them, without the leading dot of the first.
-fn path_text(steps: &[Step]) -> String {
-    let mut path = String::new();
-    for step in steps {
-        match *step {
-            Step::Key(k) => {
-                let first = path.is_empty();
-                push_member(&mut path, k);
-                if first && path.starts_with('.') {
-                    path.remove(0);
-                }
-            }
-            Step::Index(i) => {
-                path.push('[');
-                crate::jcs::write_usize(i, &mut path);
-                path.push(']');
+/// A leaf's path as records print it (`user_id`, `payment[0].id`), appended to `path`
+/// from byte `from`: members as [`push_member`] writes them, without the leading dot of
+/// the first.
+fn path_text(at: Option<&At>, from: usize, path: &mut String) {
+    let Some(at) = at else {
+        return;
+    };
+    path_text(at.up, from, path);
+    match at.step {
+        Step::Key(k) => {
+            let first = path.len() == from;
+            push_member(path, k);
+            if first && path[from..].starts_with('.') {
+                path.remove(from);
             }
         }
+        Step::Index(i) => {
+            path.push('[');
+            crate::jcs::write_usize(i, path);
+            path.push(']');
+        }
     }
-    path
 }
 
 /// Whether `needle` occurs in `hay`, as [`str::contains`] says: the messages and
@@ -299,8 +438,10 @@ fn occurs(hay: &str, needle: &str) -> bool {
     let Some((&first, rest)) = n.split_first() else {
         return true;
     };
-    (h.len() >= n.len())
-        && (0..=h.len() - n.len()).any(|i| h[i] == first && h[i + 1..i + n.len()] == *rest)
+    let Some(last) = h.len().checked_sub(n.len()) else {
+        return false;
+    };
+    (h[..=last].iter().enumerate()).any(|(i, &b)| b == first && h[i + 1..i + n.len()] == *rest)
 }
 
 /// A parameter named `id`, or ending in `id`, `_id` or `Id`.

@@ -798,12 +798,17 @@ pub fn path_member(name: &str) -> String {
     s
 }
 
+/// Whether a member's name prints as `.name` in a path, not as `["name"]`.
+pub(crate) fn plain_member(name: &str) -> bool {
+    // Bytes, not chars: a byte of a character past ASCII is never alphanumeric ASCII.
+    !name.is_empty()
+        && name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_')
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+}
+
 /// Appends [`path_member`]'s step.
 pub(crate) fn push_member(path: &mut String, name: &str) {
-    let plain = !name.is_empty()
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        && !name.starts_with(|c: char| c.is_ascii_digit());
-    if plain {
+    if plain_member(name) {
         path.push('.');
         path.push_str(name);
     } else {

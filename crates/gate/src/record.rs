@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 use crate::decide::{
     Agreement, Decision, DivergentPath, MalformedSample, PlanStep, SchemaViolation, StepAgreement,
 };
-use crate::invented::InventedReference;
+use crate::invented::{InventedReference, Text};
 use crate::jcs::write_string;
 use crate::seed::SeedOutcome;
 use crate::task::TaskError;
@@ -42,6 +42,12 @@ pub trait Sink {
     /// An agreement: a sink may print the agreements of few samples from a table.
     fn agreement(&mut self, a: &Agreement) {
         a.emit(self);
+    }
+    /// A decision's `invented_references` member, key and list: a sink may write the
+    /// list most decisions have (empty) and its entries from fixed text.
+    fn invented_references(&mut self, refs: &[InventedReference]) {
+        self.key("invented_references");
+        list(self, refs, |s, r| r.emit(s));
     }
 }
 
@@ -165,6 +171,61 @@ impl Sink for Json<'_> {
             }
         }
     }
+
+    fn invented_references(&mut self, refs: &[InventedReference]) {
+        // The member's key and the entries' keys as one text each: what `key`, `list`
+        // and the entries' `emit` write, without a call per key.
+        let out = &mut *self.out;
+        out.push_str(if self.first {
+            "\"invented_references\":["
+        } else {
+            ",\"invented_references\":["
+        });
+        // Where each text of the entry before was written: a task's references share
+        // their texts, and one this entry shares is copied, not escaped again.
+        let mut written: [Option<(&Text, std::ops::Range<usize>)>; 4] = Default::default();
+        for (k, r) in refs.iter().enumerate() {
+            if k > 0 {
+                out.push(',');
+            }
+            out.push_str("{\"sample\":");
+            crate::jcs::write_usize(r.sample, out);
+            out.push_str(",\"turn\":");
+            crate::jcs::write_usize(r.turn, out);
+            out.push_str(",\"call\":");
+            crate::jcs::write_usize(r.call, out);
+            // One call per key, each key a constant the compiler copies in place.
+            let [tool, parameter, value, error] = &mut written;
+            shared_text(out, ",\"tool\":", &r.tool, tool);
+            shared_text(out, ",\"parameter\":", &r.parameter, parameter);
+            shared_text(out, ",\"value\":", &r.value, value);
+            shared_text(out, ",\"error\":", &r.error, error);
+            out.push('}');
+        }
+        out.push(']');
+        self.first = false;
+        self.after_key = false;
+    }
+}
+
+/// Writes `key` and `text`, copying the text from where `before` says the same part was
+/// written last, else escaping it and noting where.
+#[inline(always)]
+fn shared_text<'t>(
+    out: &mut String,
+    key: &'static str,
+    text: &'t Text,
+    before: &mut Option<(&'t Text, std::ops::Range<usize>)>,
+) {
+    out.push_str(key);
+    match before {
+        Some((t, at)) if t.same_part(text) => out.extend_from_within(at.clone()),
+        _ => {
+            let from = out.len();
+            write_string(text, out);
+            *before = Some((text, from..out.len()));
+        }
+    }
 }
 
 /// A float as serde_json writes one: its shortest form by the same formatter, `null`
@@ -245,8 +306,7 @@ impl Decision {
         list(s, &self.schema_violations, |s, v| v.emit(s));
         s.key("warnings");
         strings(s, &self.warnings);
-        s.key("invented_references");
-        list(s, &self.invented_references, |s, r| r.emit(s));
+        s.invented_references(&self.invented_references);
         s.key("label");
         opt(s, self.label, |s, l| s.str(l.as_str()));
         // Absent, not empty, when no sample has an outcome: most inputs have none.
@@ -482,6 +542,63 @@ mod tests {
         let mut o = String::new();
         Json::new(&mut o).agreement(a);
         o
+    }
+
+    /// The JSON sink's own text for the invented references is what the entries'
+    /// records write through the sink's calls, and what serde_json writes of them.
+    #[test]
+    fn invented_references_print_as_their_records_do() {
+        // Entries share their tool and parameter, as a task's do: the second copies
+        // what the first wrote.
+        let (tool, parameter): (Text, Text) = ("get_user".into(), "pay[0][\"odd key\"]".into());
+        let r = |sample, value: &str| InventedReference {
+            sample,
+            turn: sample + 10,
+            call: 3,
+            tool: tool.clone(),
+            parameter: parameter.clone(),
+            value: value.into(),
+            error: "no \"user\"\n\u{7f} é".into(),
+        };
+        for refs in [vec![], vec![r(0, "u_9")], vec![r(1, ""), r(12, "\u{1}\\")]] {
+            let by_sink = |first: bool| {
+                let mut o = String::new();
+                let mut s = Json::new(&mut o);
+                s.object();
+                if !first {
+                    s.key("n");
+                    s.usize(1);
+                }
+                s.invented_references(&refs);
+                s.key("label");
+                s.null();
+                s.end_object();
+                o
+            };
+            let by_calls = |first: bool| {
+                let mut o = String::new();
+                let mut s = Json::new(&mut o);
+                s.object();
+                if !first {
+                    s.key("n");
+                    s.usize(1);
+                }
+                s.key("invented_references");
+                list(&mut s, &refs, |s, r| r.emit(s));
+                s.key("label");
+                s.null();
+                s.end_object();
+                o
+            };
+            for first in [true, false] {
+                assert_eq!(by_sink(first), by_calls(first));
+            }
+            let serde = serde_json::to_string(&refs).unwrap();
+            assert_eq!(
+                by_sink(true),
+                format!(r#"{{"invented_references":{serde},"label":null}}"#)
+            );
+        }
     }
 
     #[test]

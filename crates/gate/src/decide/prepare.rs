@@ -33,6 +33,9 @@ pub fn prepare(
     // A sample the reader shared with an earlier one prepares as that one did, unless
     // that one was unreadable: its malformed entries name their own sample.
     let reusable = |s: &PreparedSample| !matches!(s.plan, PlanKey::Malformed(_));
+    // Whether a call was answered not found: only then can a sample have invented a
+    // reference (a shared sample's calls are its first's).
+    let mut missed = false;
     let mut samples = per_sample(&task.samples, reusable, |i, sample| {
         let mut steps: Vec<PreparedStep> = Vec::with_capacity(sample.calls.len());
         let mut bad = sample.malformed.is_some();
@@ -50,6 +53,7 @@ pub fn prepare(
             let start = range.start;
             for j in range.clone() {
                 let call = &sample.calls[j];
+                missed |= crate::invented::is_miss(call);
                 let spec = catalog.get(&call.tool);
                 let step = (start, moved.as_deref(), sample.calls.len() > 1);
                 let canon = calls.of(call, step, spec, resolver.as_deref_mut());
@@ -101,7 +105,10 @@ pub fn prepare(
         malformed,
         warnings: task.warnings.clone(),
         outcomes: outcomes_of(task),
-        invented_references: crate::invented::invented_references(task, catalog).into(),
+        invented_references: match missed {
+            true => crate::invented::shared_references(task, catalog),
+            false => crate::invented::none(),
+        },
     }
 }
 
