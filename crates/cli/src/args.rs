@@ -207,6 +207,18 @@ pub(crate) struct ExecArgs {
 }
 
 impl ExecArgs {
+    /// `inputs` with the files these flags read (`--epoch`, `--quarantine`), which no
+    /// output may name.
+    pub(crate) fn reads(&self, mut inputs: crate::files::Reads) -> crate::files::Reads {
+        if let Some(p) = &self.epoch {
+            inputs = inputs.file("--epoch", p);
+        }
+        if let Some(p) = &self.quarantine {
+            inputs = inputs.file("--quarantine", p);
+        }
+        inputs
+    }
+
     /// The epoch's options (the manifest to replay is read by the caller) and how its
     /// tools are probed, executed and decided with `thresholds`; `--quarantine` read.
     pub(crate) fn options(

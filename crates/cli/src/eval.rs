@@ -368,15 +368,11 @@ fn check_outputs(
     plan: &OutputPlan,
     catalog: &plangate_gate::catalog::Catalog,
 ) -> Result<()> {
-    let mut inputs = Reads::default()
-        .catalog("--catalog", &args.io.catalog, catalog)
-        .file("--samples", &args.io.samples);
-    if let Some(p) = &args.run.epoch {
-        inputs = inputs.file("--epoch", p);
-    }
-    if let Some(p) = &args.run.quarantine {
-        inputs = inputs.file("--quarantine", p);
-    }
+    let inputs = (args.run).reads(
+        Reads::default()
+            .catalog("--catalog", &args.io.catalog, catalog)
+            .file("--samples", &args.io.samples),
+    );
     crate::files::check_outputs(&plan.files(), &inputs)
 }
 

@@ -224,13 +224,7 @@ fn check_outputs(args: &ServeArgs, catalog: &plangate_gate::catalog::Catalog) ->
         epoch: args.run.write_epoch.clone(),
         ..OutputPlan::default()
     };
-    let mut inputs = Reads::default().catalog("--catalog", &args.catalog, catalog);
-    if let Some(p) = &args.run.epoch {
-        inputs = inputs.file("--epoch", p);
-    }
-    if let Some(p) = &args.run.quarantine {
-        inputs = inputs.file("--quarantine", p);
-    }
+    let inputs = (args.run).reads(Reads::default().catalog("--catalog", &args.catalog, catalog));
     crate::files::check_outputs(&plan.files(), &inputs)
 }
 

@@ -143,13 +143,13 @@ impl Exchange {
         key
     }
 
-    /// What keeping the exchange costs, in bytes: its key, its response headers and its
-    /// response body as written.
-    pub(crate) fn kept_bytes(&self) -> u64 {
+    /// What keeping the exchange under `key` costs, in bytes: the key, its response
+    /// headers and its response body as written.
+    pub(crate) fn kept_bytes(&self, key: &[u8]) -> u64 {
         let headers: usize = (self.response_headers.iter())
             .map(|(k, v)| k.len() + v.written_len())
             .sum();
-        (self.key().len() + headers + self.response_body.len()) as u64
+        (key.len() + headers + self.response_body.len()) as u64
     }
 
     /// The key with the credentials left out: what tells "not recorded" from "not
@@ -399,7 +399,7 @@ struct Kept {
 
 impl Kept {
     fn keep(&mut self, key: Vec<u8>, e: Exchange) {
-        self.bytes += e.kept_bytes();
+        self.bytes += e.kept_bytes(&key);
         self.map.insert(key, e);
     }
 }
@@ -491,7 +491,7 @@ impl Recording {
             return Ok(k.clone());
         }
         if let Some(&bound) = self.bound.get()
-            && kept.bytes + e.kept_bytes() > bound
+            && kept.bytes + e.kept_bytes(&key) > bound
         {
             kept.refused = true;
             return Err(RecordingFull { bound });
@@ -574,7 +574,7 @@ mod tests {
             ..asked(&format!("http://api.test:80/item/{i}"), &[], &[])
         };
         let rec = Recording::default();
-        let one = answered(0).kept_bytes();
+        let one = answered(0).kept_bytes(&answered(0).key());
         rec.bound(2 * one + one / 2);
         assert!(rec.first(answered(0)).is_ok());
         assert!(rec.first(answered(1)).is_ok());
