@@ -1,9 +1,10 @@
 //! Published tau2-bench results nobody here wrote, through `plangate score` as they are:
-//! the cut of four domains of a tau2-bench fork in tests/realworld/tau2-gemma/ (source,
-//! license and cut in its NOTICE.md), each file naming its agent's model. Every
-//! `not found` answer for a value nothing earlier supplied is listed, by that model, and
-//! no value the user, an earlier result or the model's earlier text supplied is; an
-//! independent reading of the files says the same.
+//! the cuts of two tau2-bench forks in tests/realworld/ (source, license and cut in each
+//! NOTICE.md): four domains of students' own with one trial a task (`tau2-gemma`), and
+//! grok models on tau2's airline domain with several trials a task (`tau2-grok`), each
+//! file naming its agent's model. Every `not found` answer for a value nothing earlier
+//! supplied is listed, by that model, and no value the user, an earlier result or the
+//! model's earlier text supplied is; an independent reading of the files says the same.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -21,6 +22,10 @@ fn fixture(name: &str) -> PathBuf {
     repo().join("tests/realworld/tau2-gemma").join(name)
 }
 
+fn grok(name: &str) -> PathBuf {
+    repo().join("tests/realworld/tau2-grok").join(name)
+}
+
 fn read(path: &Path) -> Value {
     serde_json::from_slice(&std::fs::read(path).expect("file")).expect("JSON")
 }
@@ -28,26 +33,30 @@ fn read(path: &Path) -> Value {
 /// `plangate score` on one domain's results with `catalog`: the decision records and
 /// the summary.
 fn score(domain: &str, catalog: &Path, dir: &Path) -> (Vec<Value>, Value) {
+    score_file(&fixture(&format!("{domain}.json")), catalog, dir, &[])
+}
+
+/// `plangate score` on a results file with `catalog` and `flags`.
+fn score_file(results: &Path, catalog: &Path, dir: &Path, flags: &[&str]) -> (Vec<Value>, Value) {
+    let name = results.file_stem().expect("a file").to_string_lossy();
     let (out, summary) = (
-        dir.join(format!("{domain}.jsonl")),
-        dir.join(format!("{domain}.summary.json")),
+        dir.join(format!("{name}.jsonl")),
+        dir.join(format!("{name}.summary.json")),
     );
     let run = Command::new(env!("CARGO_BIN_EXE_plangate"))
         .args(["score", "--catalog"])
         .arg(catalog)
         .arg("--samples")
-        .arg(fixture(&format!("{domain}.json")))
+        .arg(results)
         .arg("--out")
         .arg(&out)
         .arg("--summary-json")
         .arg(&summary)
+        .args(flags)
         .output()
         .expect("plangate runs");
     let stderr = String::from_utf8_lossy(&run.stderr);
-    assert!(
-        matches!(run.status.code(), Some(0 | 1)),
-        "{domain}: {stderr}"
-    );
+    assert!(matches!(run.status.code(), Some(0 | 1)), "{name}: {stderr}");
     assert!(stderr.contains("a tau2-bench results object"), "{stderr}");
     let records = std::fs::read_to_string(&out)
         .expect("decisions")
@@ -299,5 +308,144 @@ fn must_exist_marks_the_references_a_name_does_not_tell() {
     assert_eq!(
         summary["invented_references"]["by_model"],
         json!({MODEL: 3})
+    );
+}
+
+/// The grok set's files, as the cut names them, with the agent's model each names.
+const GROK: [(&str, &str); 3] = [
+    ("grok-4-fast-reasoning", "xai/grok-4-fast-reasoning"),
+    ("grok-3-oct12", "xai/grok-3"),
+    ("grok-3-oct13", "xai/grok-3"),
+];
+
+/// Each record's task and verdict with its reasons, as `task verdict reason,reason`.
+fn verdicts(records: &[Value]) -> Vec<String> {
+    let mut out: Vec<String> = (records.iter())
+        .map(|r| {
+            let reasons: Vec<&str> = (r["reasons"].as_array().expect("reasons").iter())
+                .map(|x| x.as_str().expect("a reason"))
+                .collect();
+            format!(
+                "{} {} {}",
+                r["task_id"].as_str().expect("task id"),
+                r["decision"].as_str().expect("decision"),
+                reasons.join(",")
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// grok models on tau2's airline domain, every trial of the tasks with a `not found`
+/// answer: 2 invented references, one per model; the ids the user simulator made up and
+/// gave (`BK7892`, `AA-247`, `AA456`) got `not found` and are not listed. With as many
+/// samples as the tasks have trials, the two-trial tasks are decided by the rule
+/// (`ambiguous_arguments`), not deferred for their number.
+#[test]
+fn multi_trial_grok_logs_list_the_unsupplied_values_by_model() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let catalog = grok("airline-catalog.json");
+    let (mut by_model, mut by_tool) = (BTreeMap::new(), BTreeMap::new());
+    let (mut all, mut supplied_all, mut decided) = (Vec::new(), Vec::new(), Vec::new());
+    for (name, model) in GROK {
+        let results = grok(&format!("{name}.json"));
+        let (records, summary) =
+            score_file(&results, &catalog, dir.path(), &["--min-samples", "2"]);
+        let (want, supplied) = read_by_hand(&read(&results), &[]);
+        let got = listed(&records);
+        assert_eq!(got, want, "{name}");
+        for s in &supplied {
+            assert!(
+                !got.contains(s),
+                "{name}: a supplied value is listed: {s:?}"
+            );
+        }
+        let counted = &summary["invented_references"];
+        assert_eq!(counted["references"], got.len(), "{name}: {counted}");
+        for (m, n) in counted["by_model"].as_object().expect("by_model") {
+            assert_eq!(m, model, "{name}: the file names its model");
+            *by_model.entry(m.clone()).or_insert(0) += n.as_u64().unwrap();
+        }
+        for (t, n) in counted["by_tool"].as_object().expect("by_tool") {
+            *by_tool.entry(t.clone()).or_insert(0) += n.as_u64().unwrap();
+        }
+        all.extend(records.iter().flat_map(|r| {
+            let refs = r["invented_references"].as_array().expect("a list").clone();
+            refs.into_iter().map(|i| (r["task_id"].clone(), i))
+        }));
+        supplied_all.extend(supplied);
+        decided.extend(verdicts(&records));
+    }
+    assert_eq!(
+        by_model,
+        BTreeMap::from([
+            ("xai/grok-3".to_string(), 1),
+            ("xai/grok-4-fast-reasoning".to_string(), 1)
+        ])
+    );
+    assert_eq!(
+        by_tool,
+        BTreeMap::from([
+            ("get_flight_status".to_string(), 1),
+            ("update_reservation_flights".to_string(), 1)
+        ])
+    );
+    // A card id nothing showed (the user's cards were read, this one is not among them),
+    // and a date the user said as "October 5th", which the error names: exact text is
+    // the rule, so a value reworded by the model counts as not supplied.
+    let at = |(task, i): &(Value, Value)| {
+        let task = task.as_str().expect("task id").to_string();
+        (
+            task,
+            i["sample"].clone(),
+            i["turn"].clone(),
+            i["call"].clone(),
+        )
+    };
+    let values: Vec<(String, &str, &str, &str)> = (all.iter())
+        .map(|(task, i)| {
+            (
+                task.as_str().unwrap().to_string(),
+                i["tool"].as_str().unwrap(),
+                i["parameter"].as_str().unwrap(),
+                i["value"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        values,
+        [
+            ("5".to_string(), "get_flight_status", "date", "2024-10-05"),
+            (
+                "30".to_string(),
+                "update_reservation_flights",
+                "payment_id",
+                "credit_card_5634230"
+            ),
+        ]
+    );
+    assert_eq!(
+        all.iter().map(at).collect::<Vec<_>>(),
+        [
+            ("5".to_string(), json!(0), json!(1), json!(5)),
+            ("30".to_string(), json!(0), json!(3), json!(3)),
+        ]
+    );
+    assert_eq!(all[1].1["error"], "Error: Payment method not found");
+    // Ids the user simulator made up and the user gave are supplied, whatever the tool
+    // answered.
+    let given: Vec<&str> = supplied_all.iter().map(|s| s.3.as_str()).collect();
+    for id in ["BK7892", "AA-247", "AA456", "HAT045", "HAT039", "1N99U6"] {
+        assert!(given.contains(&id), "{id} not read as supplied: {given:?}");
+    }
+    assert_eq!(
+        decided,
+        [
+            "4 defer ambiguous_arguments",
+            "5 defer ambiguous_arguments",
+            "27 defer insufficient_samples",
+            "30 defer insufficient_samples",
+        ]
     );
 }
