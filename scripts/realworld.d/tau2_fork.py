@@ -188,7 +188,7 @@ def main():
         model = results["info"]["agent_info"]["llm"]
         line = FILE_LINE[args.set].format(
             name=name, path=path, branch=branch, commit=commit, domain=domain, model=model,
-            kept=kept, total=total, tasks=tasks, trials=results["info"].get("num_trials"))
+            kept=kept, total=total, tasks="task" if tasks == 1 else f"{tasks} tasks", trials=results["info"].get("num_trials"))
         if catalog not in catalogs:
             catalogs[catalog] = len(tools)
             line += (
@@ -221,7 +221,7 @@ FILE_LINE = {
     "grok": (
         "- `{name}.json`: `{path}` on branch `{branch}` (commit `{commit}`), domain "
         "`{domain}`, agent `{model}` (`num_trials` {trials}): {kept} of its {total} "
-        "simulations, every trial of the {tasks} tasks with a `not found` answer, `tasks` "
+        "simulations, every trial of the {tasks} with a `not found` answer, `tasks` "
         "emptied."
     ),
 }
