@@ -50,7 +50,8 @@ impl App {
         if let Scored::Decided(d) = &scored {
             self.metrics.decision("decide", &d.decision);
         }
-        let mut record = String::new();
+        // A record is about as long as its line: one allocation, not a doubling series.
+        let mut record = String::with_capacity(line.len());
         if scored.emit(&mut plangate_gate::record::Json::new(&mut record)) {
             if let Some(out) = &self.out {
                 out.append(&record);
