@@ -803,8 +803,6 @@ impl std::fmt::Display for Value {
     }
 }
 
-/// An xorshift generator of numbers below `n`, started from `rng_seed`, for the gate's
-/// tests that draw many cases reproducibly without a property-testing harness.
 /// One step of a `$.a.b["odd key"]` path: `.name` for plain identifiers, else a
 /// bracketed JSON string, so every path plangate prints reads the same way.
 pub fn path_member(name: &str) -> String {
@@ -833,6 +831,8 @@ pub(crate) fn push_member(path: &mut String, name: &str) {
     }
 }
 
+/// An xorshift generator of numbers below `n`, started from `rng_seed`, for the gate's
+/// tests that draw many cases reproducibly without a property-testing harness.
 #[cfg(test)]
 pub(crate) fn xorshift(rng_seed: u64) -> impl FnMut(u64) -> u64 {
     let mut state = rng_seed;
