@@ -157,12 +157,20 @@ impl InventedCount {
         }
         self.references += refs.len() as u64;
         self.tasks += 1;
-        let mut samples: Vec<usize> = refs.iter().map(|r| r.sample).collect();
-        samples.dedup();
-        self.samples += samples.len() as u64;
-        for r in refs {
-            bump(&mut self.by_tool, &r.tool, 1);
+        // References come sample by sample, and a task's are mostly calls to one tool:
+        // a sample is counted where it starts, and a tool once for each run of its calls.
+        let mut run = (&*refs[0].tool, 0);
+        for (k, r) in refs.iter().enumerate() {
+            if k == 0 || r.sample != refs[k - 1].sample {
+                self.samples += 1;
+            }
+            if *r.tool != *run.0 {
+                bump(&mut self.by_tool, run.0, run.1);
+                run = (&*r.tool, 0);
+            }
+            run.1 += 1;
         }
+        bump(&mut self.by_tool, run.0, run.1);
         if let Some(m) = model {
             bump(&mut self.by_model, m, refs.len() as u64);
         }
@@ -215,7 +223,12 @@ impl InventedCount {
 }
 
 fn bump(map: &mut BTreeMap<String, u64>, name: &str, by: u64) {
-    let key = if map.contains_key(name) || map.len() < COUNTED_NAMES {
+    // A name already counted (nearly every call) is found without a key to make.
+    if let Some(n) = map.get_mut(name) {
+        *n += by;
+        return;
+    }
+    let key = if map.len() < COUNTED_NAMES {
         name
     } else {
         "(others)"
@@ -570,6 +583,41 @@ mod tests {
         );
         assert_eq!(&*r.error, "Error: user not found");
         assert_eq!(with_error(call("mei_brown_123", "hi"), "tool_error"), []);
+    }
+
+    /// A task's references count once as a task, once per sample that has some, and
+    /// by tool and model; past the names a count keeps, a tool counts as "(others)".
+    #[test]
+    fn a_count_adds_tasks_samples_tools_and_models() {
+        let r = |sample, tool: &str| InventedReference {
+            sample,
+            turn: 0,
+            call: 0,
+            tool: tool.into(),
+            parameter: "id".into(),
+            value: "x".into(),
+            error: "not found".into(),
+        };
+        let mut count = InventedCount::default();
+        count.add(&[], Some("m"));
+        assert_eq!(count, InventedCount::default());
+        let refs = [r(0, "a"), r(0, "a"), r(1, "b"), r(3, "a"), r(3, "a")];
+        count.add(&refs, Some("m"));
+        count.add(&refs[2..3], None);
+        assert_eq!((count.references, count.tasks, count.samples), (6, 2, 4));
+        let by =
+            |m: &BTreeMap<String, u64>| m.iter().map(|(k, v)| (k.clone(), *v)).collect::<Vec<_>>();
+        assert_eq!(by(&count.by_tool), [("a".into(), 4), ("b".into(), 2)]);
+        assert_eq!(by(&count.by_model), [("m".into(), 5)]);
+        let names: Vec<String> = (0..COUNTED_NAMES + 2).map(|k| format!("t{k:03}")).collect();
+        let many: Vec<InventedReference> = names.iter().map(|t| r(0, t)).collect();
+        let mut count = InventedCount::default();
+        count.add(&many, None);
+        count.add(&many[..1], None);
+        assert_eq!(count.samples, 2);
+        assert_eq!(count.by_tool.len(), COUNTED_NAMES + 1);
+        assert_eq!(count.by_tool["(others)"], 2);
+        assert_eq!(count.by_tool["t000"], 2);
     }
 
     /// The parameter the error names is the one listed; else id-like names and hints.

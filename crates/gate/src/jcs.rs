@@ -93,8 +93,11 @@ pub fn write_usize(n: usize, out: &mut String) {
     }
     let mut buf = [0u8; 20];
     let i = digits_before(n as u64, &mut buf, 20);
-    // Only ASCII digits were written.
-    out.push_str(std::str::from_utf8(&buf[i..]).unwrap_or("0"));
+    // Digit by digit: a few pushes cost less than checking the digits are text.
+    out.reserve(20 - i);
+    for &d in &buf[i..] {
+        out.push(char::from(d));
+    }
 }
 
 /// Writes `n`'s decimal digits into `buf` so that they end before `end`, and returns
@@ -112,13 +115,26 @@ pub(crate) fn digits_before(mut n: u64, buf: &mut [u8], end: usize) -> usize {
 }
 
 /// Appends a string with RFC 8785's minimal escapes.
+#[inline]
 pub fn write_string(s: &str, out: &mut String) {
+    // Nearly every string needs no escape: one scan, and the whole of it copied, with
+    // none of the escaping loop's setup.
+    let plain = plain_len(s.as_bytes());
+    out.reserve(s.len() + 2);
+    out.push('"');
+    out.push_str(&s[..plain]);
+    if plain < s.len() {
+        write_escaped(s, plain, out);
+    }
+    out.push('"');
+}
+
+/// The rest of [`write_string`] from byte `run`, an escape, on.
+#[inline(never)]
+fn write_escaped(s: &str, mut run: usize, out: &mut String) {
     // Copies runs of bytes that need no escape in one go, found eight bytes at a time:
     // results carry long strings (file contents). Every byte that needs an escape is
     // ASCII, so each cut is on a char boundary.
-    out.reserve(s.len() + 2);
-    out.push('"');
-    let mut run = 0;
     loop {
         let i = run + plain_len(&s.as_bytes()[run..]);
         out.push_str(&s[run..i]);
@@ -145,7 +161,6 @@ pub fn write_string(s: &str, out: &mut String) {
         }
         run = i + 1;
     }
-    out.push('"');
 }
 
 /// Appends a number in canonical form.
@@ -788,8 +803,6 @@ impl std::fmt::Display for Value {
     }
 }
 
-/// An xorshift generator of numbers below `n`, started from `rng_seed`, for the gate's
-/// tests that draw many cases reproducibly without a property-testing harness.
 /// One step of a `$.a.b["odd key"]` path: `.name` for plain identifiers, else a
 /// bracketed JSON string, so every path plangate prints reads the same way.
 pub fn path_member(name: &str) -> String {
@@ -818,6 +831,8 @@ pub(crate) fn push_member(path: &mut String, name: &str) {
     }
 }
 
+/// An xorshift generator of numbers below `n`, started from `rng_seed`, for the gate's
+/// tests that draw many cases reproducibly without a property-testing harness.
 #[cfg(test)]
 pub(crate) fn xorshift(rng_seed: u64) -> impl FnMut(u64) -> u64 {
     let mut state = rng_seed;
