@@ -114,12 +114,12 @@ pub(super) fn line_up_turns(samples: &mut [PreparedSample], modal_plan: Option<(
         return;
     };
     let reference = samples[m].clone();
-    let ref_ranges = turn_ranges(&reference.turns, reference.steps.len());
+    let ref_ranges: Vec<_> = turn_ranges(&reference.turns, reference.steps.len()).collect();
     for s in samples.iter_mut() {
         if s.plan == reference.plan || s.turns.is_empty() {
             continue;
         }
-        for (t, range) in turn_ranges(&s.turns, s.steps.len()).into_iter().enumerate() {
+        for (t, range) in turn_ranges(&s.turns, s.steps.len()).enumerate() {
             let Some(want) = ref_ranges.get(t) else { break };
             if range.len() < 2 {
                 continue;

@@ -182,7 +182,7 @@ pub fn result_ids(results: &[Observed]) -> Vec<Option<u32>> {
 
 impl Sample {
     /// The index ranges of the sample's turns, in order.
-    pub fn turn_ranges(&self) -> Vec<std::ops::Range<usize>> {
+    pub fn turn_ranges(&self) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
         turn_ranges(&self.turns, self.calls.len())
     }
 }
@@ -388,20 +388,19 @@ pub(crate) fn per_sample<'a, T: Clone>(
 }
 
 /// The index ranges of `calls` calls grouped by turn lengths `turns` (empty: every call
-/// its own turn), for a sample and for its prepared steps alike.
-pub(crate) fn turn_ranges(turns: &[usize], calls: usize) -> Vec<std::ops::Range<usize>> {
-    if turns.is_empty() {
-        return (0..calls).map(|j| j..j + 1).collect();
-    }
+/// its own turn), for a sample and for its prepared steps alike. An iterator: the
+/// invented-reference search walks every sample with a miss, and needs no list.
+pub(crate) fn turn_ranges(
+    turns: &[usize],
+    calls: usize,
+) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
+    let count = if turns.is_empty() { calls } else { turns.len() };
     let mut start = 0;
-    turns
-        .iter()
-        .map(|&len| {
-            let r = start..start + len;
-            start += len;
-            r
-        })
-        .collect()
+    (0..count).map(move |t| {
+        let r = start..start + turns.get(t).copied().unwrap_or(1);
+        start = r.end;
+        r
+    })
 }
 
 fn err(field: impl Into<String>, message: impl Into<String>) -> TaskError {

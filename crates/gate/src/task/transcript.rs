@@ -486,7 +486,7 @@ mod tests {
         }
         let t = parse_task_line(native.as_bytes()).unwrap();
         assert_eq!(t.samples[0].turns, [2, 1]);
-        assert_eq!(t.samples[0].turn_ranges(), [0..2, 2..3]);
+        assert_eq!(t.samples[0].turn_ranges().collect::<Vec<_>>(), [0..2, 2..3]);
         assert_eq!(t.samples[0].calls[1].place(0, 1), "samples[0].turns[0][1]");
         let t = parse_task_line(openai.as_bytes()).unwrap();
         assert_eq!(
