@@ -120,12 +120,20 @@ struct Found {
 /// Puts `text` in `all`, unless `last` (the reference before's text in the same place:
 /// one tool, one parameter, a message every trial got alike) holds it already.
 fn put(all: &mut String, last: Option<&Range<usize>>, text: &str) -> Range<usize> {
+    let from = all.len();
+    all.push_str(text);
+    kept(all, last, from)
+}
+
+/// Where the text `all` holds from byte `from` on is kept: there, or, when `last` holds
+/// the same, at `last`, and the copy is taken back.
+fn kept(all: &mut String, last: Option<&Range<usize>>, from: usize) -> Range<usize> {
     match last {
-        Some(span) if all.as_bytes()[span.clone()] == *text.as_bytes() => span.clone(),
-        _ => {
-            all.push_str(text);
-            all.len() - text.len()..all.len()
+        Some(span) if all.as_bytes()[span.clone()] == all.as_bytes()[from..] => {
+            all.truncate(from);
+            span.clone()
         }
+        _ => from..all.len(),
     }
 }
 
@@ -263,18 +271,10 @@ impl<'c> Finder<'c> {
     }
 
     fn of_sample(&mut self, i: usize, sample: &Sample, out: &mut Vec<Found>) {
-        // A sample without turns makes each call a turn of its own.
-        let turns = match sample.turns.len() {
-            0 => sample.calls.len(),
-            n => n,
-        };
-        let mut start = 0;
-        for turn in 0..turns {
-            let end = start + sample.turns.get(turn).copied().unwrap_or(1);
-            for j in start..end {
-                self.of_call(sample, (i, turn, j), start, out);
+        for (turn, range) in sample.turn_ranges().enumerate() {
+            for j in range.clone() {
+                self.of_call(sample, (i, turn, j), range.start, out);
             }
-            start = end;
         }
     }
 
@@ -332,13 +332,7 @@ impl<'c> Finder<'c> {
                 _ => {
                     let from = all.len();
                     path_text(l.at, from, all);
-                    match last.map(|s| s[1].clone()) {
-                        Some(span) if all.as_bytes()[span.clone()] == all.as_bytes()[from..] => {
-                            all.truncate(from);
-                            span
-                        }
-                        _ => from..all.len(),
-                    }
+                    kept(all, last.map(|s| &s[1]), from)
                 }
             };
             let value = put(all, last.map(|s| &s[2]), l.value);
