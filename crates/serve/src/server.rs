@@ -14,7 +14,6 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use http_body_util::BodyExt;
 use plangate_gate::catalog::Catalog;
 use plangate_gate::decide::Options;
 use tokio::sync::Semaphore;
@@ -299,7 +298,7 @@ async fn metrics(State(app): State<Arc<App>>) -> Response {
 /// kept-alive connection should outlive a wrong path. A body over `--max-body-bytes` is
 /// not read further.
 async fn not_found(State(app): State<Arc<App>>, body: Body) -> Response {
-    let mut body = http_body_util::Limited::new(body, app.max_body_bytes);
-    while let Some(Ok(_)) = body.frame().await {}
+    // Read as every handler reads a body; what it holds, or why not, is not asked.
+    let _ = app.body(body).await;
     error(StatusCode::NOT_FOUND, "not_found", "no such endpoint")
 }
