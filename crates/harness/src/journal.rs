@@ -54,9 +54,7 @@ impl Chain {
         let mut line = Vec::with_capacity(json.len() + 34);
         line.extend_from_slice(json);
         line.push(b' ');
-        for b in self.0 {
-            line.extend_from_slice(format!("{b:02x}").as_bytes());
-        }
+        line.extend_from_slice(plangate_sandbox::hex(&self.0).as_bytes());
         line.push(b'\n');
         line
     }
@@ -68,7 +66,7 @@ impl Chain {
         let (json, seal) = line.split_at(at);
         let hex = seal.strip_prefix(b" ")?;
         let next = self.next(json);
-        let want: String = next.iter().map(|b| format!("{b:02x}")).collect();
+        let want = plangate_sandbox::hex(&next);
         (hex == want.as_bytes()).then(|| {
             self.0 = next;
             json
@@ -157,10 +155,7 @@ pub struct CallEntry {
 }
 
 fn stdin_digest(stdin: &[u8]) -> String {
-    Sha256::digest(stdin)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    plangate_sandbox::hex(&Sha256::digest(stdin))
 }
 
 impl CallEntry {

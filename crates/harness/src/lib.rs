@@ -57,7 +57,7 @@ pub use limits::{JobsOutOfRange, LimitTooLow, LimitsGiven, MAX_JOBS, default_job
 pub use lines::{Line, LineReader, is_blank, too_long};
 pub use observe::observed;
 /// The manifest of a run's epoch, which front ends write (`--write-epoch`) and replay.
-pub use plangate_sandbox::EpochManifest;
+pub use plangate_sandbox::{EpochManifest, hex};
 pub use probe::{ProbeRun, compare_runs, probe_arguments};
 pub use record::EvalRecord;
 pub use refs::{pointer, substitute};

@@ -3,6 +3,7 @@
 //! entries, counted and hashed), and how `plangate merge` reads the shards of one batch
 //! back and unites what they learned.
 
+use plangate_sandbox::hex;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -133,10 +134,6 @@ impl SamplesDigest {
     pub fn hex(self) -> String {
         hex(&self.0.finalize())
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The SHA-256 of a file's bytes (the catalog every shard must share).

@@ -260,7 +260,7 @@ pub fn fingerprint(command: &str, catalog: &Path, flags: &str) -> Result<String,
         h.update((part.len() as u64).to_le_bytes());
         h.update(part);
     }
-    Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
+    Ok(plangate_harness::hex(&h.finalize()))
 }
 
 /// The header of a journal of `command`, with its [`fingerprint`] and the epoch its

@@ -48,9 +48,9 @@ fn write(value: &Value, out: &mut String) {
     }
 }
 
-/// `bytes` as lowercase hex: every digest the sandbox writes (module sha256, mount
-/// digests, epoch ids, request bodies).
-pub(crate) fn hex(bytes: &[u8]) -> String {
+/// `bytes` as lowercase hex: every digest plangate writes (module sha256, mount digests,
+/// epoch ids, request bodies, journal seals, samples digests, run fingerprints).
+pub fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut s = String::with_capacity(bytes.len() * 2);
     for b in bytes {

@@ -91,6 +91,7 @@ mod store;
 mod walk;
 pub mod wit;
 
+pub use canonical::hex;
 pub use describe::{ComponentTools, FunctionTool, describe};
 pub use epoch::{
     DEFAULT_CLOCK_STEP_NS, DEFAULT_INSTANT_UNIX_NS, Epoch, EpochBuilder, EpochManifest, EpochMode,
