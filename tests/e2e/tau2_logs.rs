@@ -172,6 +172,31 @@ fn read_by_hand(results: &Value, hinted: &[(&str, &str)]) -> (Found, Found) {
     (invented, supplied)
 }
 
+/// `plangate score` on a results file, held to the independent reading: the list is the
+/// invented values it finds, no supplied value is listed, and the summary counts the
+/// list. The records, the summary, the list and the supplied values.
+fn checked(
+    results: &Path,
+    catalog: &Path,
+    dir: &Path,
+    flags: &[&str],
+) -> (Vec<Value>, Value, Found, Found) {
+    let name = results.display();
+    let (records, summary) = score_file(results, catalog, dir, flags);
+    let (want, supplied) = read_by_hand(&read(results), &[]);
+    let got = listed(&records);
+    assert_eq!(got, want, "{name}");
+    for s in &supplied {
+        assert!(
+            !got.contains(s),
+            "{name}: a supplied value is listed: {s:?}"
+        );
+    }
+    let counted = &summary["invented_references"];
+    assert_eq!(counted["references"], got.len(), "{name}: {counted}");
+    (records, summary, got, supplied)
+}
+
 fn refs(list: &[(&str, &str, &str, &str)]) -> Found {
     list.iter()
         .map(|(a, b, c, d)| (a.to_string(), b.to_string(), c.to_string(), d.to_string()))
@@ -187,23 +212,14 @@ fn a_tau2_fork_s_invented_references_are_the_unsupplied_ids_by_model() {
     let mut supplied_all = Vec::new();
     let mut per_domain = BTreeMap::new();
     for domain in DOMAINS {
-        let (records, summary) = score(
-            domain,
+        let (_, summary, got, supplied) = checked(
+            &fixture(&format!("{domain}.json")),
             &fixture(&format!("{domain}-catalog.json")),
             dir.path(),
+            &[],
         );
-        let (want, supplied) = read_by_hand(&read(&fixture(&format!("{domain}.json"))), &[]);
-        let got = listed(&records);
-        assert_eq!(got, want, "{domain}");
-        for s in &supplied {
-            assert!(
-                !got.contains(s),
-                "{domain}: a supplied value is listed: {s:?}"
-            );
-        }
         supplied_all.extend(supplied);
         let counted = &summary["invented_references"];
-        assert_eq!(counted["references"], got.len(), "{domain}: {counted}");
         for (m, n) in counted["by_model"].as_object().expect("by_model") {
             *by_model.entry(m.clone()).or_default() += n.as_u64().unwrap();
         }
@@ -350,19 +366,9 @@ fn multi_trial_grok_logs_list_the_unsupplied_values_by_model() {
     let (mut all, mut supplied_all, mut decided) = (Vec::new(), Vec::new(), Vec::new());
     for (name, model) in GROK {
         let results = grok(&format!("{name}.json"));
-        let (records, summary) =
-            score_file(&results, &catalog, dir.path(), &["--min-samples", "2"]);
-        let (want, supplied) = read_by_hand(&read(&results), &[]);
-        let got = listed(&records);
-        assert_eq!(got, want, "{name}");
-        for s in &supplied {
-            assert!(
-                !got.contains(s),
-                "{name}: a supplied value is listed: {s:?}"
-            );
-        }
+        let (records, summary, _, supplied) =
+            checked(&results, &catalog, dir.path(), &["--min-samples", "2"]);
         let counted = &summary["invented_references"];
-        assert_eq!(counted["references"], got.len(), "{name}: {counted}");
         for (m, n) in counted["by_model"].as_object().expect("by_model") {
             assert_eq!(m, model, "{name}: the file names its model");
             *by_model.entry(m.clone()).or_insert(0) += n.as_u64().unwrap();
