@@ -13,7 +13,7 @@ use crate::errors::NOT_FOUND;
 use crate::hints::Hints;
 use crate::jcs::{plain_member as plain, push_member};
 use crate::json::Value;
-use crate::task::{Arguments, Observed, Sample, Task};
+use crate::task::{Arguments, Observed, Sample, Task, per_sample};
 
 mod text;
 pub use text::Text;
@@ -53,49 +53,44 @@ pub(crate) fn none() -> Arc<[InventedReference]> {
 /// empty list; a task with some makes the list and one text that all their texts are
 /// parts of, whatever their number.
 pub(crate) fn shared_references(task: &Task, catalog: &Catalog) -> Arc<[InventedReference]> {
-    // Most tasks have no miss at all: one look at each call's outcome, and no more work.
     let mut found: Vec<Found> = Vec::new();
-    let mut done: Vec<(*const Sample, usize, usize)> = Vec::new();
     let mut finder = Finder {
         catalog,
         all: String::new(),
         hints: None,
     };
-    for (i, sample) in task.samples.iter().enumerate() {
-        if !sample.calls.iter().any(is_miss) {
-            continue;
-        }
-        if found.capacity() == 0 {
-            // A miss in each sample left, as trials that invent tend to: room for a
-            // reference each, and for a tool, a message and an id or so.
-            let left = task.samples.len() - i;
-            found.reserve(left);
-            finder.all.reserve(left * 32);
-        }
-        // A sample the reader shared with an earlier one invents what that one did.
-        let ptr = Arc::as_ptr(sample);
-        if let Some(&(_, from, to)) = done.iter().find(|(p, ..)| *p == ptr) {
-            for k in from..to {
-                found.push(Found {
-                    sample: i,
-                    ..found[k].clone()
-                });
+    // Each sample's references, as a range of `found`: a sample the reader shared with
+    // an earlier one invents what that one did, and takes its range.
+    let ranges = per_sample(
+        &task.samples,
+        |_| true,
+        |i, sample| {
+            // Most samples have no miss at all: one look at each call's outcome.
+            if !sample.calls.iter().any(is_miss) {
+                return 0..0;
             }
-            continue;
-        }
-        let from = found.len();
-        finder.of_sample(i, sample, &mut found);
-        done.push((ptr, from, found.len()));
-    }
+            if found.capacity() == 0 {
+                // A miss in each sample left, as trials that invent tend to: room for a
+                // reference each, and for a tool, a message and an id or so.
+                let left = task.samples.len() - i;
+                found.reserve(left);
+                finder.all.reserve(left * 32);
+            }
+            let from = found.len();
+            finder.of_sample(sample, &mut found);
+            from..found.len()
+        },
+    );
     if found.is_empty() {
         return none();
     }
     let all = Arc::new(finder.all);
-    (found.iter())
-        .map(|f| {
+    (ranges.into_iter().enumerate())
+        .flat_map(|(sample, range)| found[range].iter().map(move |f| (sample, f)))
+        .map(|(sample, f)| {
             let [tool, parameter, value, error] = f.spans.clone().map(|s| Text::part(&all, s));
             InventedReference {
-                sample: f.sample,
+                sample,
                 turn: f.turn,
                 call: f.call,
                 tool,
@@ -108,9 +103,7 @@ pub(crate) fn shared_references(task: &Task, catalog: &Catalog) -> Arc<[Invented
 }
 
 /// A reference as the search finds it, its texts already in the task's one text.
-#[derive(Clone)]
 struct Found {
-    sample: usize,
     turn: usize,
     call: usize,
     /// Where its tool, parameter, value and error are in [`Finder::all`].
@@ -270,24 +263,18 @@ impl<'c> Finder<'c> {
         }
     }
 
-    fn of_sample(&mut self, i: usize, sample: &Sample, out: &mut Vec<Found>) {
+    fn of_sample(&mut self, sample: &Sample, out: &mut Vec<Found>) {
         for (turn, range) in sample.turn_ranges().enumerate() {
             for j in range.clone() {
-                self.of_call(sample, (i, turn, j), range.start, out);
+                self.of_call(sample, (turn, j), range.start, out);
             }
         }
     }
 
-    /// The references of call `j` (`at` is its sample, turn and index), whose turn
+    /// The references of a call (`at` is its turn and index), whose turn
     /// starts at call `start`.
-    fn of_call(
-        &mut self,
-        sample: &Sample,
-        at: (usize, usize, usize),
-        start: usize,
-        out: &mut Vec<Found>,
-    ) {
-        let call = &sample.calls[at.2];
+    fn of_call(&mut self, sample: &Sample, at: (usize, usize), start: usize, out: &mut Vec<Found>) {
+        let call = &sample.calls[at.1];
         let Observed::Error { kind, message } = &call.observed else {
             return;
         };
@@ -338,9 +325,8 @@ impl<'c> Finder<'c> {
             let value = put(all, last.map(|s| &s[2]), l.value);
             let error = put(all, last.map(|s| &s[3]), message);
             out.push(Found {
-                sample: at.0,
-                turn: at.1,
-                call: at.2,
+                turn: at.0,
+                call: at.1,
                 spans: [tool, parameter, value, error],
             });
         });
