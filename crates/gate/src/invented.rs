@@ -57,6 +57,7 @@ pub(crate) fn shared_references(task: &Task, catalog: &Catalog) -> Arc<[Invented
     let mut finder = Finder {
         catalog,
         all: String::new(),
+        path: String::new(),
         hints: None,
     };
     // Each sample's references, as a range of `found`: a sample the reader shared with
@@ -113,20 +114,12 @@ struct Found {
 /// Puts `text` in `all`, unless `last` (the reference before's text in the same place:
 /// one tool, one parameter, a message every trial got alike) holds it already.
 fn put(all: &mut String, last: Option<&Range<usize>>, text: &str) -> Range<usize> {
-    let from = all.len();
-    all.push_str(text);
-    kept(all, last, from)
-}
-
-/// Where the text `all` holds from byte `from` on is kept: there, or, when `last` holds
-/// the same, at `last`, and the copy is taken back.
-fn kept(all: &mut String, last: Option<&Range<usize>>, from: usize) -> Range<usize> {
     match last {
-        Some(span) if all.as_bytes()[span.clone()] == all.as_bytes()[from..] => {
-            all.truncate(from);
-            span.clone()
+        Some(span) if all.as_bytes()[span.clone()] == *text.as_bytes() => span.clone(),
+        _ => {
+            all.push_str(text);
+            all.len() - text.len()..all.len()
         }
-        _ => from..all.len(),
     }
 }
 
@@ -248,6 +241,8 @@ pub(crate) fn is_miss(c: &crate::task::Call) -> bool {
 struct Finder<'c> {
     catalog: &'c Catalog,
     all: String,
+    /// A parameter's path being written, kept for its room.
+    path: String,
     hints: Option<(&'c str, Option<&'c Hints>)>,
 }
 
@@ -285,7 +280,7 @@ impl<'c> Finder<'c> {
             return;
         }
         let hints = self.hints(&call.tool);
-        let all = &mut self.all;
+        let (all, path) = (&mut self.all, &mut self.path);
         let (first, written) = (out.len(), all.len());
         // Whether a leaf the error names was met: from then on only named leaves are
         // listed, and the id-like ones listed before it are taken back.
@@ -317,9 +312,9 @@ impl<'c> Finder<'c> {
                     step: Step::Key(k),
                 }) if plain(k) => put(all, last.map(|s| &s[1]), k),
                 _ => {
-                    let from = all.len();
-                    path_text(l.at, from, all);
-                    kept(all, last.map(|s| &s[1]), from)
+                    path.clear();
+                    path_text(l.at, path);
+                    put(all, last.map(|s| &s[1]), path)
                 }
             };
             let value = put(all, last.map(|s| &s[2]), l.value);
@@ -400,20 +395,19 @@ fn walk<'a>(
     }
 }
 
-/// A leaf's path as records print it (`user_id`, `payment[0].id`), appended to `path`
-/// from byte `from`: members as [`push_member`] writes them, without the leading dot of
-/// the first.
-fn path_text(at: Option<&At>, from: usize, path: &mut String) {
+/// A leaf's path as records print it (`user_id`, `payment[0].id`), appended to the empty
+/// `path`: members as [`push_member`] writes them, without the leading dot of the first.
+fn path_text(at: Option<&At>, path: &mut String) {
     let Some(at) = at else {
         return;
     };
-    path_text(at.up, from, path);
+    path_text(at.up, path);
     match at.step {
         Step::Key(k) => {
-            let first = path.len() == from;
+            let first = path.is_empty();
             push_member(path, k);
-            if first && path[from..].starts_with('.') {
-                path.remove(from);
+            if first && path.starts_with('.') {
+                path.remove(0);
             }
         }
         Step::Index(i) => {
